@@ -1,0 +1,403 @@
+//! The decider: policy applied to a routed event. Pure, no I/O.
+//!
+//! Order (first that applies wins): failed call → `ignored/failed_call`; read-only →
+//! `ignored/read_only`; the reactor's own principal → `ignored/own_change`; an IaC
+//! pipeline principal → `ignored/iac_principal`; not a resource change (sign-in,
+//! notification, handshake, deployment) → `ignored/not_a_change`; matched managed
+//! resources → `drift` with each resource's policy action (first matching
+//! `[[policy]]` rule, default `pull_request`; when every matched resource's rule says
+//! `ignore` → `ignored/policy`); an unmatched mutating call → `unmanaged` with action
+//! `notify` (and reason `unattributed` when the event names no resource at all).
+//!
+//! ```
+//! use driftreactor_decide::{Policy, PolicyConfig};
+//! let cfg: PolicyConfig = toml::from_str(r#"
+//!     [principals]
+//!     iac = ["arn:aws:iam::*:role/terraform-ci"]
+//!     [[policy]]
+//!     type = "aws_security_group"
+//!     action = "revert"
+//! "#).unwrap();
+//! let policy = Policy::compile(&cfg).unwrap();
+//! assert!(policy.is_iac("arn:aws:iam::111122223333:role/terraform-ci"));
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+
+use driftreactor_event::DriftEvent;
+use driftreactor_router::{MatchKind, Routed};
+use globset::{Glob, GlobMatcher, GlobSet, GlobSetBuilder};
+use serde::{Deserialize, Serialize};
+
+/// Result of compiling a policy.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a policy could not be compiled.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A glob in `[principals]` or `[[policy]]` is malformed.
+    #[error("invalid glob `{glob}` in {field}: {source}")]
+    Glob {
+        /// The config field (`principals.iac`, `policy[2].address`).
+        field: String,
+        /// The glob as written.
+        glob: String,
+        /// globset's explanation.
+        #[source]
+        source: globset::Error,
+    },
+}
+
+/// The action taken on a drifted resource (the report's `action` field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Nothing.
+    None,
+    /// Tell a human (Slack).
+    Notify,
+    /// Open or update a pull request that describes the drift.
+    PullRequest,
+    /// Revert with a targeted plan and apply, guarded.
+    Revert,
+}
+
+impl Action {
+    /// Snake-case name as in reports and config.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Action::None => "none",
+            Action::Notify => "notify",
+            Action::PullRequest => "pull_request",
+            Action::Revert => "revert",
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a `[[policy]]` rule says to do (an [`Action`] or `ignore`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleAction {
+    /// Revert with a guarded targeted apply.
+    Revert,
+    /// Open a pull request.
+    PullRequest,
+    /// Notify only.
+    Notify,
+    /// Do nothing: the drift is accepted.
+    Ignore,
+}
+
+/// The report's `verdict`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// A managed resource changed.
+    Drift,
+    /// A change to something no state manages.
+    Unmanaged,
+    /// Deliberately not acted upon; see [`Reason`].
+    Ignored,
+    /// The input could not be parsed.
+    Rejected,
+}
+
+impl Verdict {
+    /// Snake-case name as in reports.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Drift => "drift",
+            Verdict::Unmanaged => "unmanaged",
+            Verdict::Ignored => "ignored",
+            Verdict::Rejected => "rejected",
+        }
+    }
+}
+
+/// The report's `reason` for `ignored` and `unmanaged` verdicts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// The call only read.
+    ReadOnly,
+    /// The call failed.
+    FailedCall,
+    /// The reactor's own principal made it.
+    OwnChange,
+    /// An IaC pipeline principal made it.
+    IacPrincipal,
+    /// A `[[policy]]` rule says `ignore`.
+    Policy,
+    /// Not a resource change (sign-in, notification, handshake, deployment record).
+    NotAChange,
+    /// An unmanaged change whose resource could not be identified from the event.
+    Unattributed,
+    /// A later log entry of a change already reported (GCP `operation.last` after
+    /// `operation.first`, a redelivered event id).
+    Duplicate,
+}
+
+impl Reason {
+    /// Snake-case name as in reports.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Reason::ReadOnly => "read_only",
+            Reason::FailedCall => "failed_call",
+            Reason::OwnChange => "own_change",
+            Reason::IacPrincipal => "iac_principal",
+            Reason::Policy => "policy",
+            Reason::NotAChange => "not_a_change",
+            Reason::Unattributed => "unattributed",
+            Reason::Duplicate => "duplicate",
+        }
+    }
+}
+
+/// `[principals]`: identities whose changes are never drift.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrincipalsConfig {
+    /// Globs of the IaC pipeline's identities (`arn:aws:iam::*:role/terraform-ci`,
+    /// a GCP service-account e-mail, an Azure app id). An assumed-role session
+    /// matches through its issuing role ARN.
+    #[serde(default)]
+    pub iac: Vec<String>,
+    /// Globs of driftreactor's own identities, whose changes are `own_change`.
+    #[serde(default)]
+    pub reactor: Vec<String>,
+}
+
+/// One `[[policy]]` rule; every given field must match, absent fields match anything.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyRule {
+    /// Workspace name glob.
+    #[serde(default)]
+    pub workspace: Option<String>,
+    /// Resource address glob (`module.net.*`).
+    #[serde(default)]
+    pub address: Option<String>,
+    /// Resource type glob (`aws_security_group`, `aws_s3_bucket*`).
+    #[serde(default, rename = "type")]
+    pub resource_type: Option<String>,
+    /// What to do.
+    pub action: RuleAction,
+}
+
+/// The policy part of the config file: `[principals]` and `[[policy]]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyConfig {
+    /// Ignored identities.
+    #[serde(default)]
+    pub principals: PrincipalsConfig,
+    /// Per-resource rules, first match wins.
+    #[serde(default)]
+    pub policy: Vec<PolicyRule>,
+}
+
+#[derive(Debug, Clone)]
+struct CompiledRule {
+    workspace: Option<GlobMatcher>,
+    address: Option<GlobMatcher>,
+    resource_type: Option<GlobMatcher>,
+    action: RuleAction,
+}
+
+/// A compiled [`PolicyConfig`]. Cheap to share; all methods are pure.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    iac: GlobSet,
+    reactor: GlobSet,
+    rules: Arc<[CompiledRule]>,
+}
+
+fn glob(field: &str, pattern: &str) -> Result<Glob> {
+    Glob::new(pattern).map_err(|source| Error::Glob {
+        field: field.to_owned(),
+        glob: pattern.to_owned(),
+        source,
+    })
+}
+
+fn set(field: &str, patterns: &[String]) -> Result<GlobSet> {
+    let mut b = GlobSetBuilder::new();
+    for p in patterns {
+        b.add(glob(field, p)?);
+    }
+    b.build().map_err(|source| Error::Glob {
+        field: field.to_owned(),
+        glob: patterns.join(", "),
+        source,
+    })
+}
+
+impl Policy {
+    /// Compiles the globs of `cfg`.
+    ///
+    /// # Errors
+    /// [`Error::Glob`] naming the field and the glob when one is malformed.
+    pub fn compile(cfg: &PolicyConfig) -> Result<Self> {
+        let rules = cfg
+            .policy
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let m = |name: &str, g: &Option<String>| -> Result<Option<GlobMatcher>> {
+                    g.as_deref()
+                        .map(|p| glob(&format!("policy[{i}].{name}"), p).map(|g| g.compile_matcher()))
+                        .transpose()
+                };
+                Ok(CompiledRule {
+                    workspace: m("workspace", &r.workspace)?,
+                    address: m("address", &r.address)?,
+                    resource_type: m("type", &r.resource_type)?,
+                    action: r.action,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            iac: set("principals.iac", &cfg.principals.iac)?,
+            reactor: set("principals.reactor", &cfg.principals.reactor)?,
+            rules: rules.into(),
+        })
+    }
+
+    /// True when `principal` matches a `[principals] iac` glob.
+    pub fn is_iac(&self, principal: &str) -> bool {
+        self.iac.is_match(principal)
+    }
+
+    /// True when `principal` matches a `[principals] reactor` glob.
+    pub fn is_reactor(&self, principal: &str) -> bool {
+        self.reactor.is_match(principal)
+    }
+
+    /// The rule action for a resource: the first `[[policy]]` rule matching its
+    /// workspace, address and type, else `pull_request`.
+    pub fn rule_for(&self, workspace: &str, address: &str, resource_type: &str) -> RuleAction {
+        let hit = |m: &Option<GlobMatcher>, v: &str| m.as_ref().is_none_or(|m| m.is_match(v));
+        self.rules
+            .iter()
+            .find(|r| {
+                hit(&r.workspace, workspace)
+                    && hit(&r.address, address)
+                    && hit(&r.resource_type, resource_type)
+            })
+            .map_or(RuleAction::PullRequest, |r| r.action)
+    }
+}
+
+/// The decision for one matched resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// Workspace name.
+    pub workspace: Arc<str>,
+    /// Resource address.
+    pub address: Arc<str>,
+    /// How it matched.
+    pub kind: MatchKind,
+    /// What to do with it (`None` when its rule says `ignore`).
+    pub action: Action,
+}
+
+/// The decider's answer for one event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The reason, for `ignored` and unattributed `unmanaged` verdicts.
+    pub reason: Option<Reason>,
+    /// The event-level action: the strongest action over its targets
+    /// (`revert` > `pull_request` > `notify` > `none`), `notify` for unmanaged.
+    pub action: Action,
+    /// Per-resource decisions for the remediator, one per match, in match order.
+    pub targets: Vec<Target>,
+}
+
+impl Decision {
+    /// An `ignored` decision with `reason` and no action.
+    pub const fn ignored(reason: Reason) -> Self {
+        Self {
+            verdict: Verdict::Ignored,
+            reason: Some(reason),
+            action: Action::None,
+            targets: Vec::new(),
+        }
+    }
+}
+
+/// Decides what to do with `event`, given where the router matched it and the
+/// graph for resource types. Pure; see the crate docs for the order of rules.
+pub fn decide(
+    policy: &Policy,
+    graph: &driftreactor_tfgraph::Graph,
+    event: &DriftEvent,
+    routed: &Routed,
+) -> Decision {
+    if event.outcome.is_failed() {
+        return Decision::ignored(Reason::FailedCall);
+    }
+    if event.read_only {
+        return Decision::ignored(Reason::ReadOnly);
+    }
+    if event.principal.all().any(|p| policy.is_reactor(p)) {
+        return Decision::ignored(Reason::OwnChange);
+    }
+    if event.principal.all().any(|p| policy.is_iac(p)) {
+        return Decision::ignored(Reason::IacPrincipal);
+    }
+    if event.change.is_none() || event.not_a_change.is_some() {
+        return Decision::ignored(Reason::NotAChange);
+    }
+    if routed.matches.is_empty() {
+        return Decision {
+            verdict: Verdict::Unmanaged,
+            reason: event
+                .resources
+                .is_empty()
+                .then_some(Reason::Unattributed),
+            action: Action::Notify,
+            targets: Vec::new(),
+        };
+    }
+    let targets: Vec<Target> = routed
+        .matches
+        .iter()
+        .map(|m| {
+            let ty = &graph.node(m.node).resource_type;
+            let action = match policy.rule_for(&m.workspace, &m.address, ty) {
+                RuleAction::Revert => Action::Revert,
+                RuleAction::PullRequest => Action::PullRequest,
+                RuleAction::Notify => Action::Notify,
+                RuleAction::Ignore => Action::None,
+            };
+            Target {
+                workspace: m.workspace.clone(),
+                address: m.address.clone(),
+                kind: m.kind,
+                action,
+            }
+        })
+        .collect();
+    let action = targets.iter().map(|t| t.action).max().unwrap_or(Action::None);
+    if action == Action::None {
+        return Decision {
+            targets,
+            ..Decision::ignored(Reason::Policy)
+        };
+    }
+    Decision {
+        verdict: Verdict::Drift,
+        reason: None,
+        action,
+        targets,
+    }
+}

@@ -1,0 +1,1 @@
+//! driftreactor-journal (placeholder; see the crate README).

@@ -1,0 +1,1 @@
+//! driftreactor-notify (placeholder; see the crate README).

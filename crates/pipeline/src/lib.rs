@@ -1,0 +1,1 @@
+//! driftreactor-pipeline (placeholder; see the crate README).

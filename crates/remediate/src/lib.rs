@@ -1,0 +1,1 @@
+//! driftreactor-remediate (placeholder; see the crate README).

@@ -1,0 +1,1 @@
+//! driftreactor-serve (placeholder; see the crate README).

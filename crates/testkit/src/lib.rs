@@ -1,0 +1,1 @@
+//! driftreactor-testkit (placeholder; see the crate README).
