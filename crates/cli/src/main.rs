@@ -1,1 +1,49 @@
-fn main() {}
+//! `driftreactor`: the event-driven drift reactor for Terraform / OpenTofu estates.
+//!
+//! A thin binary (ripgrep's shape): argument parsing and exit codes here, everything
+//! else in the library crates. Each subcommand lives in its own module.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod replay;
+
+/// Command-line interface.
+#[derive(Debug, Parser)]
+#[command(name = "driftreactor", version, about = "Event-driven drift reactor for Terraform / OpenTofu estates")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Replay recorded cloud events against Terraform state and print a drift report.
+    Replay(replay::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    let result = match cli.command {
+        Command::Replay(args) => replay::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("driftreactor: error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Logs go to stderr (reports go to stdout); `RUST_LOG` sets the filter, default `warn`.
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
