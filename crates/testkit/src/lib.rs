@@ -1,1 +1,10 @@
-//! driftreactor-testkit (placeholder; see the crate README).
+//! Test helpers for driftreactor: local servers started on 127.0.0.1 random ports and
+//! stopped when dropped, and in-process fakes of cloud endpoints that have no emulator.
+//!
+//! A helper whose tool is missing fails with a message naming what to install, unless
+//! the matching `DRIFTREACTOR_SKIP_<WHAT>=1` is set (then the test skips itself).
+
+pub mod eventgrid_ns;
+pub mod moto;
+pub mod process;
+pub mod pubsub;
