@@ -1,13 +1,220 @@
-//! `driftreactor replay`: recorded events → drift report.
+//! `driftreactor replay`: recorded events → drift report (DESIGN.md, "The replay report").
 
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use driftreactor_config::Config;
+use driftreactor_decide::Policy;
+use driftreactor_pipeline::{Pipeline, Replay, ReportLine, Summary};
+use driftreactor_tfgraph::{Graph, GraphBuilder};
+
+/// Output format of the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A readable table and a summary.
+    Table,
+    /// One JSON object per event (JSON Lines), the contract tools and tests rely on.
+    Json,
+}
 
 /// Arguments of `driftreactor replay`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Terraform state files, or directories holding `*.tfstate` / `*.tfstate.json`
+    /// files; each becomes a workspace named after its file (without the extensions).
+    #[arg(long = "state", value_name = "FILE|DIR")]
+    pub states: Vec<PathBuf>,
+    /// The config file (workspaces, principals, policy; see README).
+    #[arg(long, value_name = "TOML")]
+    pub config: Option<PathBuf>,
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Recorded event files (one event, a JSON array, JSON Lines, a CloudTrail log
+    /// file or a Pub/Sub push envelope), or directories of `*.json` / `*.jsonl` files.
+    #[arg(value_name = "EVENTS", required = true)]
+    pub inputs: Vec<PathBuf>,
+}
 
-/// Runs the replay.
+/// Runs the replay; exit status 0 when every input parsed, 1 when some were rejected.
+///
+/// # Errors
+/// When the config or a state cannot be loaded, or an input path cannot be read.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let _ = args;
-    Ok(ExitCode::SUCCESS)
+    let config = match &args.config {
+        Some(path) => Config::load(path)?,
+        None => Config::default(),
+    };
+    if config.workspaces.is_empty() && args.states.is_empty() {
+        bail!("no state given: pass --state <file-or-dir> or a --config with [[workspaces]]");
+    }
+    let graph = load_graph(&config, &args.states)?;
+    let policy = Policy::compile(&config.policy_config())
+        .with_context(|| format!("invalid policy in {}", display_config(&config)))?;
+    let mut replay = Replay::new(Pipeline::new(Arc::new(graph), policy));
+
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let mut summary = Summary::default();
+    if args.format == Format::Table {
+        writeln!(out, "{:<44} {:<10} {:<13} {:<32} {}", "INPUT", "VERDICT", "ACTION", "OPERATION", "RESOURCES / REASON")?;
+    }
+    for input in &args.inputs {
+        for file in event_files(input)? {
+            let name = file.display().to_string();
+            let bytes = std::fs::read(&file).with_context(|| format!("failed to read {name}"))?;
+            for line in replay.process_input(&name, &bytes) {
+                summary.add(&line);
+                match args.format {
+                    Format::Json => {
+                        serde_json::to_writer(&mut out, &line)?;
+                        out.write_all(b"\n")?;
+                    }
+                    Format::Table => write_row(&mut out, &line)?,
+                }
+            }
+        }
+    }
+    if args.format == Format::Table {
+        writeln!(
+            out,
+            "\n{} events: {} drift, {} unmanaged, {} ignored, {} rejected",
+            summary.events, summary.drift, summary.unmanaged, summary.ignored, summary.rejected
+        )?;
+    }
+    out.flush()?;
+    Ok(if summary.rejected > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn display_config(config: &Config) -> String {
+    config
+        .path
+        .as_ref()
+        .map_or_else(|| "the command line".to_owned(), |p| p.display().to_string())
+}
+
+/// Loads the config's workspaces, then every `--state` file (directories expanded).
+fn load_graph(config: &Config, states: &[PathBuf]) -> anyhow::Result<Graph> {
+    let mut builder = GraphBuilder::new(driftreactor_pipeline::identities());
+    for ws in &config.workspaces {
+        builder.add_state_file(&ws.name, &ws.state)?;
+    }
+    for path in states {
+        for file in state_files(path)? {
+            let name = workspace_name(&file);
+            builder.add_state_file(&name, &file)?;
+        }
+    }
+    Ok(builder.build())
+}
+
+/// `prod.tfstate` → `prod`, `prod.tfstate.json` → `prod`, `x.json` → `x`.
+fn workspace_name(file: &Path) -> String {
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = name.strip_suffix(".json").unwrap_or(&name);
+    let name = name.strip_suffix(".tfstate").unwrap_or(name);
+    name.to_owned()
+}
+
+fn state_files(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    if !path.is_dir() {
+        if !path.exists() {
+            bail!("state file {} does not exist", path.display());
+        }
+        return Ok(vec![path.to_owned()]);
+    }
+    let files = walk(path)?
+        .into_iter()
+        .filter(|f| {
+            let n = f.to_string_lossy();
+            n.ends_with(".tfstate") || n.ends_with(".tfstate.json")
+        })
+        .collect::<Vec<_>>();
+    if files.is_empty() {
+        bail!("state directory {} holds no *.tfstate or *.tfstate.json file", path.display());
+    }
+    Ok(files)
+}
+
+fn event_files(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    if !path.is_dir() {
+        if !path.exists() {
+            bail!("event file {} does not exist", path.display());
+        }
+        return Ok(vec![path.to_owned()]);
+    }
+    Ok(walk(path)?
+        .into_iter()
+        .filter(|f| {
+            matches!(
+                f.extension().and_then(|e| e.to_str()),
+                Some("json" | "jsonl" | "ndjson")
+            )
+        })
+        .collect())
+}
+
+/// Regular files under `dir`, recursively, sorted by path, skipping hidden entries.
+fn walk(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        let entries = std::fs::read_dir(&d).with_context(|| format!("failed to list {}", d.display()))?;
+        for entry in entries {
+            let entry = entry.with_context(|| format!("failed to list {}", d.display()))?;
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let p = entry.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn write_row(out: &mut impl Write, line: &ReportLine) -> io::Result<()> {
+    let detail = if line.resources.is_empty() {
+        line.reason.clone().unwrap_or_else(|| line.resource_ids.join(", "))
+    } else {
+        line.resources
+            .iter()
+            .map(|r| format!("{}:{} ({})", r.workspace, r.address, r.kind))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let input = shorten(&line.input, 44);
+    writeln!(
+        out,
+        "{:<44} {:<10} {:<13} {:<32} {}",
+        input,
+        line.verdict.as_str(),
+        line.action.as_str(),
+        shorten(line.operation.as_deref().unwrap_or("-"), 32),
+        detail
+    )
+}
+
+/// Keeps the end of long strings (file names differ at the end).
+fn shorten(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    if n <= width {
+        return s.to_owned();
+    }
+    let tail: String = s.chars().skip(n - (width - 1)).collect();
+    format!("…{tail}")
 }

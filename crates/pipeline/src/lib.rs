@@ -1,1 +1,464 @@
-//! driftreactor-pipeline (placeholder; see the crate README).
+//! The pure path every event takes: split a payload into events, sniff each one's
+//! format, normalize it with its provider's normalizer, route it against the state
+//! graph, and decide. Also the replay report line (DESIGN.md, "The replay report").
+//!
+//! No I/O: callers read files or receive bus messages and hand bytes in.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use driftreactor_decide::{Policy, PolicyConfig};
+//! use driftreactor_pipeline::{Pipeline, Replay};
+//! use driftreactor_tfgraph::GraphBuilder;
+//!
+//! let graph = GraphBuilder::new(driftreactor_pipeline::identities()).build();
+//! let policy = Policy::compile(&PolicyConfig::default()).unwrap();
+//! let mut replay = Replay::new(Pipeline::new(Arc::new(graph), policy));
+//! let lines = replay.process_input("empty.json", b"");
+//! assert_eq!(lines[0].verdict, driftreactor_decide::Verdict::Rejected);
+//! ```
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use driftreactor_decide::{Action, Decision, Policy, Reason, Verdict, decide};
+use driftreactor_event::{DriftEvent, NormalizeError, Provider, StateIdentity};
+use driftreactor_router::{Routed, route};
+use driftreactor_source::PayloadFormat;
+use driftreactor_tfgraph::Graph;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+mod sniff;
+
+pub use sniff::{Format, sniff};
+
+/// The identity plug-ins of every supported provider, for
+/// [`driftreactor_tfgraph::GraphBuilder::new`].
+pub fn identities() -> Vec<Box<dyn StateIdentity>> {
+    vec![
+        Box::new(driftreactor_aws::AwsIdentity),
+        Box::new(driftreactor_azure::AzureIdentity),
+        Box::new(driftreactor_gcp::GcpIdentity),
+    ]
+}
+
+/// One event after routing and deciding.
+#[derive(Debug, Clone)]
+pub struct Evaluated {
+    /// The normalized event.
+    pub event: DriftEvent,
+    /// Where it matched in the state graph.
+    pub routed: Routed,
+    /// What policy says to do.
+    pub decision: Decision,
+}
+
+/// Route + decide over one graph and policy. Cheap to clone (shares both).
+#[derive(Debug, Clone)]
+pub struct Pipeline {
+    graph: Arc<Graph>,
+    policy: Policy,
+}
+
+impl Pipeline {
+    /// A pipeline over `graph` with `policy`.
+    pub fn new(graph: Arc<Graph>, policy: Policy) -> Self {
+        Self { graph, policy }
+    }
+
+    /// The state graph.
+    pub fn graph(&self) -> &Arc<Graph> {
+        &self.graph
+    }
+
+    /// The compiled policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Routes and decides one normalized event. Pure.
+    ///
+    /// Events the decider will ignore before looking at matches (failed, read-only,
+    /// own/IaC principal, not a change) are still routed, so reports and the journal
+    /// show which resources they touched.
+    pub fn evaluate(&self, event: DriftEvent) -> Evaluated {
+        let routed = route(&self.graph, &event);
+        let decision = decide(&self.policy, &self.graph, &event, &routed);
+        Evaluated {
+            event,
+            routed,
+            decision,
+        }
+    }
+}
+
+/// Splits a payload that may hold several events into the JSON values of the events.
+///
+/// Accepts one JSON value, a JSON array (Event Grid batches, CloudTrail record
+/// lists), JSON Lines / concatenated values, and the CloudTrail log-file shape
+/// `{"Records": [...]}`. Returns the values and whether the payload was a batch (more
+/// than one event possible: array, Records or several values), which decides whether
+/// report lines get a `#N` suffix. A JSON error after some values is returned as the
+/// last element, so nothing before it is lost.
+///
+/// # Errors
+/// [`NormalizeError::Empty`] for an empty payload, [`NormalizeError::Json`] when the
+/// first value does not parse.
+pub fn split(payload: &[u8]) -> Result<(Vec<Result<&RawValue, NormalizeError>>, bool), NormalizeError> {
+    let mut values: Vec<&RawValue> = Vec::new();
+    let mut tail_error = None;
+    for item in serde_json::Deserializer::from_slice(payload).into_iter::<&RawValue>() {
+        match item {
+            Ok(v) => values.push(v),
+            Err(e) => {
+                tail_error = Some(NormalizeError::json(&e));
+                break;
+            }
+        }
+    }
+    if values.is_empty() {
+        return Err(tail_error.unwrap_or(NormalizeError::Empty));
+    }
+    let mut batch = values.len() > 1 || tail_error.is_some();
+    let mut out = Vec::with_capacity(values.len());
+    for v in values {
+        let text = v.get().trim_start();
+        if text.starts_with('[') {
+            batch = true;
+            match serde_json::from_str::<Vec<&RawValue>>(v.get()) {
+                Ok(items) => out.extend(items.into_iter().map(Ok)),
+                Err(e) => out.push(Err(NormalizeError::json(&e))),
+            }
+        } else if let Some(records) = records_of(v) {
+            batch = true;
+            match records {
+                Ok(items) => out.extend(items.into_iter().map(Ok)),
+                Err(e) => out.push(Err(e)),
+            }
+        } else {
+            out.push(Ok(v));
+        }
+    }
+    if let Some(e) = tail_error {
+        out.push(Err(e));
+    }
+    Ok((out, batch))
+}
+
+/// `Some(records)` when `v` is a CloudTrail log file `{"Records": [...]}`.
+fn records_of(v: &RawValue) -> Option<Result<Vec<&RawValue>, NormalizeError>> {
+    #[derive(Deserialize)]
+    struct LogFile<'a> {
+        #[serde(rename = "Records", borrow)]
+        records: Option<&'a RawValue>,
+    }
+    let file: LogFile<'_> = serde_json::from_str(v.get()).ok()?;
+    let records = file.records?;
+    Some(
+        serde_json::from_str::<Vec<&RawValue>>(records.get()).map_err(|_| NormalizeError::Field {
+            format: "CloudTrail log file",
+            field: "Records".into(),
+            problem: "is not an array of records".into(),
+        }),
+    )
+}
+
+/// Normalizes one JSON value whose format is unknown: sniffs it, then calls the
+/// provider's normalizer.
+///
+/// # Errors
+/// [`NormalizeError::UnknownFormat`] when no provider recognizes it, or the
+/// provider's error.
+pub fn normalize_value(value: &RawValue) -> Result<DriftEvent, NormalizeError> {
+    match sniff(value)? {
+        Format::Aws => driftreactor_aws::normalize(value.get().as_bytes()),
+        Format::Azure => driftreactor_azure::normalize(value.get().as_bytes()),
+        Format::Gcp => driftreactor_gcp::normalize(value.get().as_bytes()),
+    }
+}
+
+/// Normalizes one bus message's payload according to its [`PayloadFormat`], as the
+/// serve pipeline task receives it. Batches (Event Grid push arrays, JSON Lines) yield
+/// several results.
+pub fn normalize_message(
+    format: PayloadFormat,
+    payload: &[u8],
+    message_id: &str,
+    attributes: &BTreeMap<String, String>,
+) -> Vec<Result<DriftEvent, NormalizeError>> {
+    match format {
+        PayloadFormat::AwsEvent => vec![driftreactor_aws::normalize(payload)],
+        PayloadFormat::GcpPubsubData => {
+            vec![driftreactor_gcp::normalize_pubsub_data(payload, message_id, attributes)]
+        }
+        PayloadFormat::AzureEvent | PayloadFormat::Detect => match split(payload) {
+            Err(e) => vec![Err(e)],
+            Ok((values, _)) => values
+                .into_iter()
+                .map(|v| v.and_then(normalize_value))
+                .collect(),
+        },
+        _ => vec![Err(NormalizeError::UnknownFormat(format!(
+            "payload format {format:?} is not supported by this build"
+        )))],
+    }
+}
+
+/// A matched resource in a report line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportResource {
+    /// Workspace name.
+    pub workspace: String,
+    /// Resource address.
+    pub address: String,
+    /// `primary`, `related` or `parent`.
+    #[serde(rename = "match")]
+    pub kind: String,
+}
+
+/// A dependent resource in a report line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportDependent {
+    /// Workspace name.
+    pub workspace: String,
+    /// Resource address.
+    pub address: String,
+}
+
+/// One line of the replay report (DESIGN.md, "The replay report"): one per event, in
+/// input order. Serialized as one JSON object per line with `--format json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportLine {
+    /// The file the event came from, as given, with `#N` for the N-th event of a batch.
+    pub input: String,
+    /// The event's bus-unique id (null when rejected).
+    pub event_id: Option<String>,
+    /// `aws`, `azure` or `gcp` (null when rejected).
+    pub provider: Option<Provider>,
+    /// The service that handled the call.
+    pub service: Option<String>,
+    /// The operation.
+    pub operation: Option<String>,
+    /// `create`, `update`, `delete`, `action`, or null when not a change.
+    pub change: Option<String>,
+    /// The principal's most specific identity.
+    pub principal: Option<String>,
+    /// `console`, `cli`, `sdk`, `iac` or `unknown`.
+    pub via: Option<String>,
+    /// RFC 3339 UTC time of the change.
+    pub occurred_at: Option<String>,
+    /// Canonical identifiers of the changed resources.
+    pub resource_ids: Vec<String>,
+    /// `drift`, `unmanaged`, `ignored` or `rejected`.
+    pub verdict: Verdict,
+    /// Why (for ignored, unattributed unmanaged, and rejected lines), else null.
+    pub reason: Option<String>,
+    /// Matched managed resources.
+    pub resources: Vec<ReportResource>,
+    /// Resources depending on the matched ones (blast radius).
+    pub dependents: Vec<ReportDependent>,
+    /// `revert`, `pull_request`, `notify` or `none`.
+    pub action: Action,
+}
+
+impl ReportLine {
+    /// A `rejected` line for `input` with `error` as the reason.
+    pub fn rejected(input: String, error: &NormalizeError) -> Self {
+        Self {
+            input,
+            event_id: None,
+            provider: None,
+            service: None,
+            operation: None,
+            change: None,
+            principal: None,
+            via: None,
+            occurred_at: None,
+            resource_ids: Vec::new(),
+            verdict: Verdict::Rejected,
+            reason: Some(error.to_string()),
+            resources: Vec::new(),
+            dependents: Vec::new(),
+            action: Action::None,
+        }
+    }
+
+    /// The line for an evaluated event.
+    pub fn from_evaluated(input: String, ev: &Evaluated) -> Self {
+        let e = &ev.event;
+        Self {
+            input,
+            event_id: Some(e.id.clone()),
+            provider: Some(e.provider),
+            service: Some(e.service.clone()),
+            operation: Some(e.operation.clone()),
+            change: e.change.map(|c| c.as_str().to_owned()),
+            principal: (!e.principal.id.is_empty()).then(|| e.principal.id.clone()),
+            via: Some(via_str(e).to_owned()),
+            occurred_at: e.occurred_at.map(rfc3339),
+            resource_ids: e.resources.iter().map(|r| r.id.clone()).collect(),
+            verdict: ev.decision.verdict,
+            reason: ev.decision.reason.map(|r| r.as_str().to_owned()),
+            resources: ev
+                .routed
+                .matches
+                .iter()
+                .map(|m| ReportResource {
+                    workspace: m.workspace.to_string(),
+                    address: m.address.to_string(),
+                    kind: match_kind_str(m.kind).to_owned(),
+                })
+                .collect(),
+            dependents: ev
+                .routed
+                .dependents
+                .iter()
+                .map(|d| ReportDependent {
+                    workspace: d.workspace.to_string(),
+                    address: d.address.to_string(),
+                })
+                .collect(),
+            action: ev.decision.action,
+        }
+    }
+}
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+}
+
+fn match_kind_str(k: driftreactor_router::MatchKind) -> &'static str {
+    match k {
+        driftreactor_router::MatchKind::Primary => "primary",
+        driftreactor_router::MatchKind::Related => "related",
+        driftreactor_router::MatchKind::Parent => "parent",
+    }
+}
+
+fn via_str(e: &DriftEvent) -> &'static str {
+    use driftreactor_event::Via;
+    match e.via {
+        Via::Console => "console",
+        Via::Cli => "cli",
+        Via::Sdk => "sdk",
+        Via::Iac => "iac",
+        _ => "unknown",
+    }
+}
+
+/// Replays recorded inputs through a [`Pipeline`], producing report lines, and
+/// remembering event ids and correlation keys so that a redelivered event or the
+/// second log entry of one GCP operation is `ignored` / `duplicate` rather than
+/// reported twice.
+#[derive(Debug)]
+pub struct Replay {
+    pipeline: Pipeline,
+    seen_ids: HashSet<(Provider, String)>,
+    seen_correlation: HashSet<String>,
+    evaluated: Vec<Evaluated>,
+    keep: bool,
+}
+
+impl Replay {
+    /// A replay over `pipeline` with nothing seen yet.
+    pub fn new(pipeline: Pipeline) -> Self {
+        Self {
+            pipeline,
+            seen_ids: HashSet::new(),
+            seen_correlation: HashSet::new(),
+            evaluated: Vec::new(),
+            keep: false,
+        }
+    }
+
+    /// Also keep every evaluated event (for `replay --remediate`); take them with
+    /// [`Replay::take_evaluated`].
+    pub fn keep_evaluated(mut self, keep: bool) -> Self {
+        self.keep = keep;
+        self
+    }
+
+    /// The evaluated events kept so far (see [`Replay::keep_evaluated`]), in order.
+    pub fn take_evaluated(&mut self) -> Vec<Evaluated> {
+        std::mem::take(&mut self.evaluated)
+    }
+
+    /// Processes one input (a file's bytes); `name` is the input as given by the user.
+    /// Returns one line per event, in order; bad input yields `rejected` lines and
+    /// never stops the run.
+    pub fn process_input(&mut self, name: &str, bytes: &[u8]) -> Vec<ReportLine> {
+        let (values, batch) = match split(bytes) {
+            Ok(v) => v,
+            Err(e) => return vec![ReportLine::rejected(name.to_owned(), &e)],
+        };
+        let label = |i: usize| {
+            if batch {
+                format!("{name}#{i}")
+            } else {
+                name.to_owned()
+            }
+        };
+        let mut lines = Vec::with_capacity(values.len());
+        for (i, value) in values.into_iter().enumerate() {
+            let line = match value.and_then(normalize_value) {
+                Err(e) => ReportLine::rejected(label(i), &e),
+                Ok(event) => {
+                    let ev = self.evaluate(event);
+                    let line = ReportLine::from_evaluated(label(i), &ev);
+                    if self.keep {
+                        self.evaluated.push(ev);
+                    }
+                    line
+                }
+            };
+            lines.push(line);
+        }
+        lines
+    }
+
+    /// Evaluates one event, applying replay-wide dedupe by event id and correlation key.
+    pub fn evaluate(&mut self, event: DriftEvent) -> Evaluated {
+        let dup_id = !self.seen_ids.insert((event.provider, event.id.clone()));
+        let mut ev = self.pipeline.evaluate(event);
+        let counts = ev.decision.verdict == Verdict::Drift || ev.decision.verdict == Verdict::Unmanaged;
+        let dup_corr = counts
+            && ev
+                .event
+                .correlation_key
+                .as_ref()
+                .is_some_and(|k| !self.seen_correlation.insert(k.clone()));
+        if dup_id || dup_corr {
+            ev.decision = Decision::ignored(Reason::Duplicate);
+        }
+        ev
+    }
+}
+
+/// Counts of report lines by verdict, for the readable summary.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// Events read (all lines).
+    pub events: usize,
+    /// `drift` lines.
+    pub drift: usize,
+    /// `unmanaged` lines.
+    pub unmanaged: usize,
+    /// `ignored` lines.
+    pub ignored: usize,
+    /// `rejected` lines.
+    pub rejected: usize,
+}
+
+impl Summary {
+    /// Adds one line.
+    pub fn add(&mut self, line: &ReportLine) {
+        self.events += 1;
+        match line.verdict {
+            Verdict::Drift => self.drift += 1,
+            Verdict::Unmanaged => self.unmanaged += 1,
+            Verdict::Ignored => self.ignored += 1,
+            Verdict::Rejected => self.rejected += 1,
+        }
+    }
+}
