@@ -1,0 +1,241 @@
+//! Azure Resource Manager resource IDs: canonical form and ancestry.
+//!
+//! # Canonical form
+//!
+//! ARM resource IDs are case-insensitive and hierarchical. The canonical form that
+//! [`canonical`] produces, and that both the normalizer and [`crate::AzureIdentity`]
+//! index under, is:
+//!
+//! * the path only: a `https://management.azure.com` (or any other) scheme and host,
+//!   a `?api-version=…` query and a `#fragment` are dropped;
+//! * one leading `/`, no trailing `/`, empty segments (`//`) removed;
+//! * every character lowercased (Unicode lowercase; ARM compares ordinal-ignore-case);
+//! * the first segment is `subscriptions` (subscription, resource group and resource
+//!   IDs) or `providers` (tenant-level IDs such as management groups); anything else
+//!   is not an ARM ID and yields `None`.
+//!
+//! Example: `/subscriptions/S/resourceGroups/RG/providers/Microsoft.Network/networkSecurityGroups/Web/`
+//! → `/subscriptions/s/resourcegroups/rg/providers/microsoft.network/networksecuritygroups/web`.
+//!
+//! # Ancestors
+//!
+//! [`ancestors`] lists the *resource* ancestors of an ID, nearest first: for a nested
+//! child type (`…/networkSecurityGroups/x/securityRules/y`) the enclosing resource
+//! (`…/networkSecurityGroups/x`), and for an extension resource
+//! (`<scope>/providers/Microsoft.Authorization/roleAssignments/g`) the scope resource
+//! and its own ancestors. Resource groups, subscriptions and management groups are
+//! **never** ancestors: they are containers, and every unmanaged resource created in a
+//! managed resource group would otherwise fall back to a "parent" match on the
+//! `azurerm_resource_group`, hiding real unmanaged changes (coverage is measured by
+//! counting those). A role assignment or lock scoped directly to a resource group
+//! therefore has no parents.
+
+/// Canonical form of an ARM resource ID (see the module docs), or `None` when `raw`
+/// is not an ARM resource ID.
+pub fn canonical(raw: &str) -> Option<String> {
+    let mut s = raw.trim();
+    if let Some(rest) = s
+        .strip_prefix("https://")
+        .or_else(|| s.strip_prefix("http://"))
+    {
+        s = rest.find('/').map_or("", |i| &rest[i..]);
+    }
+    if let Some(i) = s.find(['?', '#']) {
+        s = &s[..i];
+    }
+    let mut out = String::with_capacity(s.len() + 1);
+    for seg in s.split('/').filter(|seg| !seg.is_empty()) {
+        out.push('/');
+        out.push_str(&seg.to_lowercase());
+    }
+    let first = out.split('/').nth(1)?;
+    (first == "subscriptions" || first == "providers").then_some(out)
+}
+
+/// The segments of a canonical ID (without the leading empty one).
+fn segments(canonical: &str) -> Vec<&str> {
+    canonical.split('/').filter(|s| !s.is_empty()).collect()
+}
+
+/// Resource ancestors of a *canonical* ID, nearest first (see the module docs).
+pub fn ancestors(canonical: &str) -> Vec<String> {
+    let segs = segments(canonical);
+    let mut out = Vec::new();
+    // Each ancestor is a prefix of the segments that ends on the name of a
+    // type/name pair of some `providers/{namespace}` section.
+    let mut ends = Vec::new();
+    let mut i = 0;
+    while i < segs.len() {
+        if segs[i] == "providers" && i + 1 < segs.len() {
+            // pairs start after the namespace
+            let mut j = i + 2;
+            while j + 1 < segs.len() && segs[j] != "providers" {
+                ends.push(j + 2); // prefix length including this pair
+                j += 2;
+            }
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    for &len in ends.iter().rev() {
+        if len < segs.len() {
+            let prefix = format!("/{}", segs[..len].join("/"));
+            if !is_container(&prefix) {
+                out.push(prefix);
+            }
+        }
+    }
+    out
+}
+
+/// The subscription id (lowercase) of a canonical ID, when it has one.
+pub fn subscription(canonical: &str) -> Option<&str> {
+    let mut it = canonical.split('/').filter(|s| !s.is_empty());
+    (it.next()? == "subscriptions")
+        .then(|| it.next())
+        .flatten()
+        .filter(|s| !s.is_empty())
+}
+
+/// True when the canonical ID is a subscription, resource group or tenant-level
+/// container rather than a resource (it has no `providers/{ns}/{type}/{name}` part).
+pub fn is_container(canonical: &str) -> bool {
+    ancestors_end(canonical) == 0
+}
+
+/// Length of the longest resource prefix (0 when there is none).
+fn ancestors_end(canonical: &str) -> usize {
+    let segs = segments(canonical);
+    let mut best = 0;
+    let mut i = 0;
+    while i < segs.len() {
+        if segs[i] == "providers" && i + 3 < segs.len() {
+            best = i + 4;
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    // management groups are containers even though they live under `providers`
+    if segs.first() == Some(&"providers")
+        && segs.get(1) == Some(&"microsoft.management")
+        && segs.len() <= 4
+    {
+        return 0;
+    }
+    best
+}
+
+/// The namespace of the last `providers/{namespace}` section (`microsoft.network`),
+/// lowercase, when the ID has one.
+pub fn last_namespace(canonical: &str) -> Option<&str> {
+    let segs = segments(canonical);
+    segs.iter()
+        .rposition(|s| *s == "providers")
+        .and_then(|i| segs.get(i + 1).copied())
+}
+
+/// True when the ID names an ARM deployment (`Microsoft.Resources/deployments/…`) or
+/// anything below one: a deployment record, not infrastructure.
+pub fn is_deployment(canonical: &str) -> bool {
+    let segs = segments(canonical);
+    segs.windows(3)
+        .any(|w| w[0] == "providers" && w[1] == "microsoft.resources" && w[2] == "deployments")
+}
+
+/// Builds `/subscriptions/{sub}/resourceGroups/{rg}/providers/{ns}/{type}/{name}`
+/// in canonical form.
+pub fn build(sub: &str, rg: &str, ns: &str, ty: &str, name: &str) -> Option<String> {
+    if [sub, rg, ns, ty, name]
+        .iter()
+        .any(|p| p.is_empty() || p.contains('/'))
+    {
+        return None;
+    }
+    canonical(&format!(
+        "/subscriptions/{sub}/resourceGroups/{rg}/providers/{ns}/{ty}/{name}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_lowercases_and_trims() {
+        assert_eq!(
+            canonical("/subscriptions/ABC/resourceGroups/RG//providers/Microsoft.Network/networkSecurityGroups/Web/").as_deref(),
+            Some("/subscriptions/abc/resourcegroups/rg/providers/microsoft.network/networksecuritygroups/web")
+        );
+        assert_eq!(
+            canonical("https://management.azure.com/subscriptions/S/resourceGroups/RG?api-version=2018-02-01").as_deref(),
+            Some("/subscriptions/s/resourcegroups/rg")
+        );
+        assert_eq!(
+            canonical("subscriptions/S").as_deref(),
+            Some("/subscriptions/s")
+        );
+        assert_eq!(canonical("argocd"), None);
+        assert_eq!(canonical(""), None);
+        assert_eq!(canonical("https://myvault.vault.azure.net/secrets/x"), None);
+    }
+
+    #[test]
+    fn ancestors_of_child_resource_stop_before_resource_group() {
+        let id = canonical("/subscriptions/S/resourceGroups/RG/providers/Microsoft.Network/networkSecurityGroups/x/securityRules/y").unwrap();
+        assert_eq!(
+            ancestors(&id),
+            vec![
+                "/subscriptions/s/resourcegroups/rg/providers/microsoft.network/networksecuritygroups/x"
+            ]
+        );
+        let top = canonical("/subscriptions/S/resourceGroups/RG/providers/Microsoft.Network/networkSecurityGroups/x").unwrap();
+        assert!(ancestors(&top).is_empty());
+        assert!(ancestors("/subscriptions/s/resourcegroups/rg").is_empty());
+    }
+
+    #[test]
+    fn ancestors_of_extension_resource_include_scope_chain() {
+        let id = canonical("/subscriptions/S/resourceGroups/RG/providers/Microsoft.Sql/servers/srv/databases/db/providers/Microsoft.Authorization/roleAssignments/g").unwrap();
+        assert_eq!(
+            ancestors(&id),
+            vec![
+                "/subscriptions/s/resourcegroups/rg/providers/microsoft.sql/servers/srv/databases/db",
+                "/subscriptions/s/resourcegroups/rg/providers/microsoft.sql/servers/srv",
+            ]
+        );
+        let rg_scoped = canonical("/subscriptions/S/resourceGroups/RG/providers/Microsoft.Authorization/roleAssignments/g").unwrap();
+        assert!(ancestors(&rg_scoped).is_empty());
+    }
+
+    #[test]
+    fn containers_and_deployments() {
+        assert!(is_container("/subscriptions/s"));
+        assert!(is_container("/subscriptions/s/resourcegroups/rg"));
+        assert!(is_container(
+            "/providers/microsoft.management/managementgroups/mg"
+        ));
+        assert!(!is_container(
+            "/subscriptions/s/resourcegroups/rg/providers/microsoft.web/sites/a"
+        ));
+        assert!(is_deployment(
+            "/subscriptions/s/resourcegroups/rg/providers/microsoft.resources/deployments/d"
+        ));
+        assert!(!is_deployment("/subscriptions/s/resourcegroups/rg"));
+        assert_eq!(
+            subscription("/subscriptions/s/resourcegroups/rg"),
+            Some("s")
+        );
+        assert_eq!(
+            subscription("/providers/microsoft.management/managementgroups/mg"),
+            None
+        );
+        assert_eq!(
+            last_namespace(
+                "/subscriptions/s/resourcegroups/rg/providers/microsoft.web/sites/a/providers/microsoft.authorization/locks/l"
+            ),
+            Some("microsoft.authorization")
+        );
+    }
+}

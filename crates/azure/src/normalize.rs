@@ -1,0 +1,468 @@
+//! Event Grid schema and CloudEvents 1.0 events → [`DriftEvent`].
+
+use chrono::{DateTime, Utc};
+use driftreactor_event::{
+    Change, DriftEvent, NormalizeError, NotAChange, Outcome, Principal, Provider, ResourceRef, Via,
+};
+use serde_json::{Map, Value};
+
+use crate::arm_id;
+
+/// Event type of the Event Grid subscription handshake.
+pub(crate) const VALIDATION_EVENT: &str = "Microsoft.EventGrid.SubscriptionValidationEvent";
+
+/// Well-known first-party application ids (the `appid` claim) that tell how a call
+/// was made. ARM events carry no user agent, so these are the only reliable hints.
+const APP_VIA: &[(&str, Via)] = &[
+    // Azure Portal
+    ("c44b4083-3bb0-49c1-b47d-974e53cbdf3c", Via::Console),
+    // Azure CLI
+    ("04b07795-8ddb-461a-bbee-02f9e1bf7b46", Via::Cli),
+    // Azure PowerShell
+    ("1950a258-227b-4e31-a9cf-717495945fc2", Via::Cli),
+];
+
+const UPN_CLAIMS: &[&str] = &[
+    "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/upn",
+    "upn",
+    "unique_name",
+];
+const APPID_CLAIMS: &[&str] = &["appid", "azp"];
+const OID_CLAIMS: &[&str] = &[
+    "http://schemas.microsoft.com/identity/claims/objectidentifier",
+    "oid",
+];
+
+/// The two envelope schemas Event Grid delivers.
+#[derive(Clone, Copy)]
+enum Schema {
+    EventGrid,
+    CloudEvents,
+}
+
+impl Schema {
+    const fn format(self) -> &'static str {
+        match self {
+            Schema::EventGrid => "Event Grid event",
+            Schema::CloudEvents => "CloudEvents event",
+        }
+    }
+    const fn type_field(self) -> &'static str {
+        match self {
+            Schema::EventGrid => "eventType",
+            Schema::CloudEvents => "type",
+        }
+    }
+    const fn time_field(self) -> &'static str {
+        match self {
+            Schema::EventGrid => "eventTime",
+            Schema::CloudEvents => "time",
+        }
+    }
+    const fn topic_field(self) -> &'static str {
+        match self {
+            Schema::EventGrid => "topic",
+            Schema::CloudEvents => "source",
+        }
+    }
+}
+
+/// Parses `payload` as one JSON value (a leading UTF-8 byte-order mark is skipped).
+pub(crate) fn parse(payload: &[u8]) -> Result<Value, NormalizeError> {
+    let payload = payload.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(payload);
+    if payload.iter().all(u8::is_ascii_whitespace) {
+        return Err(NormalizeError::Empty);
+    }
+    serde_json::from_slice(payload).map_err(|e| NormalizeError::json(&e))
+}
+
+fn describe(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn str_field<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    obj.get(key).and_then(Value::as_str)
+}
+
+fn required_str<'a>(
+    obj: &'a Map<String, Value>,
+    schema: Schema,
+    key: &str,
+) -> Result<&'a str, NormalizeError> {
+    match obj.get(key) {
+        Some(Value::String(s)) => Ok(s),
+        None | Some(Value::Null) => Err(NormalizeError::missing(schema.format(), key)),
+        Some(other) => Err(NormalizeError::Field {
+            format: schema.format(),
+            field: key.to_owned(),
+            problem: format!("is {}, expected a string", describe(other)),
+        }),
+    }
+}
+
+/// An ARM `data` member that may be an object or a JSON-encoded string of one
+/// (older events and SDK fixtures stringify `claims`, `authorization`, `httpRequest`).
+/// Anything else, including a string that does not decode to an object, is absent.
+fn object_or_encoded(v: Option<&Value>) -> Option<Map<String, Value>> {
+    match v? {
+        Value::Object(m) => Some(m.clone()),
+        Value::String(s) => match serde_json::from_str::<Value>(s) {
+            Ok(Value::Object(m)) => Some(m),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Parses an RFC 3339 time; `None` when absent or malformed (the time is evidence,
+/// not identity, so a bad one does not reject the event).
+pub(crate) fn parse_time(s: Option<&str>) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s?.trim())
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// See [`crate::normalize`].
+pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
+    let value = parse(payload)?;
+    let Value::Object(obj) = value else {
+        return Err(NormalizeError::UnknownFormat(format!(
+            "expected one Event Grid or CloudEvents event (a JSON object), got {}; \
+             batches are split by the caller",
+            describe(&value)
+        )));
+    };
+    let schema = if obj.contains_key("specversion") {
+        Schema::CloudEvents
+    } else if obj.contains_key("eventType") {
+        Schema::EventGrid
+    } else {
+        return Err(NormalizeError::UnknownFormat(
+            "a JSON object with neither `eventType` (Event Grid schema) nor `specversion` \
+             (CloudEvents 1.0)"
+                .into(),
+        ));
+    };
+    let id = required_str(&obj, schema, "id")?;
+    let event_type = required_str(&obj, schema, schema.type_field())?;
+    let mut ev = DriftEvent::new(Provider::Azure, id);
+    ev.occurred_at = parse_time(str_field(&obj, schema.time_field()));
+    let topic = str_field(&obj, schema.topic_field()).and_then(arm_id::canonical);
+
+    if event_type == VALIDATION_EVENT {
+        ev.service = "Microsoft.EventGrid".into();
+        ev.operation = event_type.to_owned();
+        ev.not_a_change = Some(NotAChange::Handshake);
+        ev.account = topic
+            .as_deref()
+            .and_then(arm_id::subscription)
+            .map(str::to_owned);
+        return Ok(ev);
+    }
+
+    let Some(arm) = ArmEventType::parse(event_type) else {
+        return Ok(notification(ev, event_type, &obj, schema));
+    };
+
+    let data = match obj.get("data") {
+        Some(Value::Object(m)) => m,
+        None | Some(Value::Null) => return Err(NormalizeError::missing(schema.format(), "data")),
+        Some(other) => {
+            return Err(NormalizeError::Field {
+                format: schema.format(),
+                field: "data".into(),
+                problem: format!("is {}, expected an object", describe(other)),
+            });
+        }
+    };
+
+    // The changed resource: data.resourceUri, else the subject.
+    let raw_uri = str_field(data, "resourceUri")
+        .filter(|s| arm_id::canonical(s).is_some())
+        .or_else(|| str_field(&obj, "subject"));
+    let resource = raw_uri.and_then(|raw| {
+        let id = arm_id::canonical(raw)?;
+        Some(ResourceRef {
+            parents: arm_id::ancestors(&id),
+            display: raw.trim().to_owned(),
+            id,
+        })
+    });
+
+    let operation = str_field(data, "operationName").unwrap_or_default();
+    ev.operation = operation.to_owned();
+    ev.service = str_field(data, "resourceProvider")
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .or_else(|| {
+            operation
+                .split_once('/')
+                .map(|(ns, _)| ns.to_owned())
+                .filter(|ns| !ns.is_empty())
+        })
+        .or_else(|| {
+            resource
+                .as_ref()
+                .and_then(|r| namespace_display(&r.display))
+        })
+        .unwrap_or_default();
+
+    ev.account = str_field(data, "subscriptionId")
+        .map(|s| s.trim().to_lowercase())
+        .filter(|s| !s.is_empty())
+        .or_else(|| {
+            resource
+                .as_ref()
+                .and_then(|r| arm_id::subscription(&r.id))
+                .or_else(|| topic.as_deref().and_then(arm_id::subscription))
+                .map(str::to_owned)
+        });
+
+    let deployment = resource
+        .as_ref()
+        .is_some_and(|r| arm_id::is_deployment(&r.id))
+        || operation
+            .to_ascii_lowercase()
+            .starts_with("microsoft.resources/deployments/");
+    ev.read_only = operation_is_read_only(operation);
+    if deployment {
+        ev.not_a_change = Some(NotAChange::Deployment);
+    } else {
+        ev.change = Some(match arm.family {
+            // An ARM PUT is create-or-update and the event does not say which.
+            Family::Write => Change::Update,
+            Family::Delete => Change::Delete,
+            Family::Action => Change::Action,
+        });
+    }
+    if arm.result != ArmResult::Success {
+        ev.outcome = Outcome::Failed {
+            code: event_type
+                .rsplit('.')
+                .next()
+                .unwrap_or(event_type)
+                .to_owned(),
+        };
+    }
+
+    let claims = object_or_encoded(data.get("claims")).unwrap_or_default();
+    let authorization = object_or_encoded(data.get("authorization"));
+    let http = object_or_encoded(data.get("httpRequest"));
+    let (principal, app_id) = principal(&claims, authorization.as_ref());
+    ev.principal = principal;
+    ev.via = app_id
+        .and_then(|app| {
+            APP_VIA
+                .iter()
+                .find(|(known, _)| known.eq_ignore_ascii_case(&app))
+                .map(|(_, via)| *via)
+        })
+        .unwrap_or(Via::Unknown);
+    ev.source_ip = http
+        .as_ref()
+        .and_then(|h| str_field(h, "clientIpAddress"))
+        .or_else(|| str_field(&claims, "ipaddr"))
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned);
+    ev.request = http.and_then(|h| serde_json::value::to_raw_value(&h).ok());
+    ev.resources.extend(resource);
+    Ok(ev)
+}
+
+/// Any other well-formed event (Storage, Service Bus, custom topics): reported as a
+/// notification, never rejected.
+fn notification(
+    mut ev: DriftEvent,
+    event_type: &str,
+    obj: &Map<String, Value>,
+    schema: Schema,
+) -> DriftEvent {
+    ev.service = event_type
+        .rsplit_once('.')
+        .map_or(event_type, |(svc, _)| svc)
+        .to_owned();
+    ev.operation = event_type.to_owned();
+    ev.not_a_change = Some(NotAChange::Notification);
+    if let Some(raw) = str_field(obj, schema.topic_field())
+        && let Some(id) = arm_id::canonical(raw)
+    {
+        ev.account = arm_id::subscription(&id).map(str::to_owned);
+        ev.resources.push(ResourceRef {
+            parents: arm_id::ancestors(&id),
+            display: raw.trim().to_owned(),
+            id,
+        });
+    }
+    ev
+}
+
+/// `Microsoft.Network` from an original-spelling ARM ID (last provider namespace).
+fn namespace_display(raw: &str) -> Option<String> {
+    let segs: Vec<&str> = raw.split('/').filter(|s| !s.is_empty()).collect();
+    let i = segs
+        .iter()
+        .rposition(|s| s.eq_ignore_ascii_case("providers"))?;
+    segs.get(i + 1).map(|s| (*s).to_owned())
+}
+
+/// Picks the caller identity from the token claims: the UPN when present, else the
+/// application id, else the object id; the others go to `also`. Returns the app id
+/// too, for the `via` hint.
+fn principal(
+    claims: &Map<String, Value>,
+    authorization: Option<&Map<String, Value>>,
+) -> (Principal, Option<String>) {
+    let first = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| str_field(claims, k))
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    let upn = first(UPN_CLAIMS);
+    let app = first(APPID_CLAIMS);
+    let oid = first(OID_CLAIMS).or_else(|| {
+        authorization
+            .and_then(|a| a.get("evidence"))
+            .and_then(Value::as_object)
+            .and_then(|e| str_field(e, "principalId"))
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    });
+    let mut all: Vec<String> = Vec::new();
+    for s in [upn, app.clone(), oid].into_iter().flatten() {
+        if !all.contains(&s) {
+            all.push(s);
+        }
+    }
+    let mut it = all.into_iter();
+    let id = it.next().unwrap_or_default();
+    (
+        Principal {
+            id,
+            also: it.collect(),
+        },
+        app,
+    )
+}
+
+/// True for ARM operations that only read: `…/read`, and `…/{verb}/action` whose verb
+/// is `list*`, `get*` or `check*` (`listKeys`, `listClusterUserCredential`,
+/// `listClusterAdminCredential`, `getAccessToken`, `checkNameAvailability`). Verbs
+/// that mutate (`regenerateKey`, `start`, `restart`, `deallocate`, `powerOff`) are not.
+pub(crate) fn operation_is_read_only(operation: &str) -> bool {
+    let op = operation.trim().to_ascii_lowercase();
+    if op.ends_with("/read") {
+        return true;
+    }
+    let Some(rest) = op.strip_suffix("/action") else {
+        return false;
+    };
+    let verb = rest.rsplit('/').next().unwrap_or_default();
+    verb.starts_with("list") || verb.starts_with("get") || verb.starts_with("check")
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Family {
+    Write,
+    Delete,
+    Action,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ArmResult {
+    Success,
+    Failure,
+    Cancel,
+}
+
+/// One of the nine `Microsoft.Resources.Resource{Write,Delete,Action}{Success,Failure,Cancel}` types.
+struct ArmEventType {
+    family: Family,
+    result: ArmResult,
+}
+
+impl ArmEventType {
+    fn parse(event_type: &str) -> Option<Self> {
+        let rest = event_type.strip_prefix("Microsoft.Resources.Resource")?;
+        let (family, rest) = if let Some(r) = rest.strip_prefix("Write") {
+            (Family::Write, r)
+        } else if let Some(r) = rest.strip_prefix("Delete") {
+            (Family::Delete, r)
+        } else if let Some(r) = rest.strip_prefix("Action") {
+            (Family::Action, r)
+        } else {
+            return None;
+        };
+        let result = match rest {
+            "Success" => ArmResult::Success,
+            "Failure" => ArmResult::Failure,
+            "Cancel" => ArmResult::Cancel,
+            _ => return None,
+        };
+        Some(Self { family, result })
+    }
+}
+
+/// See [`crate::subscription_validation_code`].
+pub(crate) fn validation_code(event: &[u8]) -> Option<String> {
+    fn one(v: &Value) -> Option<String> {
+        let obj = v.as_object()?;
+        let ty = str_field(obj, "eventType").or_else(|| str_field(obj, "type"))?;
+        if ty != VALIDATION_EVENT {
+            return None;
+        }
+        let data = obj.get("data")?.as_object()?;
+        str_field(data, "validationCode")
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    }
+    match parse(event).ok()? {
+        Value::Array(items) => items.iter().find_map(one),
+        v => one(&v),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_only_verbs() {
+        for op in [
+            "Microsoft.Storage/storageAccounts/listKeys/action",
+            "Microsoft.ContainerService/managedClusters/listClusterUserCredential/action",
+            "Microsoft.ContainerService/managedClusters/listClusterAdminCredential/action",
+            "Microsoft.Web/sites/config/list/action",
+            "Microsoft.Compute/disks/getAccessToken/action",
+            "Microsoft.Compute/virtualMachines/read",
+        ] {
+            assert!(operation_is_read_only(op), "{op}");
+        }
+        for op in [
+            "Microsoft.Storage/storageAccounts/regeneratekey/action",
+            "Microsoft.Compute/virtualMachines/start/action",
+            "Microsoft.Compute/virtualMachines/deallocate/action",
+            "Microsoft.Compute/virtualMachines/powerOff/action",
+            "Microsoft.Network/networkSecurityGroups/write",
+            "",
+        ] {
+            assert!(!operation_is_read_only(op), "{op}");
+        }
+    }
+
+    #[test]
+    fn event_types() {
+        assert!(ArmEventType::parse("Microsoft.Resources.ResourceWriteSuccess").is_some());
+        assert!(ArmEventType::parse("Microsoft.Resources.ResourceActionCancel").is_some());
+        assert!(ArmEventType::parse("Microsoft.Resources.ResourceWriteSomething").is_none());
+        assert!(ArmEventType::parse("Microsoft.Storage.BlobCreated").is_none());
+    }
+}
