@@ -1,1 +1,389 @@
-//! driftreactor-journal (placeholder; see the crate README).
+//! The durable event journal: every event the sidecar handles is recorded here once,
+//! and the journal is the dedupe key that makes redelivery harmless.
+//!
+//! Embedded SQLite (rusqlite, bundled) in WAL mode with `synchronous=FULL`. One
+//! dedicated writer thread owns the write connection and is fed by a bounded channel;
+//! it group-commits (everything queued, up to [`JournalConfig::max_batch`] entries,
+//! waiting at most [`JournalConfig::max_batch_delay_ms`] for more) and answers each
+//! caller only after `COMMIT` returned. Callers acknowledge their bus message only
+//! after that answer, so a crash at any moment loses nothing: an unacknowledged
+//! message comes back from the bus and [`Journal::append`] reports it as
+//! [`Written::Duplicate`].
+//!
+//! Why `synchronous=FULL` and not `NORMAL`: with WAL, `NORMAL` survives a process
+//! crash (kill -9) but can lose the last commits on power loss or a kernel panic,
+//! and those events were already acknowledged on the bus, so they would be gone for
+//! good. Group commit amortizes the extra fsync.
+//!
+//! The raw payload is never stored (it may hold secrets: request parameters,
+//! tokens); only its SHA-256 and the normalized summary fields are.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use driftreactor_journal::{Entry, Journal, JournalConfig, Written};
+//! use driftreactor_event::Provider;
+//! let dir = tempfile::tempdir().unwrap();
+//! let journal = Journal::open(&JournalConfig::at(dir.path().join("j.sqlite"))).unwrap();
+//! let e = Entry::new(Provider::Aws, "evt-1", "test");
+//! assert!(matches!(journal.append(vec![e.clone()]).await.unwrap()[0], Written::Recorded { .. }));
+//! assert_eq!(journal.append(vec![e]).await.unwrap()[0], Written::Duplicate);
+//! assert_eq!(journal.count(), 1);
+//! journal.close().await;
+//! # });
+//! ```
+//!
+//! A PostgreSQL journal for several replicas sharing one queue is future work (see
+//! DESIGN.md, "Scale").
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use chrono::{DateTime, Utc};
+use driftreactor_event::Provider;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, oneshot};
+
+mod query;
+mod schema;
+mod writer;
+
+pub use query::{DriftRow, EventQuery, EventRow};
+
+/// Result of a journal operation.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a journal operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The database file could not be opened or set up.
+    #[error("failed to open journal {path}: {source}")]
+    Open {
+        /// The SQLite file.
+        path: PathBuf,
+        /// SQLite's error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// A statement failed (disk full, I/O error, corruption); transient for callers:
+    /// do not acknowledge, let the bus redeliver.
+    #[error("journal {op} failed: {source}")]
+    Sqlite {
+        /// What was being done (`commit`, `insert`, `query events`).
+        op: &'static str,
+        /// SQLite's error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The group-commit transaction this append was part of failed (the message
+    /// names the statement and SQLite's error); nothing of it is recorded. Transient.
+    #[error("journal write failed: {0}")]
+    Batch(String),
+    /// The journal was closed (the process is shutting down).
+    #[error("journal is closed")]
+    Closed,
+    /// The database was written by a newer driftreactor (schema `user_version`).
+    #[error("journal {path} has schema version {found}, this build reads up to {supported}")]
+    Schema {
+        /// The SQLite file.
+        path: PathBuf,
+        /// `PRAGMA user_version` found.
+        found: i64,
+        /// Highest version this build knows.
+        supported: i64,
+    },
+}
+
+/// `[journal]`: where and how the journal writes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct JournalConfig {
+    /// The SQLite file (created if missing). Relative paths are resolved against the
+    /// config file's directory by the caller. Default `driftreactor-journal.sqlite`.
+    pub path: PathBuf,
+    /// Most entries committed in one transaction (group commit). Default 512.
+    pub max_batch: usize,
+    /// How long the writer waits for more entries after the first one before it
+    /// commits, in milliseconds. 0 commits whatever is queued at once. Default 2.
+    pub max_batch_delay_ms: u64,
+    /// Capacity of the bounded queue of append requests in front of the writer
+    /// thread; appenders wait (backpressure) when it is full. Default 1024.
+    pub queue_capacity: usize,
+}
+
+impl Default for JournalConfig {
+    fn default() -> Self {
+        Self {
+            path: PathBuf::from("driftreactor-journal.sqlite"),
+            max_batch: 512,
+            max_batch_delay_ms: 2,
+            queue_capacity: 1024,
+        }
+    }
+}
+
+impl JournalConfig {
+    /// The defaults, with the SQLite file at `path`.
+    pub fn at(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// A matched managed resource, as recorded with an event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchRecord {
+    /// Workspace name.
+    pub workspace: String,
+    /// Resource address.
+    pub address: String,
+    /// `primary`, `related` or `parent`.
+    #[serde(rename = "match")]
+    pub kind: String,
+    /// The policy action for this resource (`revert`, `pull_request`, `notify`, `none`).
+    pub action: String,
+}
+
+/// A (workspace, address) pair: a dependent resource (blast radius).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceKey {
+    /// Workspace name.
+    pub workspace: String,
+    /// Resource address.
+    pub address: String,
+}
+
+/// One event to record: the normalized summary and the decision, never the raw
+/// payload (only its SHA-256, see [`sha256_hex`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// The provider; with `id` the dedupe key.
+    pub provider: Provider,
+    /// The bus-unique event id (DriftEvent `id`).
+    pub id: String,
+    /// The source that delivered it (`aws_sqs`, `gcp_pubsub_push`, …).
+    pub source: String,
+    /// The bus's message id (SQS `MessageId`, Pub/Sub `messageId`), for tracing.
+    pub message_id: String,
+    /// When the sidecar received it, UTC.
+    pub received_at: DateTime<Utc>,
+    /// When the change happened per the provider, UTC.
+    pub occurred_at: Option<DateTime<Utc>>,
+    /// Lowercase hex SHA-256 of the payload bytes the event came from.
+    pub payload_sha256: String,
+    /// Service (`ec2.amazonaws.com`).
+    pub service: String,
+    /// Operation (event name).
+    pub operation: String,
+    /// `create`, `update`, `delete`, `action`, or none.
+    pub change: Option<String>,
+    /// The principal's most specific identity, when known.
+    pub principal: Option<String>,
+    /// Canonical ids of the changed resources.
+    pub resource_ids: Vec<String>,
+    /// `drift`, `unmanaged` or `ignored`.
+    pub verdict: String,
+    /// The reason for `ignored` / unattributed `unmanaged`.
+    pub reason: Option<String>,
+    /// The event-level action (`revert`, `pull_request`, `notify`, `none`).
+    pub action: String,
+    /// Matched managed resources.
+    pub matches: Vec<MatchRecord>,
+    /// Dependents of the matches.
+    pub dependents: Vec<ResourceKey>,
+    /// Key shared by several log entries of one change (GCP operation id); only the
+    /// first entry of a key keeps a `drift` / `unmanaged` verdict, later ones are
+    /// recorded as `ignored` / `duplicate`.
+    pub correlation_key: Option<String>,
+}
+
+impl Entry {
+    /// A minimal entry (verdict `unmanaged`, action `notify`, received now), for
+    /// builders and tests.
+    pub fn new(provider: Provider, id: impl Into<String>, source: impl Into<String>) -> Self {
+        Self {
+            provider,
+            id: id.into(),
+            source: source.into(),
+            message_id: String::new(),
+            received_at: Utc::now(),
+            occurred_at: None,
+            payload_sha256: String::new(),
+            service: String::new(),
+            operation: String::new(),
+            change: None,
+            principal: None,
+            resource_ids: Vec::new(),
+            verdict: "unmanaged".into(),
+            reason: None,
+            action: "notify".into(),
+            matches: Vec::new(),
+            dependents: Vec::new(),
+            correlation_key: None,
+        }
+    }
+}
+
+/// What [`Journal::append`] did with one entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Written {
+    /// Newly recorded and committed, with the verdict and reason as stored (a later
+    /// entry of an already recorded correlation key is stored as `ignored` /
+    /// `duplicate`).
+    Recorded {
+        /// The stored verdict.
+        verdict: String,
+        /// The stored reason.
+        reason: Option<String>,
+    },
+    /// Already recorded before (same provider and id): nothing written.
+    Duplicate,
+}
+
+/// Lowercase hex SHA-256 of `bytes` (the [`Entry::payload_sha256`] format).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    use std::fmt::Write;
+    let digest = sha2::Sha256::digest(bytes);
+    let mut out = String::with_capacity(64);
+    for b in digest {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+pub(crate) struct AppendRequest {
+    entries: Vec<Entry>,
+    answer: oneshot::Sender<Result<Vec<Written>>>,
+}
+
+pub(crate) enum Request {
+    Append(AppendRequest),
+    Close(oneshot::Sender<()>),
+}
+
+struct Inner {
+    tx: mpsc::Sender<Request>,
+    path: PathBuf,
+    rows: Arc<AtomicU64>,
+    reader: Arc<std::sync::Mutex<rusqlite::Connection>>,
+}
+
+/// A handle on the journal; cheap to clone, all clones share one writer thread.
+#[derive(Clone)]
+pub struct Journal {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Journal")
+            .field("path", &self.inner.path)
+            .finish()
+    }
+}
+
+impl Journal {
+    /// Opens (creating if needed) the journal at `cfg.path`, migrates its schema and
+    /// starts the writer thread.
+    ///
+    /// # Errors
+    /// [`Error::Open`] when the file cannot be opened or set up, [`Error::Schema`] when
+    /// it was written by a newer version.
+    pub fn open(cfg: &JournalConfig) -> Result<Self> {
+        let path = cfg.path.clone();
+        let write = schema::open(&path, true)?;
+        let rows: u64 = write
+            .query_row("SELECT count(*) FROM events", [], |r| r.get::<_, i64>(0))
+            .map(|n| u64::try_from(n).unwrap_or(0))
+            .map_err(|source| Error::Open {
+                path: path.clone(),
+                source,
+            })?;
+        let reader = schema::open(&path, false)?;
+        let rows = Arc::new(AtomicU64::new(rows));
+        let (tx, rx) = mpsc::channel(cfg.queue_capacity.max(1));
+        writer::spawn(write, rx, cfg, rows.clone()).map_err(|e| Error::Open {
+            path: path.clone(),
+            source: rusqlite::Error::ToSqlConversionFailure(Box::new(e)),
+        })?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                tx,
+                path,
+                rows,
+                reader: Arc::new(std::sync::Mutex::new(reader)),
+            }),
+        })
+    }
+
+    /// The SQLite file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Records `entries` atomically (one transaction, possibly shared with other
+    /// callers' entries) and returns, after `COMMIT`, what happened to each, in order.
+    /// An entry whose (provider, id) is already recorded, or appears earlier in the
+    /// same call, is [`Written::Duplicate`].
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] when the transaction failed (nothing of it is recorded),
+    /// [`Error::Closed`] after [`Journal::close`].
+    pub async fn append(&self, entries: Vec<Entry>) -> Result<Vec<Written>> {
+        if entries.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (answer, wait) = oneshot::channel();
+        self.inner
+            .tx
+            .send(Request::Append(AppendRequest { entries, answer }))
+            .await
+            .map_err(|_| Error::Closed)?;
+        wait.await.map_err(|_| Error::Closed)?
+    }
+
+    /// Number of recorded events (kept in memory; no query).
+    pub fn count(&self) -> u64 {
+        self.inner.rows.load(Ordering::Relaxed)
+    }
+
+    /// Size in bytes of the database file plus its WAL file.
+    pub fn size_bytes(&self) -> u64 {
+        let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        let mut wal = self.inner.path.clone().into_os_string();
+        wal.push("-wal");
+        len(&self.inner.path) + len(Path::new(&wal))
+    }
+
+    /// Waits for every append queued before this call to commit, then stops the writer
+    /// thread. Later appends fail with [`Error::Closed`]. Idempotent.
+    pub async fn close(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.inner.tx.send(Request::Close(tx)).await.is_ok() {
+            let _ = rx.await;
+        }
+    }
+
+    async fn read<T, F>(&self, op: &'static str, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&rusqlite::Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let reader = self.inner.reader.clone();
+        tokio::task::spawn_blocking(move || {
+            // A poisoned lock only means a panic in another query; the connection
+            // itself is still usable.
+            let conn = reader.lock().unwrap_or_else(|p| p.into_inner());
+            f(&conn).map_err(|source| Error::Sqlite { op, source })
+        })
+        .await
+        .map_err(|_| Error::Closed)?
+    }
+}
+
+#[cfg(test)]
+mod tests;

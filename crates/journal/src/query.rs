@@ -1,0 +1,223 @@
+//! Read queries for the HTTP API (`/v1/events`, `/v1/drift`, `/v1/resources/…`).
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Row, params_from_iter, types::Value};
+use serde::Serialize;
+
+use crate::writer::ts;
+use crate::{Journal, MatchRecord, ResourceKey, Result};
+
+/// Filter for [`Journal::events`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventQuery {
+    /// Only this verdict (`drift`, `unmanaged`, `ignored`).
+    pub verdict: Option<String>,
+    /// Only events received at or after this instant.
+    pub since: Option<DateTime<Utc>>,
+    /// Only this provider (`aws`, `azure`, `gcp`).
+    pub provider: Option<String>,
+    /// Most rows returned, newest first; 0 means 100; capped at 1000.
+    pub limit: usize,
+}
+
+/// One recorded event, as the API returns it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EventRow {
+    /// Journal sequence number (insertion order).
+    pub seq: i64,
+    /// Provider.
+    pub provider: String,
+    /// Event id.
+    pub event_id: String,
+    /// Delivering source.
+    pub source: String,
+    /// Bus message id.
+    pub message_id: String,
+    /// Received (RFC 3339 UTC).
+    pub received_at: String,
+    /// Occurred (RFC 3339 UTC).
+    pub occurred_at: Option<String>,
+    /// Committed to the journal (RFC 3339 UTC).
+    pub journaled_at: String,
+    /// SHA-256 of the payload.
+    pub payload_sha256: String,
+    /// Service.
+    pub service: String,
+    /// Operation.
+    pub operation: String,
+    /// Change kind.
+    pub change: Option<String>,
+    /// Principal.
+    pub principal: Option<String>,
+    /// Canonical resource ids.
+    pub resource_ids: Vec<String>,
+    /// Verdict.
+    pub verdict: String,
+    /// Reason.
+    pub reason: Option<String>,
+    /// Action.
+    pub action: String,
+    /// Matched resources.
+    pub resources: Vec<MatchRecord>,
+    /// Dependents.
+    pub dependents: Vec<ResourceKey>,
+    /// Correlation key.
+    pub correlation_key: Option<String>,
+}
+
+/// Current drift of one managed resource, with its evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DriftRow {
+    /// Workspace.
+    pub workspace: String,
+    /// Address.
+    pub address: String,
+    /// How the latest event matched it.
+    #[serde(rename = "match")]
+    pub kind: String,
+    /// The policy action.
+    pub action: String,
+    /// Earliest drift event time (RFC 3339 UTC).
+    pub first_seen: String,
+    /// Latest drift event time (RFC 3339 UTC).
+    pub last_seen: String,
+    /// Number of drift events recorded for it.
+    pub events: i64,
+    /// The latest drift event (evidence).
+    pub last_event: EventRow,
+}
+
+const EVENT_COLUMNS: &str = "e.seq, e.provider, e.event_id, e.source, e.message_id, e.received_at, \
+    e.occurred_at, e.journaled_at, e.payload_sha256, e.service, e.operation, e.change, e.principal, \
+    e.resource_ids, e.verdict, e.reason, e.action, e.matches, e.dependents, e.correlation_key";
+
+fn parse_json<T: serde::de::DeserializeOwned + Default>(s: String) -> T {
+    serde_json::from_str(&s).unwrap_or_default()
+}
+
+/// Reads an [`EventRow`] from columns starting at `at` (in `EVENT_COLUMNS` order).
+fn event_row(r: &Row<'_>, at: usize) -> rusqlite::Result<EventRow> {
+    Ok(EventRow {
+        seq: r.get(at)?,
+        provider: r.get(at + 1)?,
+        event_id: r.get(at + 2)?,
+        source: r.get(at + 3)?,
+        message_id: r.get(at + 4)?,
+        received_at: r.get(at + 5)?,
+        occurred_at: r.get(at + 6)?,
+        journaled_at: r.get(at + 7)?,
+        payload_sha256: r.get(at + 8)?,
+        service: r.get(at + 9)?,
+        operation: r.get(at + 10)?,
+        change: r.get(at + 11)?,
+        principal: r.get(at + 12)?,
+        resource_ids: parse_json(r.get(at + 13)?),
+        verdict: r.get(at + 14)?,
+        reason: r.get(at + 15)?,
+        action: r.get(at + 16)?,
+        resources: parse_json(r.get(at + 17)?),
+        dependents: parse_json(r.get(at + 18)?),
+        correlation_key: r.get(at + 19)?,
+    })
+}
+
+fn limit(n: usize) -> i64 {
+    match n {
+        0 => 100,
+        n => i64::try_from(n.min(1000)).unwrap_or(1000),
+    }
+}
+
+impl Journal {
+    /// Recorded events matching `q`, newest first.
+    ///
+    /// # Errors
+    /// [`crate::Error::Sqlite`] when the query fails.
+    pub async fn events(&self, q: EventQuery) -> Result<Vec<EventRow>> {
+        self.read("query events", move |conn| {
+            let mut sql = format!("SELECT {EVENT_COLUMNS} FROM events e WHERE 1 = 1");
+            let mut args: Vec<Value> = Vec::new();
+            if let Some(v) = q.verdict {
+                sql.push_str(" AND e.verdict = ?");
+                args.push(Value::Text(v));
+            }
+            if let Some(p) = q.provider {
+                sql.push_str(" AND e.provider = ?");
+                args.push(Value::Text(p));
+            }
+            if let Some(t) = q.since {
+                sql.push_str(" AND e.received_at >= ?");
+                args.push(Value::Text(ts(&t)));
+            }
+            sql.push_str(" ORDER BY e.seq DESC LIMIT ?");
+            args.push(Value::Integer(limit(q.limit)));
+            let mut st = conn.prepare(&sql)?;
+            let rows = st.query_map(params_from_iter(args), |r| event_row(r, 0))?;
+            rows.collect()
+        })
+        .await
+    }
+
+    /// Current drift, per (workspace, address), each with its latest drift event;
+    /// only `workspace` when given. Ordered by workspace, address.
+    ///
+    /// # Errors
+    /// [`crate::Error::Sqlite`] when the query fails.
+    pub async fn drift(&self, workspace: Option<String>) -> Result<Vec<DriftRow>> {
+        self.read("query drift", move |conn| {
+            let mut st = conn.prepare(&format!(
+                "SELECT d.workspace, d.address, d.kind, d.action, d.first_seen, d.last_seen, d.events, \
+                 {EVENT_COLUMNS} FROM drift d JOIN events e ON e.seq = d.last_seq \
+                 WHERE ?1 IS NULL OR d.workspace = ?1 ORDER BY d.workspace, d.address"
+            ))?;
+            let rows = st.query_map([workspace], |r| {
+                Ok(DriftRow {
+                    workspace: r.get(0)?,
+                    address: r.get(1)?,
+                    kind: r.get(2)?,
+                    action: r.get(3)?,
+                    first_seen: r.get(4)?,
+                    last_seen: r.get(5)?,
+                    events: r.get(6)?,
+                    last_event: event_row(r, 7)?,
+                })
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+
+    /// The recorded events that matched (workspace, address), newest first, at most
+    /// `limit` (0 means 100, capped at 1000).
+    ///
+    /// # Errors
+    /// [`crate::Error::Sqlite`] when the query fails.
+    pub async fn resource_events(
+        &self,
+        workspace: String,
+        address: String,
+        limit_rows: usize,
+    ) -> Result<Vec<EventRow>> {
+        self.read("query resource events", move |conn| {
+            let mut st = conn.prepare(&format!(
+                "SELECT {EVENT_COLUMNS} FROM event_resources r JOIN events e ON e.seq = r.seq \
+                 WHERE r.workspace = ?1 AND r.address = ?2 ORDER BY r.seq DESC LIMIT ?3"
+            ))?;
+            let rows = st.query_map(
+                rusqlite::params![workspace, address, limit(limit_rows)],
+                |r| event_row(r, 0),
+            )?;
+            rows.collect()
+        })
+        .await
+    }
+
+    /// The current drift row of (workspace, address), if any.
+    ///
+    /// # Errors
+    /// [`crate::Error::Sqlite`] when the query fails.
+    pub async fn drift_of(&self, workspace: String, address: String) -> Result<Option<DriftRow>> {
+        let rows = self.drift(Some(workspace)).await?;
+        Ok(rows.into_iter().find(|r| r.address == address))
+    }
+}

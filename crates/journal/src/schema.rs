@@ -1,0 +1,101 @@
+//! The SQLite schema and connection set-up.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::{Error, Result};
+
+/// The schema version this build writes (`PRAGMA user_version`).
+pub(crate) const VERSION: i64 = 1;
+
+const SCHEMA_V1: &str = "
+CREATE TABLE IF NOT EXISTS events (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    provider        TEXT NOT NULL,
+    event_id        TEXT NOT NULL,
+    source          TEXT NOT NULL,
+    message_id      TEXT NOT NULL,
+    received_at     TEXT NOT NULL,
+    occurred_at     TEXT,
+    journaled_at    TEXT NOT NULL,
+    payload_sha256  TEXT NOT NULL,
+    service         TEXT NOT NULL,
+    operation       TEXT NOT NULL,
+    change          TEXT,
+    principal       TEXT,
+    resource_ids    TEXT NOT NULL,
+    verdict         TEXT NOT NULL,
+    reason          TEXT,
+    action          TEXT NOT NULL,
+    matches         TEXT NOT NULL,
+    dependents      TEXT NOT NULL,
+    correlation_key TEXT,
+    UNIQUE (provider, event_id)
+);
+CREATE INDEX IF NOT EXISTS events_received ON events (received_at);
+CREATE INDEX IF NOT EXISTS events_verdict ON events (verdict, received_at);
+CREATE INDEX IF NOT EXISTS events_correlation ON events (provider, correlation_key)
+    WHERE correlation_key IS NOT NULL;
+CREATE TABLE IF NOT EXISTS event_resources (
+    workspace TEXT NOT NULL,
+    address   TEXT NOT NULL,
+    seq       INTEGER NOT NULL REFERENCES events (seq),
+    kind      TEXT NOT NULL,
+    PRIMARY KEY (workspace, address, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS drift (
+    workspace       TEXT NOT NULL,
+    address         TEXT NOT NULL,
+    kind            TEXT NOT NULL,
+    action          TEXT NOT NULL,
+    first_seen      TEXT NOT NULL,
+    last_seen       TEXT NOT NULL,
+    events          INTEGER NOT NULL,
+    last_seq        INTEGER NOT NULL REFERENCES events (seq),
+    PRIMARY KEY (workspace, address)
+) WITHOUT ROWID;
+";
+
+/// Opens the database at `path`. The writer (`write = true`) creates the file,
+/// switches it to WAL with `synchronous=FULL` and migrates the schema; readers open
+/// it read-only afterwards.
+pub(crate) fn open(path: &Path, write: bool) -> Result<Connection> {
+    let err = |source| Error::Open {
+        path: path.to_owned(),
+        source,
+    };
+    let flags = if write {
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+    } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(err)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(err)?;
+    if !write {
+        return Ok(conn);
+    }
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(err)?;
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(err)?;
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .map_err(err)?;
+    let found: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(err)?;
+    if found > VERSION {
+        return Err(Error::Schema {
+            path: path.to_owned(),
+            found,
+            supported: VERSION,
+        });
+    }
+    if found < VERSION {
+        conn.execute_batch(SCHEMA_V1).map_err(err)?;
+        conn.pragma_update(None, "user_version", VERSION)
+            .map_err(err)?;
+    }
+    Ok(conn)
+}
