@@ -1,0 +1,324 @@
+//! Redaction of secrets from everything that leaves the process (pull requests,
+//! comments, committed files, Slack messages, log lines).
+//!
+//! Two rules, both pure:
+//!
+//! * **Known secrets**: values Terraform marks sensitive in state
+//!   (`sensitive_attributes`, e.g. from `driftreactor_tfgraph::sensitive_values`) are
+//!   replaced wherever they occur in text, also in their JSON-escaped spelling.
+//! * **Secret-looking keys**: in JSON (request parameters of an event) the value of any
+//!   key whose name looks like a secret (password, secret, token, private key,
+//!   connection string, API / access key, credential, authorization) is replaced,
+//!   whatever its type. In free text (tool output) `key=value` / `key: value` pairs with
+//!   such a key have their value replaced.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+/// The replacement for a redacted value.
+pub const REDACTED: &str = "[REDACTED]";
+
+/// Secrets shorter than this many bytes are not searched for in free text (a one- or
+/// two-character "secret" would blank unrelated text); values under secret-looking keys
+/// are redacted whatever their length.
+pub const MIN_SECRET_LEN: usize = 4;
+
+/// Normalized fragments of key names whose values are secrets (lowercase, without
+/// `_`, `-`, `.` or spaces).
+const SECRET_KEY_FRAGMENTS: &[&str] = &[
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "privatekey",
+    "connectionstring",
+    "apikey",
+    "accesskey",
+    "sharedaccesskey",
+    "credential",
+    "authorization",
+    "sastoken",
+    "clientsecret",
+];
+
+/// True when a key name looks like it holds a secret (`MasterUserPassword`,
+/// `client_secret`, `private-key`, `ConnectionString`, `x-api-key`, `SessionToken`).
+/// Keys ending in `id`/`arn`/`name` that only name a secret (`AccessKeyId`,
+/// `SecretArn`, `KmsKeyName`) are still treated as secret-looking except `AccessKeyId`,
+/// which identifies rather than authenticates.
+pub fn is_secret_key(key: &str) -> bool {
+    let norm: String = key
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    if norm == "accesskeyid" {
+        return false;
+    }
+    SECRET_KEY_FRAGMENTS.iter().any(|f| norm.contains(f))
+}
+
+/// Redacts known secret values and secret-looking keys. Cheap to clone (shared).
+#[derive(Debug, Clone, Default)]
+pub struct Redactor {
+    /// Secrets to search for, longest first, each with its JSON-escaped spelling when
+    /// that differs.
+    needles: Arc<[String]>,
+}
+
+impl Redactor {
+    /// A redactor for `secrets` (values from state's `sensitive_attributes`, tokens).
+    /// Empty strings and secrets shorter than [`MIN_SECRET_LEN`] bytes are dropped.
+    pub fn new(secrets: impl IntoIterator<Item = String>) -> Self {
+        let mut needles: Vec<String> = Vec::new();
+        for s in secrets {
+            if s.len() < MIN_SECRET_LEN {
+                continue;
+            }
+            // The JSON-escaped spelling, as the secret appears inside serialized JSON.
+            if let Ok(escaped) = serde_json::to_string(&s) {
+                let inner = &escaped[1..escaped.len() - 1];
+                if inner != s {
+                    needles.push(inner.to_owned());
+                }
+            }
+            needles.push(s);
+        }
+        needles.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        needles.dedup();
+        Self {
+            needles: needles.into(),
+        }
+    }
+
+    /// A redactor that also knows `more` secrets.
+    pub fn with_secrets(&self, more: impl IntoIterator<Item = String>) -> Self {
+        Self::new(self.needles.iter().cloned().chain(more))
+    }
+
+    /// How many secret spellings this redactor searches for.
+    pub fn len(&self) -> usize {
+        self.needles.len()
+    }
+
+    /// True when no secret values are known (key-based rules still apply).
+    pub fn is_empty(&self) -> bool {
+        self.needles.is_empty()
+    }
+
+    /// `text` with every known secret and every value of a secret-looking `key=value` /
+    /// `key: value` pair replaced by [`REDACTED`].
+    pub fn text<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = Cow::Borrowed(text);
+        for n in self.needles.iter() {
+            if out.contains(n.as_str()) {
+                out = Cow::Owned(out.replace(n.as_str(), REDACTED));
+            }
+        }
+        match redact_pairs(&out) {
+            Some(s) => Cow::Owned(s),
+            None => out,
+        }
+    }
+
+    /// A copy of `value` where values under secret-looking keys are [`REDACTED`] and
+    /// every string has known secrets replaced.
+    pub fn json(&self, value: &Value) -> Value {
+        match value {
+            Value::String(s) => Value::String(self.text(s).into_owned()),
+            Value::Array(a) => Value::Array(a.iter().map(|v| self.json(v)).collect()),
+            Value::Object(o) => Value::Object(
+                o.iter()
+                    .map(|(k, v)| {
+                        let v = if is_secret_key(k) && !v.is_null() {
+                            Value::String(REDACTED.to_owned())
+                        } else {
+                            self.json(v)
+                        };
+                        (self.text(k).into_owned(), v)
+                    })
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+}
+
+/// Replaces the values of `secretkey = value`, `secretkey: value`, `"secretkey": "value"`
+/// pairs in free text. `None` when nothing was replaced.
+fn redact_pairs(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    let mut i = 0;
+    let mut changed = false;
+    while i < bytes.len() {
+        // Find the end of an identifier-like key starting at i.
+        if !(bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_')
+            || (i > 0 && is_key_byte(bytes[i - 1]))
+        {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && is_key_byte(bytes[i]) {
+            i += 1;
+        }
+        let key = &text[start..i];
+        if !is_secret_key(key) {
+            continue;
+        }
+        // Skip a closing quote, spaces, then require `=` or `:`.
+        let mut j = i;
+        while j < bytes.len() && matches!(bytes[j], b'"' | b'\'' | b' ' | b'\t') {
+            j += 1;
+        }
+        if j >= bytes.len() || !matches!(bytes[j], b'=' | b':') {
+            continue;
+        }
+        j += 1;
+        while j < bytes.len() && matches!(bytes[j], b' ' | b'\t') {
+            j += 1;
+        }
+        let quote = match bytes.get(j) {
+            Some(q @ (b'"' | b'\'')) => {
+                j += 1;
+                Some(*q)
+            }
+            _ => None,
+        };
+        let vstart = j;
+        if text[vstart..].starts_with(REDACTED) {
+            i = vstart + REDACTED.len();
+            continue;
+        }
+        while j < bytes.len() {
+            let b = bytes[j];
+            let stop = match quote {
+                Some(q) => b == q && bytes[j - 1] != b'\\',
+                None => {
+                    b.is_ascii_whitespace() || matches!(b, b',' | b';' | b'&' | b'}' | b']' | b')')
+                }
+            };
+            if stop {
+                break;
+            }
+            j += 1;
+        }
+        if j > vstart {
+            out.push_str(&text[last..vstart]);
+            out.push_str(REDACTED);
+            last = j;
+            changed = true;
+        }
+        i = j;
+    }
+    if !changed {
+        return None;
+    }
+    out.push_str(&text[last..]);
+    Some(out)
+}
+
+const fn is_key_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn secret_looking_keys() {
+        for k in [
+            "password",
+            "MasterUserPassword",
+            "client_secret",
+            "private-key",
+            "PrivateKey",
+            "ConnectionString",
+            "x-api-key",
+            "SessionToken",
+            "authorization",
+            "SecretString",
+        ] {
+            assert!(is_secret_key(k), "{k}");
+        }
+        for k in [
+            "groupId",
+            "AccessKeyId",
+            "cidrIp",
+            "bucketName",
+            "description",
+        ] {
+            assert!(!is_secret_key(k), "{k}");
+        }
+    }
+
+    #[test]
+    fn json_values_under_secret_keys_are_redacted_whatever_their_type() {
+        let r = Redactor::default();
+        let v = json!({
+            "dBInstanceIdentifier": "db1",
+            "masterUserPassword": "hunter22",
+            "nested": [{"privateKey": {"pem": "-----BEGIN"}}, {"token": 12345}],
+            "connection_string": null
+        });
+        assert_eq!(
+            r.json(&v),
+            json!({
+                "dBInstanceIdentifier": "db1",
+                "masterUserPassword": REDACTED,
+                "nested": [{"privateKey": REDACTED}, {"token": REDACTED}],
+                "connection_string": null
+            })
+        );
+    }
+
+    #[test]
+    fn known_secrets_are_replaced_in_text_and_json_strings() {
+        let r = Redactor::new([
+            "s3cr3t-\"value\"".to_owned(),
+            "abc".to_owned(),
+            "sup3rs3cret".to_owned(),
+        ]);
+        assert_eq!(
+            r.text("user=bob pw sup3rs3cret end"),
+            "user=bob pw [REDACTED] end"
+        );
+        // The JSON-escaped spelling is found too.
+        let serialized = serde_json::to_string(&json!({"d": "x s3cr3t-\"value\" y"})).unwrap();
+        assert!(
+            !r.text(&serialized).contains("s3cr3t"),
+            "{}",
+            r.text(&serialized)
+        );
+        // Too short to search for.
+        assert_eq!(r.text("abc"), "abc");
+        assert_eq!(
+            r.json(&json!({"description": "has sup3rs3cret inside"})),
+            json!({"description": "has [REDACTED] inside"})
+        );
+    }
+
+    #[test]
+    fn key_value_pairs_in_free_text() {
+        let r = Redactor::default();
+        assert_eq!(
+            r.text("Error: password = \"hunter2\" rejected; token: abc.def, id=1"),
+            "Error: password = \"[REDACTED]\" rejected; token: [REDACTED], id=1"
+        );
+        assert_eq!(
+            r.text("{\"client_secret\":\"xyz\"}"),
+            "{\"client_secret\":\"[REDACTED]\"}"
+        );
+        assert_eq!(r.text("no secrets here: a=b"), "no secrets here: a=b");
+        // Idempotent.
+        let once = r.text("secret=1").into_owned();
+        assert_eq!(r.text(&once), once);
+    }
+}

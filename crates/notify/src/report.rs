@@ -1,0 +1,518 @@
+//! What a pull request says: the drift report, its fingerprint and branch, and the
+//! pure Markdown builders for the PR title, body and the committed drift record.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use chrono::{DateTime, Utc};
+use driftreactor_event::{DriftEvent, Via};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::import::ImportBlock;
+use crate::redact::Redactor;
+
+/// One event kept as evidence of a drift: who did what, when, how. Built redacted by
+/// [`Evidence::from_event`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// Bus-unique event id.
+    pub event_id: String,
+    /// The principal (most specific identity), empty when unknown.
+    pub principal: String,
+    /// How the call was made (`console`, `cli`, `sdk`, `iac`, `unknown`).
+    pub via: String,
+    /// Caller's source IP address, when recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_ip: Option<String>,
+    /// When the change happened (provider event time), UTC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub occurred_at: Option<DateTime<Utc>>,
+    /// The service that handled the call (`ec2.amazonaws.com`).
+    pub service: String,
+    /// The operation (`AuthorizeSecurityGroupIngress`).
+    pub operation: String,
+    /// `create`, `update`, `delete` or `action`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<String>,
+    /// The call's request parameters, redacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<Value>,
+}
+
+/// The report name of a [`Via`].
+pub const fn via_str(via: Via) -> &'static str {
+    match via {
+        Via::Console => "console",
+        Via::Cli => "cli",
+        Via::Sdk => "sdk",
+        Via::Iac => "iac",
+        _ => "unknown",
+    }
+}
+
+impl Evidence {
+    /// The evidence of `event`, with its request parameters and every string passed
+    /// through `redactor` (secret-looking keys and known secret values replaced).
+    pub fn from_event(event: &DriftEvent, redactor: &Redactor) -> Self {
+        let t = |s: &str| redactor.text(s).into_owned();
+        let request = event
+            .request
+            .as_ref()
+            .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+            .map(|v| redactor.json(&v));
+        Self {
+            event_id: t(&event.id),
+            principal: t(&event.principal.id),
+            via: via_str(event.via).to_owned(),
+            source_ip: event.source_ip.as_deref().map(t),
+            occurred_at: event.occurred_at,
+            service: t(&event.service),
+            operation: t(&event.operation),
+            change: event.change.map(|c| c.as_str().to_owned()),
+            request,
+        }
+    }
+}
+
+/// One attribute a planned change modifies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttributeChange {
+    /// Top-level attribute name (`ingress`).
+    pub name: String,
+    /// Value before, compact JSON, or `(sensitive)`; truncated.
+    pub before: String,
+    /// Value after, compact JSON, `(sensitive)` or `(known after apply)`; truncated.
+    pub after: String,
+}
+
+/// One resource change of a plan (`resource_changes[]` of `show -json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedChange {
+    /// Resource instance address.
+    pub address: String,
+    /// Terraform's actions (`["update"]`, `["delete", "create"]`).
+    pub actions: Vec<String>,
+    /// The attributes that change (empty for creates and deletes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attributes: Vec<AttributeChange>,
+}
+
+/// The targeted plan, summarized for humans.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanSummary {
+    /// The `-target` addresses.
+    pub targets: Vec<String>,
+    /// Changes with actions other than `no-op` / `read`.
+    pub changes: Vec<PlannedChange>,
+    /// Why the guard refused to apply, one sentence each (empty when it passed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refusals: Vec<String>,
+}
+
+/// The identity of a drift for pull requests: one open PR per fingerprint.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Fingerprint {
+    /// Workspace name.
+    pub workspace: String,
+    /// The drifted addresses, sorted and unique.
+    pub addresses: BTreeSet<String>,
+}
+
+impl Fingerprint {
+    /// The fingerprint of `addresses` in `workspace`.
+    pub fn new<I, S>(workspace: impl Into<String>, addresses: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self {
+            workspace: workspace.into(),
+            addresses: addresses.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// A git-ref-safe slug of the address set: lowercase `[a-z0-9_-]`, addresses joined
+    /// by `--`; past 60 characters, the first 40 and a stable 16-hex-digit hash.
+    pub fn slug(&self) -> String {
+        let joined = self
+            .addresses
+            .iter()
+            .map(|a| slugify(a))
+            .collect::<Vec<_>>()
+            .join("--");
+        if joined.len() <= 60 {
+            return joined;
+        }
+        let key = self
+            .addresses
+            .iter()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n");
+        format!(
+            "{}-{:016x}",
+            joined[..40].trim_end_matches('-'),
+            fnv1a(key.as_bytes())
+        )
+    }
+
+    /// The PR branch: `driftreactor/<workspace>/<slug>`.
+    pub fn branch(&self) -> String {
+        format!("driftreactor/{}/{}", slugify(&self.workspace), self.slug())
+    }
+}
+
+/// Lowercase `[a-z0-9_-]` with runs of other characters collapsed to one `-`.
+pub fn slugify(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        let c = c.to_ascii_lowercase();
+        if c.is_ascii_alphanumeric() || c == '_' {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let t = out.trim_matches('-');
+    if t.is_empty() {
+        "x".to_owned()
+    } else {
+        t.to_owned()
+    }
+}
+
+/// FNV-1a, 64 bits: a stable hash for slugs (not for security).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// What kind of drift a report describes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum DriftKind {
+    /// A resource managed in state changed.
+    Managed,
+    /// Something no state manages was created.
+    Unmanaged {
+        /// The changed resource as the provider names it.
+        resource: String,
+        /// The `import` block to adopt it, when its Terraform type is known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        import: Option<ImportBlock>,
+    },
+}
+
+/// One drifted address and how the router matched it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriftedAddress {
+    /// Resource address.
+    pub address: String,
+    /// `primary`, `related`, `parent` or `unmanaged`.
+    pub matched: String,
+}
+
+/// Everything a pull request (and the committed drift record) says about one drift.
+/// All strings are expected to be redacted already; the GitHub client redacts again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriftReport {
+    /// Workspace name.
+    pub workspace: String,
+    /// Managed drift or unmanaged create.
+    pub kind: DriftKind,
+    /// The drifted addresses (primary first).
+    pub addresses: Vec<DriftedAddress>,
+    /// Resources depending on them (blast radius).
+    pub dependents: Vec<String>,
+    /// Every event of the drift, oldest first.
+    pub evidence: Vec<Evidence>,
+    /// The targeted plan, when one was run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanSummary>,
+    /// Why this is a pull request and not a revert, one sentence
+    /// ("policy says pull_request", "the guard refused to apply: …", "escalated: …").
+    pub reason: String,
+}
+
+impl DriftReport {
+    /// The fingerprint (workspace + address set).
+    pub fn fingerprint(&self) -> Fingerprint {
+        Fingerprint::new(
+            self.workspace.clone(),
+            self.addresses.iter().map(|a| a.address.clone()),
+        )
+    }
+}
+
+/// The PR title, e.g. `Drift in prod: aws_security_group.web changed by alice`.
+pub fn pr_title(report: &DriftReport) -> String {
+    let first = report
+        .addresses
+        .first()
+        .map_or("(no address)", |a| a.address.as_str());
+    let more = match report.addresses.len() {
+        0 | 1 => String::new(),
+        n => format!(" (+{} more)", n - 1),
+    };
+    let who: BTreeSet<&str> = report
+        .evidence
+        .iter()
+        .map(|e| short_principal(&e.principal))
+        .collect();
+    let who = who.into_iter().collect::<Vec<_>>().join(", ");
+    let verb = match report.kind {
+        DriftKind::Managed => "changed",
+        DriftKind::Unmanaged { .. } => "created outside Terraform",
+    };
+    if who.is_empty() {
+        format!("Drift in {}: {first}{more} {verb}", report.workspace)
+    } else {
+        format!(
+            "Drift in {}: {first}{more} {verb} by {who}",
+            report.workspace
+        )
+    }
+}
+
+/// The last path segment of an ARN-like principal (`user/alice` → `alice`).
+fn short_principal(p: &str) -> &str {
+    if p.is_empty() {
+        return "unknown";
+    }
+    p.rsplit(['/', ':'])
+        .next()
+        .filter(|s| !s.is_empty())
+        .unwrap_or(p)
+}
+
+/// Marker line that identifies driftreactor's PR bodies.
+pub const BODY_MARKER: &str = "<!-- driftreactor -->";
+
+/// Escapes `|` and newlines for a Markdown table cell.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// The PR body in GitHub-flavored Markdown: what changed, who (principal, via, source
+/// IP), when, the operation and its (redacted) request parameters, the primary and
+/// related addresses, the blast radius, the targeted plan summary, and the two ways
+/// forward. Pure; golden-tested.
+pub fn pr_body(report: &DriftReport) -> String {
+    let mut b = String::new();
+    let _ = writeln!(b, "{BODY_MARKER}");
+    let _ = writeln!(b, "## Drift in workspace `{}`\n", report.workspace);
+    match &report.kind {
+        DriftKind::Managed => {
+            let line = format!(
+                "Resources managed by Terraform were changed outside Terraform. {}",
+                report.reason
+            );
+            let _ = writeln!(b, "{}\n", line.trim_end());
+        }
+        DriftKind::Unmanaged { resource, .. } => {
+            let line = format!(
+                "`{resource}` was created outside Terraform and no state manages it. {}",
+                report.reason
+            );
+            let _ = writeln!(b, "{}\n", line.trim_end());
+        }
+    }
+
+    let _ = writeln!(b, "### What changed\n");
+    let _ = writeln!(b, "| When (UTC) | Who | Via | Source IP | Operation |");
+    let _ = writeln!(b, "|---|---|---|---|---|");
+    for e in &report.evidence {
+        let when = e.occurred_at.map_or_else(
+            || "unknown".to_owned(),
+            |t| t.format("%Y-%m-%d %H:%M:%S").to_string(),
+        );
+        let who = if e.principal.is_empty() {
+            "unknown"
+        } else {
+            &e.principal
+        };
+        let _ = writeln!(
+            b,
+            "| {when} | `{}` | {} | {} | `{}` ({}) |",
+            cell(who),
+            e.via,
+            e.source_ip
+                .as_deref()
+                .map_or_else(|| "unknown".to_owned(), cell),
+            cell(&e.operation),
+            cell(&e.service),
+        );
+    }
+    b.push('\n');
+    for e in &report.evidence {
+        if let Some(req) = &e.request {
+            let pretty = serde_json::to_string_pretty(req).unwrap_or_default();
+            let _ = writeln!(
+                b,
+                "<details><summary>Request parameters of <code>{}</code> (event <code>{}</code>)</summary>\n\n```json\n{}\n```\n</details>\n",
+                e.operation, e.event_id, pretty
+            );
+        }
+    }
+
+    let _ = writeln!(b, "### Resources\n");
+    for a in &report.addresses {
+        let _ = writeln!(b, "- `{}` ({})", a.address, a.matched);
+    }
+    b.push('\n');
+    let _ = writeln!(b, "### Blast radius\n");
+    if report.dependents.is_empty() {
+        let _ = writeln!(b, "No other resource in state depends on these.\n");
+    } else {
+        let _ = writeln!(b, "These resources depend on the drifted ones:\n");
+        for d in &report.dependents {
+            let _ = writeln!(b, "- `{d}`");
+        }
+        b.push('\n');
+    }
+
+    if let Some(plan) = &report.plan {
+        let _ = writeln!(b, "### Targeted plan\n");
+        let targets = plan
+            .targets
+            .iter()
+            .map(|t| format!("-target={t}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let _ = writeln!(
+            b,
+            "`plan {targets}` would make these changes to return to the code:\n"
+        );
+        if plan.changes.is_empty() {
+            let _ = writeln!(b, "No changes: the drift is gone or immaterial.\n");
+        }
+        for c in &plan.changes {
+            let _ = writeln!(b, "- `{}`: {}", c.address, c.actions.join(", "));
+            for a in &c.attributes {
+                let _ = writeln!(b, "  - `{}`: `{}` → `{}`", a.name, a.before, a.after);
+            }
+        }
+        if !plan.refusals.is_empty() {
+            let _ = writeln!(b, "\nThe guard did not apply it:\n");
+            for r in &plan.refusals {
+                let _ = writeln!(b, "- {r}");
+            }
+        }
+        b.push('\n');
+    }
+
+    let _ = writeln!(b, "### Ways forward\n");
+    match &report.kind {
+        DriftKind::Managed => {
+            let targets = report
+                .addresses
+                .iter()
+                .map(|a| format!("-target='{}'", a.address))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let _ = writeln!(
+                b,
+                "1. **Revert to code**: close this PR and run `terraform apply {targets}` (or let driftreactor revert it: set the policy to `revert`).\n\
+                 2. **Accept the change into code**: update the Terraform configuration so that the plan above is empty, push it to this branch, and merge.\n"
+            );
+            let _ = writeln!(
+                b,
+                "The evidence is recorded in `.driftreactor/` on this branch; remove that file when you merge."
+            );
+        }
+        DriftKind::Unmanaged { import, .. } => match import {
+            Some(i) => {
+                let _ = writeln!(
+                    b,
+                    "1. **Accept it into code**: this branch adds an `import` block for `{}.{}`. Run `terraform plan -generate-config-out=generated.tf` to write its configuration, commit it here, and merge.\n\
+                     2. **Remove it**: close this PR and delete the resource (`{}`) in the cloud.",
+                    i.resource_type, i.name, i.id
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    b,
+                    "1. **Accept it into code**: add the resource to the configuration and import it (its Terraform type could not be told from the event).\n\
+                     2. **Remove it**: close this PR and delete the resource in the cloud."
+                );
+            }
+        },
+    }
+    b
+}
+
+/// The drift record committed under `.driftreactor/` on the PR branch: the report as
+/// pretty JSON with a trailing newline.
+pub fn drift_record(report: &DriftReport) -> String {
+    let mut s = serde_json::to_string_pretty(report).unwrap_or_else(|_| "{}".to_owned());
+    s.push('\n');
+    s
+}
+
+/// The comment posted when the drift resolves, before the PR is closed.
+pub fn resolved_comment(how: &str) -> String {
+    format!("{BODY_MARKER}\nThe drift is resolved: {how}. Closing this pull request.")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_and_branches_are_ref_safe_and_stable() {
+        let f = Fingerprint::new(
+            "Prod EU",
+            [
+                "module.net.aws_security_group.web[\"blue\"]",
+                "aws_vpc.main",
+            ],
+        );
+        assert_eq!(
+            f.branch(),
+            "driftreactor/prod-eu/aws_vpc-main--module-net-aws_security_group-web-blue"
+        );
+        let many = Fingerprint::new("p", (0..20).map(|i| format!("aws_instance.app[{i}]")));
+        let s = many.slug();
+        assert!(s.len() <= 60, "{s}");
+        assert_eq!(s, many.slug());
+        assert_ne!(
+            s,
+            Fingerprint::new("p", (0..21).map(|i| format!("aws_instance.app[{i}]"))).slug()
+        );
+    }
+
+    #[test]
+    fn title_names_the_address_and_the_principal() {
+        let r = DriftReport {
+            workspace: "prod".into(),
+            kind: DriftKind::Managed,
+            addresses: vec![DriftedAddress {
+                address: "aws_security_group.web".into(),
+                matched: "primary".into(),
+            }],
+            dependents: vec![],
+            evidence: vec![Evidence {
+                event_id: "e1".into(),
+                principal: "arn:aws:iam::1:user/alice".into(),
+                via: "console".into(),
+                source_ip: None,
+                occurred_at: None,
+                service: "ec2.amazonaws.com".into(),
+                operation: "AuthorizeSecurityGroupIngress".into(),
+                change: Some("update".into()),
+                request: None,
+            }],
+            plan: None,
+            reason: String::new(),
+        };
+        assert_eq!(
+            pr_title(&r),
+            "Drift in prod: aws_security_group.web changed by alice"
+        );
+    }
+}
