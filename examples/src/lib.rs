@@ -1,1 +1,0 @@
-//! Examples live as [[example]] targets.
