@@ -1,0 +1,1 @@
+//! Runnable examples of the driftreactor libraries; see README.md. This library is empty.
