@@ -38,3 +38,41 @@ pub enum Error {
     #[error("workspace `{0}` is loaded twice; give each state its own workspace name")]
     DuplicateWorkspace(String),
 }
+
+impl Error {
+    /// A [`Error::NotAState`] for `origin` from a serde_json error, in plain words with
+    /// the JSON line and column (1-based) of the problem.
+    pub(crate) fn from_json(origin: &str, err: &serde_json::Error) -> Self {
+        use serde_json::error::Category;
+        // serde_json's message ends with " at line L column C"; we say it our way.
+        let full = err.to_string();
+        let message = match full.rfind(" at line ") {
+            Some(cut) if err.line() > 0 => &full[..cut],
+            _ => full.as_str(),
+        };
+        let (line, column) = (err.line(), err.column().max(1));
+        let reason = match err.classify() {
+            Category::Eof if line <= 1 && err.column() == 0 => "the file is empty".to_owned(),
+            Category::Eof => format!(
+                "the JSON ends early at line {line}, column {column} (truncated file?): {message}"
+            ),
+            Category::Syntax => format!("invalid JSON at line {line}, column {column}: {message}"),
+            Category::Data => {
+                format!("unexpected content at line {line}, column {column}: {message}")
+            }
+            Category::Io => format!("read error: {message}"),
+        };
+        Error::NotAState {
+            origin: origin.to_owned(),
+            reason,
+        }
+    }
+
+    /// A [`Error::NotAState`] for `origin` with a plain-words `reason`.
+    pub(crate) fn not_a_state(origin: &str, reason: impl Into<String>) -> Self {
+        Error::NotAState {
+            origin: origin.to_owned(),
+            reason: reason.into(),
+        }
+    }
+}

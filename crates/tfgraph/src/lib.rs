@@ -11,13 +11,22 @@
 //! Building is I/O at the edge ([`GraphBuilder::add_state_file`]); everything after is
 //! pure lookups.
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use driftreactor_event::{StateIdentity, StateInstance};
+use petgraph::Direction;
+use petgraph::graph::{DiGraph, NodeIndex};
+use serde::de::DeserializeSeed;
 
 mod error;
+mod parse;
+mod sensitive;
 pub use error::{Error, Result};
+pub use sensitive::sensitive_values;
+
+use parse::{Interner, Loader, ResourcesSeed, StateSeed};
 
 /// Index of a node in a [`Graph`]; stable for the graph's lifetime only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -55,20 +64,107 @@ pub struct StateMeta {
     pub instances: usize,
 }
 
+/// The most dependents [`Graph::dependents`] returns for one node (nearest first).
+///
+/// The blast radius is shown to humans in reports, pull requests and Slack messages;
+/// past a thousand resources the exact list stops being useful and the walk would
+/// only cost time on a huge estate.
+pub const MAX_DEPENDENTS: usize = 1000;
+
+/// Nodes under one identifier: almost always one, sometimes several.
+#[derive(Debug, Clone)]
+enum Slot {
+    One([NodeId; 1]),
+    Many(Vec<NodeId>),
+}
+
+impl Slot {
+    fn as_slice(&self) -> &[NodeId] {
+        match self {
+            Slot::One(one) => one,
+            Slot::Many(many) => many,
+        }
+    }
+
+    fn push(&mut self, id: NodeId) {
+        match self {
+            Slot::One([first]) if *first != id => *self = Slot::Many(vec![*first, id]),
+            Slot::One(_) => {}
+            Slot::Many(many) => {
+                if !many.contains(&id) {
+                    many.push(id);
+                }
+            }
+        }
+    }
+}
+
+/// Identifier → nodes multi-map.
+type Index = HashMap<Arc<str>, Slot>;
+
+fn index_insert(index: &mut Index, key: &Arc<str>, id: NodeId) {
+    match index.get_mut(&**key) {
+        Some(slot) => slot.push(id),
+        None => {
+            index.insert(Arc::clone(key), Slot::One([id]));
+        }
+    }
+}
+
+fn index_insert_str(index: &mut Index, key: &str, id: NodeId) {
+    match index.get_mut(key) {
+        Some(slot) => slot.push(id),
+        None => {
+            index.insert(Arc::from(key), Slot::One([id]));
+        }
+    }
+}
+
 /// Builds a [`Graph`] from state files. See the crate docs.
+///
+/// Each state is loaded completely or not at all: a failing
+/// [`GraphBuilder::add_state_bytes`] leaves the builder as it was.
 pub struct GraphBuilder {
-    _identities: Vec<Box<dyn StateIdentity>>,
+    identities: Vec<Box<dyn StateIdentity>>,
+    interner: Interner,
+    nodes: Vec<Node>,
+    edges: Vec<(u32, u32)>,
+    primary: Index,
+    related: Index,
+    by_workspace: HashMap<Arc<str>, HashMap<Arc<str>, NodeId>>,
+    states: Vec<StateMeta>,
+}
+
+impl std::fmt::Debug for GraphBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphBuilder")
+            .field("identities", &self.identities.len())
+            .field("nodes", &self.nodes.len())
+            .field("edges", &self.edges.len())
+            .field("states", &self.states)
+            .finish_non_exhaustive()
+    }
 }
 
 impl GraphBuilder {
     /// A builder that indexes identities with the given plug-ins (one per provider).
     pub fn new(identities: Vec<Box<dyn StateIdentity>>) -> Self {
         Self {
-            _identities: identities,
+            identities,
+            interner: Interner::default(),
+            nodes: Vec::new(),
+            edges: Vec::new(),
+            primary: Index::new(),
+            related: Index::new(),
+            by_workspace: HashMap::new(),
+            states: Vec::new(),
         }
     }
 
     /// Reads and adds the state file at `path` as workspace `workspace`.
+    ///
+    /// The whole file is read into memory once; nothing of it but addresses,
+    /// identifiers and edges is kept after the call.
     ///
     /// # Errors
     /// [`Error::Read`] when the file cannot be read, [`Error::NotAState`] when it is
@@ -76,11 +172,25 @@ impl GraphBuilder {
     /// a format version other than 4, [`Error::DuplicateWorkspace`] when the name is
     /// taken.
     pub fn add_state_file(&mut self, workspace: &str, path: &Path) -> Result<StateMeta> {
-        let _ = (workspace, path);
-        unimplemented!("tfgraph helper")
+        if self.by_workspace.contains_key(workspace) {
+            return Err(Error::DuplicateWorkspace(workspace.to_owned()));
+        }
+        let bytes = std::fs::read(path).map_err(|source| Error::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let origin = path.display().to_string();
+        let mut meta = self.add_state_bytes(workspace, &origin, &bytes)?;
+        drop(bytes);
+        meta.path = Some(path.to_owned());
+        if let Some(last) = self.states.last_mut() {
+            last.path = Some(path.to_owned());
+        }
+        Ok(meta)
     }
 
-    /// Adds a state from bytes already in memory; `origin` names it in errors.
+    /// Adds a state from bytes already in memory (Terraform state format version 4
+    /// JSON); `origin` names it in errors.
     ///
     /// # Errors
     /// As [`GraphBuilder::add_state_file`], without [`Error::Read`].
@@ -90,53 +200,246 @@ impl GraphBuilder {
         origin: &str,
         bytes: &[u8],
     ) -> Result<StateMeta> {
-        let _ = (workspace, origin, bytes);
-        unimplemented!("tfgraph helper")
+        if self.by_workspace.contains_key(workspace) {
+            return Err(Error::DuplicateWorkspace(workspace.to_owned()));
+        }
+        let text = state_text(origin, bytes)?;
+        let ws: Arc<str> = Arc::from(workspace);
+        let mut loader = Loader::new(&self.identities, &mut self.interner, Arc::clone(&ws));
+        let mut de = serde_json::Deserializer::from_str(text);
+        StateSeed(&mut loader)
+            .deserialize(&mut de)
+            .and_then(|()| de.end())
+            .map_err(|e| Error::from_json(origin, &e))?;
+        check_version(origin, &loader.header)?;
+        if let Some(raw) = loader.deferred.take() {
+            let mut de = serde_json::Deserializer::from_str(raw.get());
+            ResourcesSeed(&mut loader)
+                .deserialize(&mut de)
+                .map_err(|e| in_resources(origin, &e))?;
+        }
+        let header = std::mem::take(&mut loader.header);
+        let loaded = loader.finish();
+        Ok(self.commit(ws, header, loaded))
+    }
+
+    /// Moves one state's nodes, identifiers and edges into the builder.
+    fn commit(&mut self, ws: Arc<str>, header: parse::Header, loaded: parse::Loaded) -> StateMeta {
+        let base = u32::try_from(self.nodes.len()).unwrap_or(u32::MAX);
+        let instances = loaded.nodes.len();
+        let global = |local: u32| NodeId(base.saturating_add(local));
+        for (i, node) in loaded.nodes.iter().enumerate() {
+            let id = global(u32::try_from(i).unwrap_or(u32::MAX));
+            for ident in &node.identities {
+                index_insert(&mut self.primary, ident, id);
+            }
+        }
+        for (parent, local) in &loaded.related {
+            index_insert_str(&mut self.related, parent, global(*local));
+        }
+        self.nodes.extend(loaded.nodes);
+        self.edges.extend(
+            loaded
+                .edges
+                .iter()
+                .map(|&(a, b)| (base.saturating_add(a), base.saturating_add(b))),
+        );
+        let by_address = loaded
+            .by_address
+            .into_iter()
+            .map(|(address, local)| (address, global(local)))
+            .collect();
+        self.by_workspace.insert(Arc::clone(&ws), by_address);
+        let meta = StateMeta {
+            workspace: ws.to_string(),
+            path: None,
+            serial: header.serial,
+            lineage: header.lineage,
+            terraform_version: header.terraform_version,
+            instances,
+        };
+        self.states.push(meta.clone());
+        meta
     }
 
     /// Finishes the graph.
     pub fn build(self) -> Graph {
-        unimplemented!("tfgraph helper")
+        let mut deps = DiGraph::<(), (), u32>::with_capacity(self.nodes.len(), self.edges.len());
+        for _ in 0..self.nodes.len() {
+            deps.add_node(());
+        }
+        for (from, to) in self.edges {
+            deps.add_edge(
+                NodeIndex::new(from as usize),
+                NodeIndex::new(to as usize),
+                (),
+            );
+        }
+        Graph {
+            nodes: self.nodes,
+            deps,
+            primary: self.primary,
+            related: self.related,
+            by_workspace: self.by_workspace,
+            states: self.states,
+        }
+    }
+}
+
+/// The input as UTF-8 text without a byte-order mark.
+fn state_text<'a>(origin: &str, bytes: &'a [u8]) -> Result<&'a str> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    std::str::from_utf8(bytes).map_err(|e| {
+        Error::not_a_state(
+            origin,
+            format!(
+                "the file is not UTF-8 text (invalid byte at offset {})",
+                e.valid_up_to()
+            ),
+        )
+    })
+}
+
+/// Checks the `version` field and that `resources` was present.
+fn check_version(origin: &str, header: &parse::Header) -> Result<()> {
+    match &header.version {
+        None => Err(Error::not_a_state(
+            origin,
+            "it has no `version` field (a Terraform state is a JSON object with `version` and `resources`)",
+        )),
+        Some(v) => match v.as_u64() {
+            Some(4) if header.saw_resources => Ok(()),
+            Some(4) => Err(Error::not_a_state(origin, "it has no `resources` field")),
+            Some(version) => Err(Error::Version {
+                origin: origin.to_owned(),
+                version,
+            }),
+            None => {
+                let mut shown = v.to_string();
+                if shown.len() > 40 {
+                    shown.truncate(40);
+                    shown.push('…');
+                }
+                Err(Error::not_a_state(
+                    origin,
+                    format!("its `version` is {shown}, not a state format number"),
+                ))
+            }
+        },
+    }
+}
+
+/// A JSON error in a deferred `resources` array (positions are relative to it).
+fn in_resources(origin: &str, err: &serde_json::Error) -> Error {
+    match Error::from_json(origin, err) {
+        Error::NotAState { origin, reason } => Error::NotAState {
+            origin,
+            reason: format!("in `resources`: {reason}"),
+        },
+        other => other,
     }
 }
 
 /// The read-only state graph over all loaded workspaces. Cheap to share behind an `Arc`.
 #[derive(Debug, Default)]
-pub struct Graph {}
+pub struct Graph {
+    nodes: Vec<Node>,
+    /// Edge a → b: a depends on b (a's `dependencies` name b).
+    deps: DiGraph<(), (), u32>,
+    primary: Index,
+    related: Index,
+    by_workspace: HashMap<Arc<str>, HashMap<Arc<str>, NodeId>>,
+    states: Vec<StateMeta>,
+}
 
 impl Graph {
     /// Every node, in load order.
     pub fn nodes(&self) -> &[Node] {
-        unimplemented!("tfgraph helper")
+        &self.nodes
     }
     /// The node with this id. Panics only on an id from another graph (a caller bug).
     pub fn node(&self, id: NodeId) -> &Node {
-        let _ = id;
-        unimplemented!("tfgraph helper")
+        &self.nodes[id.0 as usize]
+    }
+    /// The node with this id, or `None` for an id from another graph.
+    pub fn get(&self, id: NodeId) -> Option<&Node> {
+        self.nodes.get(id.0 as usize)
     }
     /// Nodes whose own identity is `canonical_id` (primary matches). Empty if none.
     pub fn primary(&self, canonical_id: &str) -> &[NodeId] {
-        let _ = canonical_id;
-        unimplemented!("tfgraph helper")
+        self.primary.get(canonical_id).map_or(&[], Slot::as_slice)
     }
     /// Nodes that hang off the object `canonical_id` (related matches). Empty if none.
     pub fn related(&self, canonical_id: &str) -> &[NodeId] {
-        let _ = canonical_id;
-        unimplemented!("tfgraph helper")
+        self.related.get(canonical_id).map_or(&[], Slot::as_slice)
     }
     /// Nodes that depend on `node`, directly or transitively (reverse `dependencies`
-    /// edges), nearest first, without `node` itself.
+    /// edges), nearest first (breadth-first; within one distance in load order),
+    /// without `node` itself, at most [`MAX_DEPENDENTS`]. Empty for an unknown id.
     pub fn dependents(&self, node: NodeId) -> Vec<NodeId> {
-        let _ = node;
-        unimplemented!("tfgraph helper")
+        let mut out = Vec::new();
+        if node.0 as usize >= self.deps.node_count() {
+            return out;
+        }
+        let mut seen = HashSet::from([node]);
+        let mut frontier = vec![node];
+        let mut next = Vec::new();
+        while !frontier.is_empty() && out.len() < MAX_DEPENDENTS {
+            next.clear();
+            for n in &frontier {
+                let start = next.len();
+                next.extend(
+                    self.deps
+                        .neighbors_directed(NodeIndex::new(n.0 as usize), Direction::Incoming)
+                        .map(|i| NodeId(u32::try_from(i.index()).unwrap_or(u32::MAX)))
+                        .filter(|d| seen.insert(*d)),
+                );
+                next[start..].sort_unstable();
+            }
+            next.sort_unstable();
+            for d in &next {
+                if out.len() == MAX_DEPENDENTS {
+                    break;
+                }
+                out.push(*d);
+            }
+            std::mem::swap(&mut frontier, &mut next);
+        }
+        out
     }
-    /// Node by workspace and address.
+    /// Nodes `node` depends on directly (its resolved `dependencies`), in load order.
+    /// Empty for an unknown id.
+    pub fn dependencies(&self, node: NodeId) -> Vec<NodeId> {
+        if node.0 as usize >= self.deps.node_count() {
+            return Vec::new();
+        }
+        let mut out: Vec<NodeId> = self
+            .deps
+            .neighbors_directed(NodeIndex::new(node.0 as usize), Direction::Outgoing)
+            .map(|i| NodeId(u32::try_from(i.index()).unwrap_or(u32::MAX)))
+            .collect();
+        out.sort_unstable();
+        out
+    }
+    /// Node by workspace and address (Terraform syntax, exactly as
+    /// [`Node::address`] spells it).
     pub fn find(&self, workspace: &str, address: &str) -> Option<NodeId> {
-        let _ = (workspace, address);
-        unimplemented!("tfgraph helper")
+        self.by_workspace.get(workspace)?.get(address).copied()
     }
     /// Facts of every loaded state, in load order.
     pub fn states(&self) -> &[StateMeta] {
-        unimplemented!("tfgraph helper")
+        &self.states
+    }
+    /// Number of nodes (managed resource instances) over all workspaces.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+    /// True when no state contributed any node.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+    /// Number of dependency edges.
+    pub fn edge_count(&self) -> usize {
+        self.deps.edge_count()
     }
 }

@@ -1,0 +1,659 @@
+//! The state graph against the real public states of the shared corpus
+//! (`../shared/corpus/tfstate`, or `$DRIFTREACTOR_CORPUS/tfstate`).
+
+use std::path::PathBuf;
+
+use driftreactor_tfgraph::{
+    Error, Graph, GraphBuilder, MAX_DEPENDENTS, NodeId, StateIdentity, StateInstance,
+    sensitive_values,
+};
+use serde::Deserialize;
+
+/// A plug-in implementation indexing `id` and `arn`, with `bucket`,
+/// `security_group_id` and `role` as parents and the account from the ARN.
+struct IdArn;
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Attrs {
+    id: Option<String>,
+    arn: Option<String>,
+    bucket: Option<String>,
+    security_group_id: Option<String>,
+    role: Option<String>,
+}
+
+fn attrs(instance: &StateInstance<'_>) -> Attrs {
+    serde_json::from_str(instance.attributes.get()).unwrap_or_default()
+}
+
+impl StateIdentity for IdArn {
+    fn handles(&self, _resource_type: &str) -> bool {
+        true
+    }
+    fn identities(&self, instance: &StateInstance<'_>, out: &mut Vec<String>) {
+        let a = attrs(instance);
+        out.extend(a.id);
+        out.extend(a.arn);
+    }
+    fn parents(&self, instance: &StateInstance<'_>, out: &mut Vec<String>) {
+        let a = attrs(instance);
+        out.extend(a.bucket);
+        out.extend(a.security_group_id);
+        out.extend(a.role);
+    }
+    fn account(&self, instance: &StateInstance<'_>) -> Option<String> {
+        let arn = attrs(instance).arn?;
+        let account = arn.split(':').nth(4)?;
+        (!account.is_empty()).then(|| account.to_owned())
+    }
+}
+
+fn corpus() -> PathBuf {
+    let dir = match std::env::var_os("DRIFTREACTOR_CORPUS") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"),
+    };
+    let states = dir.join("tfstate");
+    assert!(
+        states.is_dir(),
+        "the shared corpus is missing: {} is not a directory (set DRIFTREACTOR_CORPUS to the corpus folder)",
+        states.display()
+    );
+    states
+}
+
+fn state(name: &str) -> PathBuf {
+    corpus().join(name)
+}
+
+const EKS: &str = "aws_eks_vpc_modules_for_each_large.tfstate.json";
+const PROD: &str = "aws_prod_10_modules_for_each.tfstate.json";
+const AZURE: &str = "azurerm_aks_acr_helm.tfstate.json";
+const EMPTY: &str = "empty_state_no_resources.tfstate.json";
+const GKE012: &str = "google_gke_tf012_legacy_provider_format.tfstate.json";
+const GCE: &str = "google_single_compute_instance_small.tfstate.json";
+const GMOD: &str = "google_small_module_random.tfstate.json";
+
+fn load(files: &[(&str, &str)]) -> Graph {
+    let mut b = GraphBuilder::new(vec![Box::new(IdArn)]);
+    for (ws, file) in files {
+        b.add_state_file(ws, &state(file))
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+    }
+    b.build()
+}
+
+fn addr(g: &Graph, id: NodeId) -> String {
+    g.node(id).address.to_string()
+}
+
+fn node(g: &Graph, ws: &str, address: &str) -> NodeId {
+    g.find(ws, address)
+        .unwrap_or_else(|| panic!("no node {ws}/{address}"))
+}
+
+#[test]
+fn loads_every_corpus_state() {
+    let mut names: Vec<_> = std::fs::read_dir(corpus())
+        .expect("read corpus dir")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    names.sort();
+    assert!(
+        names.len() >= 7,
+        "expected at least 7 states, found {names:?}"
+    );
+    let mut b = GraphBuilder::new(vec![Box::new(IdArn)]);
+    for path in &names {
+        let ws = path.file_name().and_then(|n| n.to_str()).expect("name");
+        let meta = b
+            .add_state_file(ws, path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(meta.path.as_deref(), Some(path.as_path()));
+    }
+    let g = b.build();
+    let expected = [
+        (EKS, 52, 52, "342fea97-752d-a035-27f4-5a273c0e00e2", "1.3.3"),
+        (
+            PROD,
+            50,
+            1126,
+            "b1c96ef2-b4e8-22c2-f62d-aa116f11c3f2",
+            "1.11.4",
+        ),
+        (
+            AZURE,
+            8,
+            20,
+            "7cd58111-018e-cb23-dae6-fbb8ed15815f",
+            "1.9.7",
+        ),
+        (
+            EMPTY,
+            0,
+            1,
+            "2c082550-4314-074b-c03c-1853d5d26f1f",
+            "1.15.0",
+        ),
+        (
+            GKE012,
+            12,
+            69,
+            "2aa921a8-da53-05c1-2a92-40870ad904d1",
+            "0.12.24",
+        ),
+        (GCE, 1, 3, "81d395d8-590a-cae0-ccfc-303137656287", "1.0.11"),
+        (GMOD, 2, 40, "c4d3851a-2eb3-001b-f041-423db1d5db6f", "1.7.5"),
+    ];
+    for (file, instances, serial, lineage, tf) in expected {
+        let meta = g
+            .states()
+            .iter()
+            .find(|m| m.workspace == file)
+            .unwrap_or_else(|| panic!("no meta for {file}"));
+        assert_eq!(meta.instances, instances, "{file}");
+        assert_eq!(meta.serial, serial, "{file}");
+        assert_eq!(meta.lineage, lineage, "{file}");
+        assert_eq!(meta.terraform_version, tf, "{file}");
+    }
+    assert_eq!(
+        g.len(),
+        g.states().iter().map(|m| m.instances).sum::<usize>()
+    );
+    // Data sources are never nodes.
+    for n in g.nodes() {
+        assert!(
+            !n.address.starts_with("data.") && !n.address.contains(".data."),
+            "data source became a node: {}",
+            n.address
+        );
+    }
+}
+
+#[test]
+fn addresses_follow_terraform_syntax() {
+    let g = load(&[("eks", EKS), ("gke", GKE012), ("prod", PROD)]);
+    for (ws, a) in [
+        // nested module path with a for_each key of the parent module, count key
+        (
+            "eks",
+            r#"module.eks.module.eks_managed_node_group["management"].aws_iam_role.this[0]"#,
+        ),
+        // string for_each keys that are full ARNs
+        (
+            "eks",
+            r#"module.eks.aws_iam_role_policy_attachment.this["arn:aws:iam::aws:policy/AmazonEKSClusterPolicy"]"#,
+        ),
+        (
+            "eks",
+            r#"module.eks.module.eks_managed_node_group["management"].aws_iam_role_policy_attachment.this["arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy"]"#,
+        ),
+        (
+            "eks",
+            r#"module.eks.aws_security_group_rule.node["ingress_self_coredns_udp"]"#,
+        ),
+        // count int keys
+        ("eks", "module.vpc.aws_subnet.private[2]"),
+        ("eks", "module.vpc.aws_route_table_association.public[0]"),
+        // no index key, no brackets
+        ("eks", "aws_s3_bucket.loki"),
+        ("prod", "module.rds.aws_db_instance.this"),
+        (
+            "prod",
+            r#"module.alb_backend.aws_lb_target_group_attachment.docker-v1-backend-attachment["backend-a"]"#,
+        ),
+        // a key with a slash, in the 0.12 legacy file
+        (
+            "gke",
+            r#"module.gke_network.module.subnets.google_compute_subnetwork.subnetwork["us-west2/gke-demo-subnet"]"#,
+        ),
+        (
+            "gke",
+            "module.gke_cluster.google_project_iam_member.cluster_service_account-gcr[0]",
+        ),
+        (
+            "gke",
+            "module.gke_network.module.vpc.google_compute_network.network",
+        ),
+        (
+            "gke",
+            "module.gke_cluster.module.gcloud_wait_for_cluster.random_id.cache",
+        ),
+    ] {
+        let id = node(&g, ws, a);
+        assert_eq!(addr(&g, id), a);
+        assert_eq!(&*g.node(id).workspace, ws);
+    }
+    let role = node(
+        &g,
+        "eks",
+        r#"module.eks.module.eks_managed_node_group["management"].aws_iam_role.this[0]"#,
+    );
+    assert_eq!(&*g.node(role).resource_type, "aws_iam_role");
+    // Data sources and empty-instance resources are absent.
+    assert_eq!(g.find("eks", "data.aws_availability_zones.available"), None);
+    assert_eq!(g.find("eks", "module.eks.data.aws_partition.current"), None);
+    assert_eq!(g.find("gke", "data.google_client_config.default"), None);
+    assert_eq!(
+        g.find("gke", "module.gke_cluster.google_container_cluster.primary"),
+        None
+    );
+    // Same address in another workspace is another lookup.
+    assert_eq!(g.find("prod", "module.vpc.aws_subnet.private[2]"), None);
+}
+
+#[test]
+fn legacy_012_state_with_provider_dot_google_loads() {
+    let mut b = GraphBuilder::new(vec![]);
+    let meta = b
+        .add_state_file("gke", &state(GKE012))
+        .expect("0.12 state loads");
+    assert_eq!(meta.terraform_version, "0.12.24");
+    let g = b.build();
+    let types: Vec<_> = g.nodes().iter().map(|n| &*n.resource_type).collect();
+    assert!(types.contains(&"google_compute_subnetwork"));
+    assert!(types.contains(&"random_string"));
+    // Only managed resources (12 instances: 6 google, 2 random, the rest are empty).
+    assert_eq!(g.len(), 12);
+}
+
+#[test]
+fn dependency_edges_from_the_corpus() {
+    let g = load(&[
+        ("eks", EKS),
+        ("gke", GKE012),
+        ("prod", PROD),
+        ("gmod", GMOD),
+    ]);
+    let deps = |ws: &str, a: &str| -> Vec<String> {
+        g.dependencies(node(&g, ws, a))
+            .into_iter()
+            .map(|d| addr(&g, d))
+            .collect()
+    };
+    // Root resource on root resources.
+    assert_eq!(
+        deps("eks", "aws_iam_policy.loki"),
+        ["aws_kms_key.kms", "aws_s3_bucket.loki"]
+    );
+    // Dependency written without instance keys inside a for_each module instance.
+    assert_eq!(
+        deps(
+            "eks",
+            r#"module.eks.module.eks_managed_node_group["management"].aws_iam_role_policy_attachment.this["arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy"]"#
+        ),
+        [r#"module.eks.module.eks_managed_node_group["management"].aws_iam_role.this[0]"#]
+    );
+    // count → count: every instance of the named resource.
+    let assoc = deps("eks", "module.vpc.aws_route_table_association.private[1]");
+    for s in [
+        "module.vpc.aws_subnet.private[0]",
+        "module.vpc.aws_subnet.private[1]",
+        "module.vpc.aws_subnet.private[2]",
+        "module.vpc.aws_route_table.private[0]",
+        "module.vpc.aws_vpc.this[0]",
+    ] {
+        assert!(assoc.iter().any(|a| a == s), "{s} missing from {assoc:?}");
+    }
+    // A dependency on a resource with no instances resolves to nothing.
+    assert!(!assoc.iter().any(|a| a.contains("cidr_block_association")));
+    // Only data-source dependencies: no edges.
+    assert!(deps("eks", "module.vpc.aws_eip.nat[0]").is_empty());
+    // The legacy file: the slash key depends on the network of another module.
+    assert_eq!(
+        deps(
+            "gke",
+            r#"module.gke_network.module.subnets.google_compute_subnetwork.subnetwork["us-west2/gke-demo-subnet"]"#
+        ),
+        ["module.gke_network.module.vpc.google_compute_network.network"]
+    );
+    // Nested module dependency.
+    assert_eq!(
+        deps("gmod", "module.bucket.google_storage_bucket.test_bucket"),
+        ["module.bucket.module.bucket_name.random_string.suffix"]
+    );
+    // ec2 instances depend on a data source and managed resources: data skipped.
+    let backend = deps("prod", "module.ec2.aws_instance.backend_a");
+    assert_eq!(backend.len(), 6, "{backend:?}");
+    // Reverse direction: dependents of the VPC reach across modules.
+    let vpc = node(&g, "prod", "module.vpc.aws_vpc.main");
+    let dependents: Vec<_> = g.dependents(vpc).into_iter().map(|d| addr(&g, d)).collect();
+    assert!(dependents.contains(&"module.sg.aws_security_group.alb_backend".to_owned()));
+    assert!(dependents.contains(&"module.rds.aws_db_instance.this".to_owned()));
+    assert!(!dependents.contains(&"module.vpc.aws_vpc.main".to_owned()));
+    // Dependents stay in their workspace.
+    assert!(
+        g.dependents(vpc)
+            .iter()
+            .all(|&d| &*g.node(d).workspace == "prod")
+    );
+    // A leaf has no dependents.
+    assert!(
+        g.dependents(node(&g, "prod", "module.rds.aws_db_instance.this"))
+            .is_empty()
+    );
+}
+
+#[test]
+fn identifier_index_maps_one_identifier_to_many_nodes() {
+    let g = load(&[("eks", EKS), ("prod", PROD)]);
+    let names = |ids: &[NodeId]| -> Vec<String> { ids.iter().map(|&i| addr(&g, i)).collect() };
+    // The bucket, its public access block and its encryption config all have id
+    // "demo-grafana-loki-storage".
+    let primary = names(g.primary("demo-grafana-loki-storage"));
+    assert_eq!(
+        primary,
+        [
+            "aws_s3_bucket.loki",
+            "aws_s3_bucket_public_access_block.loki",
+            "aws_s3_bucket_server_side_encryption_configuration.loki",
+        ]
+    );
+    assert_eq!(
+        names(g.primary("arn:aws:s3:::demo-grafana-loki-storage")),
+        ["aws_s3_bucket.loki"]
+    );
+    // Related: everything whose `bucket` is the bucket.
+    let related = names(g.related("demo-grafana-loki-storage"));
+    assert!(
+        related.contains(&"aws_s3_bucket_acl.loki".to_owned()),
+        "{related:?}"
+    );
+    assert_eq!(related.len(), 4, "{related:?}");
+    // Security group rules hang off their group.
+    assert_eq!(g.related("sg-019dedd3753fdd31d").len(), 3);
+    assert_eq!(g.related("sg-0b93d4d5712c985f0").len(), 13);
+    // Account from the ARN.
+    let sg = node(&g, "eks", "module.eks.aws_security_group.cluster[0]");
+    assert_eq!(g.node(sg).account.as_deref(), Some("111122223337"));
+    assert!(
+        g.node(sg)
+            .identities
+            .iter()
+            .any(|i| &**i == "sg-019dedd3753fdd31d")
+    );
+    // Absent identifiers give empty slices.
+    assert!(g.primary("sg-does-not-exist").is_empty());
+    assert!(g.related("").is_empty());
+}
+
+#[test]
+fn empty_state_is_fine() {
+    let mut b = GraphBuilder::new(vec![Box::new(IdArn)]);
+    let meta = b
+        .add_state_file("empty", &state(EMPTY))
+        .expect("empty state loads");
+    assert_eq!(meta.instances, 0);
+    let g = b.build();
+    assert!(g.is_empty());
+    assert_eq!(g.states().len(), 1);
+    assert_eq!(g.states()[0].serial, 1);
+}
+
+#[test]
+fn non_state_json_and_truncated_files_name_the_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut b = GraphBuilder::new(vec![]);
+
+    // An event, not a state.
+    let event = dir.path().join("event.json");
+    std::fs::write(
+        &event,
+        br#"{"version": "0", "id": "x", "detail-type": "AWS API Call via CloudTrail"}"#,
+    )
+    .expect("write");
+    let err = b
+        .add_state_file("a", &event)
+        .expect_err("an event is not a state");
+    assert!(matches!(err, Error::NotAState { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("event.json") && msg.contains("version"),
+        "{msg}"
+    );
+
+    // JSON without a version field at all.
+    let other = dir.path().join("other.json");
+    std::fs::write(&other, br#"{"resources": []}"#).expect("write");
+    let msg = b
+        .add_state_file("a", &other)
+        .expect_err("no version")
+        .to_string();
+    assert!(
+        msg.contains("other.json") && msg.contains("no `version`"),
+        "{msg}"
+    );
+
+    // A JSON array.
+    let array = dir.path().join("array.json");
+    std::fs::write(&array, b"[1, 2]").expect("write");
+    let msg = b
+        .add_state_file("a", &array)
+        .expect_err("array")
+        .to_string();
+    assert!(
+        msg.contains("array.json") && msg.contains("line 1"),
+        "{msg}"
+    );
+
+    // A truncated copy of a real state.
+    let full = std::fs::read(state(EKS)).expect("read");
+    let cut = dir.path().join("truncated.tfstate");
+    std::fs::write(&cut, &full[..full.len() / 2]).expect("write");
+    let err = b.add_state_file("a", &cut).expect_err("truncated");
+    let msg = err.to_string();
+    assert!(matches!(err, Error::NotAState { .. }), "{err:?}");
+    assert!(
+        msg.contains("truncated.tfstate") && msg.contains("line"),
+        "{msg}"
+    );
+    assert!(msg.contains("column"), "{msg}");
+
+    // Garbage.
+    let err = b
+        .add_state_bytes("a", "inline.json", b"{\"version\": 4, \"resources\": [}")
+        .expect_err("bad json");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("inline.json") && msg.contains("line 1, column"),
+        "{msg}"
+    );
+
+    // An empty file.
+    let err = b.add_state_bytes("a", "zero.json", b"").expect_err("empty");
+    assert!(
+        err.to_string()
+            .contains("zero.json is not a Terraform state: the file is empty"),
+        "{err}"
+    );
+
+    // A missing file.
+    let err = b
+        .add_state_file("a", &dir.path().join("nope.json"))
+        .expect_err("missing");
+    assert!(matches!(err, Error::Read { .. }), "{err:?}");
+
+    // None of the failures left anything behind: "a" is still free.
+    b.add_state_file("a", &state(GMOD))
+        .expect("workspace a still free");
+    assert_eq!(b.build().len(), 2);
+}
+
+#[test]
+fn version_3_is_refused() {
+    let mut b = GraphBuilder::new(vec![]);
+    let v3 = br#"{"version": 3, "terraform_version": "0.11.14", "serial": 4, "lineage": "x",
+        "modules": [{"path": ["root"], "outputs": {}, "resources": {}, "depends_on": []}]}"#;
+    let err = b.add_state_bytes("old", "old.tfstate", v3).expect_err("v3");
+    assert!(matches!(err, Error::Version { version: 3, .. }), "{err:?}");
+    assert!(err.to_string().contains("old.tfstate"), "{err}");
+    // Version after resources (not Terraform's order) is still checked.
+    let late = br#"{"resources": [], "version": 5}"#;
+    let err = b
+        .add_state_bytes("late", "late.tfstate", late)
+        .expect_err("v5");
+    assert!(matches!(err, Error::Version { version: 5, .. }), "{err:?}");
+}
+
+#[test]
+fn duplicate_workspace_is_refused() {
+    let mut b = GraphBuilder::new(vec![]);
+    b.add_state_file("prod", &state(GCE)).expect("first");
+    let err = b.add_state_file("prod", &state(GMOD)).expect_err("second");
+    assert!(
+        matches!(err, Error::DuplicateWorkspace(ref w) if w == "prod"),
+        "{err:?}"
+    );
+    let err = b
+        .add_state_bytes("prod", "x", b"{}")
+        .expect_err("bytes too");
+    assert!(matches!(err, Error::DuplicateWorkspace(_)), "{err:?}");
+}
+
+#[test]
+fn unknown_fields_and_late_version_are_tolerated() {
+    let doc = br#"{
+      "resources": [{"mode": "managed", "type": "aws_vpc", "name": "v", "provider": "p",
+        "future_field": {"x": [1, 2]},
+        "instances": [{"attributes": {"id": "vpc-1"}, "identity": {"id": "vpc-1"}, "new": true}]}],
+      "version": 4, "serial": 7, "lineage": "l", "terraform_version": "1.99.0", "check_results": null
+    }"#;
+    let mut b = GraphBuilder::new(vec![Box::new(IdArn)]);
+    let meta = b.add_state_bytes("ws", "doc", doc).expect("loads");
+    assert_eq!((meta.instances, meta.serial), (1, 7));
+    let g = b.build();
+    assert_eq!(addr(&g, g.primary("vpc-1")[0]), "aws_vpc.v");
+}
+
+#[test]
+fn dependents_are_transitive_nearest_first_and_capped() {
+    // vpc ← subnet ← instance ← alarm; plus 1500 instances of a counted rule on the vpc.
+    let doc = br#"{"version": 4, "serial": 1, "lineage": "l", "terraform_version": "1.9.0", "resources": [
+      {"mode": "managed", "type": "aws_vpc", "name": "v", "provider": "p", "instances": [{"attributes": {"id": "vpc-1"}}]},
+      {"mode": "managed", "type": "aws_subnet", "name": "s", "provider": "p",
+       "instances": [{"attributes": {"id": "subnet-1"}, "dependencies": ["aws_vpc.v"]}]},
+      {"mode": "managed", "type": "aws_instance", "name": "i", "provider": "p",
+       "instances": [{"attributes": {"id": "i-1"}, "dependencies": ["aws_subnet.s"]}]},
+      {"mode": "managed", "type": "aws_cloudwatch_metric_alarm", "name": "a", "provider": "p",
+       "instances": [{"attributes": {"id": "alarm"}, "dependencies": ["aws_instance.i", "data.aws_x.y"]}]}
+    ]}"#;
+    let mut b = GraphBuilder::new(vec![Box::new(IdArn)]);
+    b.add_state_bytes("chain", "chain", doc).expect("chain");
+    let mut many = String::from(
+        r#"{"version": 4, "serial": 1, "lineage": "l", "terraform_version": "1.9.0", "resources": [
+      {"mode": "managed", "type": "aws_vpc", "name": "v", "provider": "p", "instances": [{"attributes": {"id": "vpc-2"}}]},
+      {"mode": "managed", "type": "aws_security_group_rule", "name": "r", "provider": "p", "instances": ["#,
+    );
+    for i in 0..1500 {
+        if i > 0 {
+            many.push(',');
+        }
+        many.push_str(&format!(r#"{{"index_key": {i}, "attributes": {{"id": "r-{i}"}}, "dependencies": ["aws_vpc.v"]}}"#));
+    }
+    many.push_str("]}]}");
+    b.add_state_bytes("star", "star", many.as_bytes())
+        .expect("star");
+    let g = b.build();
+
+    let vpc = node(&g, "chain", "aws_vpc.v");
+    let order: Vec<_> = g.dependents(vpc).into_iter().map(|d| addr(&g, d)).collect();
+    assert_eq!(
+        order,
+        [
+            "aws_subnet.s",
+            "aws_instance.i",
+            "aws_cloudwatch_metric_alarm.a"
+        ]
+    );
+    let alarm = node(&g, "chain", "aws_cloudwatch_metric_alarm.a");
+    assert!(g.dependents(alarm).is_empty());
+
+    let vpc2 = node(&g, "star", "aws_vpc.v");
+    let star = g.dependents(vpc2);
+    assert_eq!(star.len(), MAX_DEPENDENTS);
+    assert_eq!(addr(&g, star[0]), "aws_security_group_rule.r[0]");
+    assert_eq!(g.edge_count(), 3 + 1500);
+}
+
+#[test]
+fn module_instances_do_not_cross_link() {
+    // Two instances of one for_each module: each role attachment depends on its own role.
+    let doc = br#"{"version": 4, "serial": 1, "lineage": "l", "terraform_version": "1.9.0", "resources": [
+      {"module": "module.m[\"a\"]", "mode": "managed", "type": "aws_iam_role", "name": "r", "provider": "p",
+       "instances": [{"attributes": {"id": "role-a"}}]},
+      {"module": "module.m[\"b\"]", "mode": "managed", "type": "aws_iam_role", "name": "r", "provider": "p",
+       "instances": [{"attributes": {"id": "role-b"}}]},
+      {"module": "module.m[\"a\"]", "mode": "managed", "type": "aws_iam_role_policy_attachment", "name": "p", "provider": "p",
+       "instances": [{"attributes": {"id": "att-a"}, "dependencies": ["module.m.aws_iam_role.r"]}]},
+      {"mode": "managed", "type": "aws_lambda_function", "name": "f", "provider": "p",
+       "instances": [{"attributes": {"id": "fn"}, "dependencies": ["module.m.aws_iam_role.r"]}]}
+    ]}"#;
+    let mut b = GraphBuilder::new(vec![Box::new(IdArn)]);
+    b.add_state_bytes("ws", "doc", doc).expect("loads");
+    let g = b.build();
+    let att = node(
+        &g,
+        "ws",
+        r#"module.m["a"].aws_iam_role_policy_attachment.p"#,
+    );
+    let deps: Vec<_> = g
+        .dependencies(att)
+        .into_iter()
+        .map(|d| addr(&g, d))
+        .collect();
+    assert_eq!(deps, [r#"module.m["a"].aws_iam_role.r"#]);
+    // From the root, both module instances.
+    let f = node(&g, "ws", "aws_lambda_function.f");
+    assert_eq!(g.dependencies(f).len(), 2);
+}
+
+#[test]
+fn sensitive_values_from_sensitive_attributes_and_secret_keys() {
+    // `sensitive_attributes` path: aws_instance `ami` is marked sensitive in this state.
+    let prod = std::fs::read(state(PROD)).expect("read");
+    let values = sensitive_values(PROD, &prod).expect("prod");
+    assert!(
+        values.iter().any(|v| v == "ami-02ece8f4ffe2b19a4"),
+        "{values:?}"
+    );
+    assert!(values.iter().any(|v| v == "REDACTED"), "{values:?}");
+    // Non-secrets stay out.
+    assert!(
+        !values.iter().any(|v| v == "tamnara-prod-db-subnet-group"),
+        "{values:?}"
+    );
+    assert!(!values.iter().any(|v| v == "temnara18spring"), "{values:?}");
+
+    // The kube_config path ends on a list of objects: every string inside counts.
+    let azure = std::fs::read(state(AZURE)).expect("read");
+    let values = sensitive_values(AZURE, &azure).expect("azure");
+    assert!(
+        values
+            .iter()
+            .any(|v| v == "https://argocdtest-lbu20ffe.hcp.westus.azmk8s.io:443"),
+        "{values:?}"
+    );
+
+    // Secret-looking keys at any depth, index paths, sensitive outputs.
+    let doc = br#"{"version": 4, "serial": 1, "lineage": "l", "terraform_version": "1.9.0",
+      "outputs": {"db": {"value": "postgres://u:hunter22@db", "type": "string", "sensitive": true},
+                  "name": {"value": "plain-output", "type": "string"}},
+      "resources": [{"mode": "managed", "type": "x_thing", "name": "t", "provider": "p", "instances": [{
+        "attributes": {"id": "thing-1", "settings": [{"nested": {"client_secret": "s3cr3t-value", "secret_arn": "arn:aws:x"}}],
+                       "tags": {"Name": "public-name"}, "list": ["aaaa", "bbbbbb"], "pin": "abc"},
+        "sensitive_attributes": [[{"type": "get_attr", "value": "list"}, {"type": "index", "value": {"value": 1, "type": "number"}}],
+                                 [{"type": "get_attr", "value": "pin"}]]
+      }]}]}"#;
+    let values = sensitive_values("doc", doc).expect("doc");
+    assert_eq!(
+        values,
+        ["postgres://u:hunter22@db", "s3cr3t-value", "bbbbbb"]
+    );
+
+    let err = sensitive_values("bad.json", b"{\"version\": 3, \"modules\": []}").expect_err("v3");
+    assert!(matches!(err, Error::Version { version: 3, .. }), "{err:?}");
+    let err = sensitive_values("bad.json", b"{\"version\": 4, \"resources\": [").expect_err("cut");
+    assert!(err.to_string().contains("bad.json"), "{err}");
+}
