@@ -1,1 +1,458 @@
-//! driftreactor-serve (placeholder; see the crate README).
+//! The driftreactor sidecar: sources and push endpoints → pipeline → journal → ack,
+//! and the HTTP API.
+//!
+//! ```text
+//!  pull sources (aws_sqs, gcp_pubsub, azure_event_grid_namespace)  ─┐   bounded channel
+//!  push endpoints (POST /push/gcp, POST|OPTIONS /push/azure)       ─┼─► pipeline task ─► Model::process ─► Journal::append ─► Ack
+//!                                                                   │      (arc-swap load of the current model)    (group commit)
+//!  state reload (poll serial/lineage every N s) ── ArcSwap::store ──┘
+//!  HTTP API: /healthz /readyz /metrics /v1/events /v1/drift /v1/resources/{ws}/{address}
+//! ```
+//!
+//! [`start`] sets everything up and returns a [`Running`] service bound to its
+//! address; [`Running::wait`] returns after the shutdown token fired (see
+//! [`shutdown_on_signal`]) and everything in flight finished or was released.
+//!
+//! A message is acknowledged (a push answered 200, a pull message deleted) only after
+//! its events are committed to the journal; a redelivered event is acknowledged as a
+//! duplicate without being recorded twice. See `docs/serve.md`.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use driftreactor_config::Config;
+use driftreactor_journal::{Journal, JournalConfig};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub mod auth;
+pub mod config;
+mod http;
+pub mod metrics;
+pub mod model;
+mod push;
+pub mod reload;
+mod sources;
+mod worker;
+
+pub use config::{AzurePushConfig, GcpPushConfig, OidcConfig, ServerConfig, SourceSpec};
+pub use model::{Input, Loaded, Model, ModelLoader, Processed, ResourceInfo, StateInfo};
+pub use push::{PushedMessage, parse_pubsub_push};
+pub use sources::{BuildFuture, SourceBuilder, SourceRegistry};
+
+/// Capacity of each pull source's own channel in front of the shared pipeline channel,
+/// in messages. Small: the shared channel ([`ServerConfig::queue_capacity`]) is the
+/// real buffer; this only decouples a source from the forwarder that tags its
+/// messages with the source name.
+const SOURCE_CHANNEL: usize = 16;
+
+/// Why the service could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// A config section does not fit.
+    #[error("invalid config: {field}: {reason}")]
+    Config {
+        /// The TOML path (`server.listen`, `sources[1].oidc`).
+        field: String,
+        /// Plain-words reason.
+        reason: String,
+    },
+    /// The config file itself could not be read.
+    #[error(transparent)]
+    ConfigFile(#[from] driftreactor_config::Error),
+    /// The journal could not be opened.
+    #[error(transparent)]
+    Journal(#[from] driftreactor_journal::Error),
+    /// The state graph could not be loaded at start-up.
+    #[error("cannot load the state graph: {0}")]
+    Model(String),
+    /// A pull source could not be built.
+    #[error("cannot start source {name}: {reason}")]
+    Source {
+        /// The source name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// The listen address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The HTTP server failed.
+    #[error("HTTP server failed: {0}")]
+    Http(#[source] std::io::Error),
+}
+
+impl ServeError {
+    pub(crate) fn config(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        ServeError::Config {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// The state of one source, for `/readyz`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SourceState {
+    Running,
+    Stopped,
+    Failed,
+}
+
+impl SourceState {
+    pub(crate) const fn as_str(self) -> &'static str {
+        match self {
+            SourceState::Running => "running",
+            SourceState::Stopped => "stopped",
+            SourceState::Failed => "failed",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct SourceStatus {
+    kind: String,
+    state: SourceState,
+    error: Option<String>,
+}
+
+/// What every task shares.
+pub(crate) struct Ctx {
+    journal: Journal,
+    state: ArcSwap<Loaded>,
+    metrics: metrics::Metrics,
+    sources: std::sync::Mutex<BTreeMap<String, SourceStatus>>,
+    loader: Arc<dyn ModelLoader>,
+    server: ServerConfig,
+}
+
+/// Everything [`start`] needs.
+pub struct ServeOptions {
+    /// The loaded config file (`[server]`, `[journal]`, `[[sources]]` are read here).
+    pub config: Config,
+    /// Builds the model from the workspaces' states (start-up and reloads).
+    pub loader: Arc<dyn ModelLoader>,
+    /// Builders of the pull source types this binary supports.
+    pub registry: SourceRegistry,
+    /// Overrides `[server] listen` (e.g. `127.0.0.1:0` in tests).
+    pub listen: Option<SocketAddr>,
+}
+
+impl std::fmt::Debug for ServeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServeOptions")
+            .field("registry", &self.registry)
+            .field("listen", &self.listen)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A started service.
+#[derive(Debug)]
+pub struct Running {
+    local_addr: SocketAddr,
+    shutdown: CancellationToken,
+    task: JoinHandle<Result<(), ServeError>>,
+    journal: Journal,
+}
+
+impl Running {
+    /// The address the HTTP server is bound to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The token that stops the service when cancelled.
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+
+    /// The journal (for inspection).
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    /// Waits until the service stopped (after the shutdown token fired).
+    ///
+    /// # Errors
+    /// [`ServeError::Http`] when the server failed.
+    pub async fn wait(self) -> Result<(), ServeError> {
+        match self.task.await {
+            Ok(r) => r,
+            Err(e) => Err(ServeError::Http(std::io::Error::other(e.to_string()))),
+        }
+    }
+
+    /// Fires the shutdown token and waits for the service to stop.
+    ///
+    /// # Errors
+    /// As [`Running::wait`].
+    pub async fn stop(self) -> Result<(), ServeError> {
+        self.shutdown.cancel();
+        self.wait().await
+    }
+}
+
+/// Cancels `token` on SIGTERM or SIGINT (Ctrl-C).
+pub async fn shutdown_on_signal(token: CancellationToken) {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(
+            tokio::signal::unix::SignalKind::terminate(),
+        ) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(error = %e, "Cannot listen for SIGTERM; only SIGINT stops the service.");
+                let _ = ctrl_c.await;
+                token.cancel();
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => tracing::info!("SIGINT received; shutting down."),
+            _ = term.recv() => tracing::info!("SIGTERM received; shutting down."),
+            () = token.cancelled() => return,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+    token.cancel();
+}
+
+/// The `[journal]` section with its path resolved against the config file's directory.
+///
+/// # Errors
+/// [`ServeError::ConfigFile`] when the section does not fit.
+pub fn journal_config(config: &Config) -> Result<JournalConfig, ServeError> {
+    let mut cfg: JournalConfig = config.section("journal", config.journal.as_ref())?;
+    if let Some(base) = config.path.as_deref().and_then(Path::parent)
+        && cfg.path.is_relative()
+    {
+        cfg.path = base.join(&cfg.path);
+    }
+    Ok(cfg)
+}
+
+/// Reads the config, loads the model, opens the journal, builds the sources, binds
+/// the server and starts every task.
+///
+/// # Errors
+/// Any [`ServeError`] that prevents start-up; nothing keeps running then.
+pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
+    let ServeOptions {
+        config,
+        loader,
+        registry,
+        listen,
+    } = opts;
+    let server: ServerConfig = config.section("server", config.server.as_ref())?;
+    let journal_cfg = journal_config(&config)?;
+    let specs = config::parse_sources(&config.sources)?;
+
+    let mut pushes = Vec::new();
+    let mut pulls = Vec::new();
+    for (i, spec) in specs.into_iter().enumerate() {
+        let field = format!("sources[{i}]");
+        match spec {
+            SourceSpec::GcpPush(c) => pushes.push(push::PushEndpoint::Gcp(Arc::new(
+                push::GcpPush::build(&c, &field)?,
+            ))),
+            SourceSpec::AzurePush(c) => {
+                pushes.push(push::PushEndpoint::Azure(Arc::new(push::AzurePush::build(
+                    &c, &field,
+                )?)));
+            }
+            SourceSpec::Pull { kind, name, table } => {
+                let Some(build) = registry.get(&kind) else {
+                    let mut known: Vec<&str> = vec!["gcp_pubsub_push", "azure_event_grid_push"];
+                    known.extend(registry.kinds());
+                    return Err(ServeError::config(
+                        format!("{field}.type"),
+                        format!(
+                            "unknown or not compiled-in source type `{kind}` (known: {})",
+                            known.join(", ")
+                        ),
+                    ));
+                };
+                let source = build(table).await.map_err(|reason| ServeError::Source {
+                    name: name.clone(),
+                    reason,
+                })?;
+                pulls.push((name, kind, source));
+            }
+        }
+    }
+    {
+        let mut paths = std::collections::BTreeSet::new();
+        for p in &pushes {
+            let path = match p {
+                push::PushEndpoint::Gcp(g) => g.path(),
+                push::PushEndpoint::Azure(a) => a.path(),
+            };
+            if !paths.insert(path.to_owned()) {
+                return Err(ServeError::config(
+                    "sources",
+                    format!("two push endpoints use the path `{path}`"),
+                ));
+            }
+        }
+    }
+
+    let load = loader.clone();
+    let loaded = tokio::task::spawn_blocking(move || load.load())
+        .await
+        .map_err(|e| ServeError::Model(e.to_string()))?
+        .map_err(ServeError::Model)?;
+    for s in &loaded.states {
+        tracing::info!(workspace = %s.workspace, serial = s.serial, lineage = %s.lineage, "Loaded state.");
+    }
+    let journal = Journal::open(&journal_cfg)?;
+    let addr = listen.unwrap_or(server.listen);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError::Bind { addr, source })?;
+    let local_addr = listener
+        .local_addr()
+        .map_err(|source| ServeError::Bind { addr, source })?;
+
+    let mut statuses = BTreeMap::new();
+    for p in &pushes {
+        statuses.insert(p.name().to_owned(), SourceStatus::running(p.kind()));
+    }
+    let ctx = Arc::new(Ctx {
+        journal: journal.clone(),
+        state: ArcSwap::from_pointee(loaded),
+        metrics: metrics::Metrics::new(),
+        sources: std::sync::Mutex::new(statuses),
+        loader,
+        server: server.clone(),
+    });
+    let token = CancellationToken::new();
+    let (tx, rx) = mpsc::channel(server.queue_capacity.max(1));
+    let worker = tokio::spawn(worker::run(rx, ctx.clone()));
+
+    let mut source_tasks = Vec::new();
+    for (name, kind, source) in pulls {
+        if let Ok(mut m) = ctx.sources.lock() {
+            m.insert(name.clone(), SourceStatus::running(&kind));
+        }
+        let (stx, mut srx) = mpsc::channel(SOURCE_CHANNEL);
+        let main_tx = tx.clone();
+        let tag: Arc<str> = name.clone().into();
+        tokio::spawn(async move {
+            while let Some(msg) = srx.recv().await {
+                if main_tx
+                    .send(worker::Envelope {
+                        source: tag.clone(),
+                        msg,
+                    })
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        });
+        let run = source.run(stx, token.child_token());
+        let ctx2 = ctx.clone();
+        source_tasks.push(tokio::spawn(async move {
+            let result = run.await;
+            let (state, error) = match result {
+                Ok(()) => (SourceState::Stopped, None),
+                Err(e) => {
+                    tracing::error!(source = %name, error = %e, "Source stopped with an error.");
+                    (SourceState::Failed, Some(e.to_string()))
+                }
+            };
+            if let Ok(mut m) = ctx2.sources.lock()
+                && let Some(s) = m.get_mut(&name)
+            {
+                s.state = state;
+                s.error = error;
+            }
+        }));
+        tracing::info!(source_type = %kind, "Source started.");
+    }
+
+    if server.state_reload_secs > 0 {
+        tokio::spawn(reload::run(
+            ctx.clone(),
+            Duration::from_secs(server.state_reload_secs),
+            token.clone(),
+        ));
+    }
+
+    let app = http::router(
+        http::AppState {
+            ctx: ctx.clone(),
+            tx: tx.clone(),
+        },
+        pushes,
+        server.body_limit_bytes,
+    );
+    drop(tx);
+    let http_token = token.clone();
+    let http = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(http_token.cancelled_owned())
+            .await
+    });
+    tracing::info!(addr = %local_addr, "Listening.");
+
+    let grace = Duration::from_secs(server.shutdown_grace_secs);
+    let stop = token.clone();
+    let journal2 = journal.clone();
+    let task = tokio::spawn(async move {
+        stop.cancelled().await;
+        let deadline = tokio::time::Instant::now() + grace;
+        let mut result = Ok(());
+        let http_abort = http.abort_handle();
+        match tokio::time::timeout_at(deadline, http).await {
+            Ok(Ok(Err(e))) => result = Err(ServeError::Http(e)),
+            Err(_) => {
+                tracing::warn!(
+                    "Shutdown grace elapsed with pushes in flight; they were not acknowledged."
+                );
+                http_abort.abort();
+            }
+            _ => {}
+        }
+        for t in source_tasks {
+            let abort = t.abort_handle();
+            if tokio::time::timeout_at(deadline, t).await.is_err() {
+                abort.abort();
+            }
+        }
+        let worker_abort = worker.abort_handle();
+        if tokio::time::timeout_at(deadline, worker).await.is_err() {
+            tracing::warn!(
+                "Shutdown grace elapsed; unanswered messages are released for redelivery."
+            );
+            worker_abort.abort();
+        }
+        journal2.close().await;
+        tracing::info!("Stopped.");
+        result
+    });
+    Ok(Running {
+        local_addr,
+        shutdown: token,
+        task,
+        journal,
+    })
+}

@@ -1,0 +1,220 @@
+//! `[server]` and the `[[sources]]` entries the service owns (the push endpoints).
+
+use std::net::SocketAddr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ServeError;
+
+/// Default capacity of the bounded channel from sources and push endpoints to the
+/// pipeline task. 256 messages cover one receive batch (≤ 10 SQS / ≤ 100s of Pub/Sub
+/// messages) of a few sources while the previous group commit runs; a full channel
+/// makes sources wait (backpressure) rather than buffer without bound.
+pub const DEFAULT_QUEUE_CAPACITY: usize = 256;
+
+/// `[server]`: the HTTP server and the pipeline task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// Address the HTTP API and push endpoints listen on. Default `127.0.0.1:8080`.
+    pub listen: SocketAddr,
+    /// Largest accepted request body, in bytes; larger pushes get 413. Default
+    /// 1 048 576 (Event Grid delivers batches of at most 1 MB).
+    pub body_limit_bytes: usize,
+    /// Capacity of the channel into the pipeline task, in messages. Default
+    /// [`DEFAULT_QUEUE_CAPACITY`].
+    pub queue_capacity: usize,
+    /// Most messages being journaled at once (each waits for a group commit). Default 256.
+    pub max_in_flight: usize,
+    /// How often the state files are checked for a new `serial` / `lineage`, in
+    /// seconds. 0 disables reloading. Default 10.
+    pub state_reload_secs: u64,
+    /// On SIGTERM / SIGINT, how long in-flight messages may take to finish, in seconds;
+    /// what is still unanswered then is released (not acknowledged). Default 25.
+    pub shutdown_grace_secs: u64,
+    /// How long a push request waits for its turn and its journal commit before it is
+    /// answered 503 (retry), in seconds. Default 20.
+    pub push_timeout_secs: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            body_limit_bytes: 1024 * 1024,
+            queue_capacity: DEFAULT_QUEUE_CAPACITY,
+            max_in_flight: 256,
+            state_reload_secs: 10,
+            shutdown_grace_secs: 25,
+            push_timeout_secs: 20,
+        }
+    }
+}
+
+/// OIDC bearer-token check of a push endpoint (Pub/Sub push authentication, or an
+/// Entra ID token on an Event Grid webhook).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OidcConfig {
+    /// Required `aud` claim (Pub/Sub: the push endpoint URL or the audience set on the
+    /// subscription; Entra: the application ID URI or client id).
+    pub audience: String,
+    /// Accepted `iss` values. Default: Google's (`https://accounts.google.com`,
+    /// `accounts.google.com`) for Pub/Sub; for Event Grid derived from `tenant_id`.
+    #[serde(default)]
+    pub issuers: Vec<String>,
+    /// The JWKS document with the signing keys. Default: Google's
+    /// `https://www.googleapis.com/oauth2/v3/certs`; for Event Grid derived from
+    /// `tenant_id`.
+    #[serde(default)]
+    pub jwks_url: Option<String>,
+    /// Entra tenant id (Event Grid only): sets the default issuers and JWKS URL.
+    #[serde(default)]
+    pub tenant_id: Option<String>,
+    /// Required `email` claim (Pub/Sub: the push service account), with
+    /// `email_verified = true`.
+    #[serde(default)]
+    pub email: Option<String>,
+    /// Clock skew allowed on `exp` / `nbf`, in seconds. Default 60.
+    #[serde(default = "default_leeway")]
+    pub leeway_secs: u64,
+}
+
+const fn default_leeway() -> u64 {
+    60
+}
+
+/// `[[sources]] type = "gcp_pubsub_push"`: the Pub/Sub push endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GcpPushConfig {
+    /// Name in logs and metrics. Default `gcp_pubsub_push`.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// URL path on the server. Default `/push/gcp`.
+    #[serde(default = "default_gcp_path")]
+    pub path: String,
+    /// Verify the `Authorization: Bearer` OIDC token Pub/Sub sends.
+    #[serde(default)]
+    pub oidc: Option<OidcConfig>,
+    /// Name of an environment variable holding a shared secret that the push URL
+    /// carries as `?token=…` (an alternative to OIDC).
+    #[serde(default)]
+    pub token_env: Option<String>,
+    /// Accept pushes with neither OIDC nor a token configured. Default false: such a
+    /// config is refused at start-up.
+    #[serde(default)]
+    pub allow_unauthenticated: bool,
+}
+
+fn default_gcp_path() -> String {
+    "/push/gcp".into()
+}
+
+/// `[[sources]] type = "azure_event_grid_push"`: the Event Grid webhook.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AzurePushConfig {
+    /// Name in logs and metrics. Default `azure_event_grid_push`.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// URL path on the server. Default `/push/azure`.
+    #[serde(default = "default_azure_path")]
+    pub path: String,
+    /// Name of an environment variable holding the shared secret; the subscription's
+    /// endpoint URL carries it as `?<secret_query>=…` or a delivery header
+    /// `<secret_header>: …`.
+    #[serde(default)]
+    pub secret_env: Option<String>,
+    /// Query parameter carrying the secret. Default `code`.
+    #[serde(default = "default_secret_query")]
+    pub secret_query: String,
+    /// Header carrying the secret (an Event Grid static delivery header). Default
+    /// `x-driftreactor-secret`.
+    #[serde(default = "default_secret_header")]
+    pub secret_header: String,
+    /// Verify an Entra ID bearer token (Event Grid "Microsoft Entra authentication").
+    #[serde(default)]
+    pub entra: Option<OidcConfig>,
+    /// `WebHook-Request-Origin` values allowed in the CloudEvents `OPTIONS` handshake;
+    /// `*` allows any. Default `eventgrid.azure.net`.
+    #[serde(default = "default_origins")]
+    pub allowed_origins: Vec<String>,
+}
+
+fn default_azure_path() -> String {
+    "/push/azure".into()
+}
+fn default_secret_query() -> String {
+    "code".into()
+}
+fn default_secret_header() -> String {
+    "x-driftreactor-secret".into()
+}
+fn default_origins() -> Vec<String> {
+    vec!["eventgrid.azure.net".into()]
+}
+
+/// One `[[sources]]` entry, split by its `type`.
+#[derive(Debug, Clone)]
+pub enum SourceSpec {
+    /// A Pub/Sub push endpoint on the server.
+    GcpPush(GcpPushConfig),
+    /// An Event Grid push endpoint on the server.
+    AzurePush(AzurePushConfig),
+    /// A pull source built by a [`crate::SourceRegistry`] builder.
+    Pull {
+        /// The `type` (`aws_sqs`, `gcp_pubsub`, `azure_event_grid_namespace`).
+        kind: String,
+        /// Its name (`name` field, else the type plus its position).
+        name: String,
+        /// The table without `type` (and without `name`).
+        table: toml::Table,
+    },
+}
+
+/// Splits the raw `[[sources]]` tables.
+///
+/// # Errors
+/// [`ServeError::Config`] naming `sources[i]` and the problem.
+pub fn parse_sources(tables: &[toml::Table]) -> Result<Vec<SourceSpec>, ServeError> {
+    let mut out = Vec::with_capacity(tables.len());
+    for (i, t) in tables.iter().enumerate() {
+        let field = format!("sources[{i}]");
+        let mut t = t.clone();
+        let kind = match t.remove("type") {
+            Some(toml::Value::String(s)) => s,
+            Some(_) => {
+                return Err(ServeError::config(
+                    format!("{field}.type"),
+                    "is not a string",
+                ));
+            }
+            None => return Err(ServeError::config(format!("{field}.type"), "is missing")),
+        };
+        let bad = |e: toml::de::Error| ServeError::config(field.clone(), e.to_string().trim_end());
+        let spec = match kind.as_str() {
+            "gcp_pubsub_push" => SourceSpec::GcpPush(t.try_into().map_err(bad)?),
+            "azure_event_grid_push" => SourceSpec::AzurePush(t.try_into().map_err(bad)?),
+            _ => {
+                let name = match t.remove("name") {
+                    Some(toml::Value::String(s)) => s,
+                    Some(_) => {
+                        return Err(ServeError::config(
+                            format!("{field}.name"),
+                            "is not a string",
+                        ));
+                    }
+                    None => format!("{kind}[{i}]"),
+                };
+                SourceSpec::Pull {
+                    kind,
+                    name,
+                    table: t,
+                }
+            }
+        };
+        out.push(spec);
+    }
+    Ok(out)
+}

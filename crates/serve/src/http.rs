@@ -1,0 +1,211 @@
+//! The HTTP API (axum): health, readiness, metrics, events, drift, resources, and the
+//! push endpoints.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use driftreactor_journal::EventQuery;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use crate::push::{self, PushEndpoint};
+use crate::worker::Envelope;
+use crate::{Ctx, SourceStatus};
+
+/// What the handlers share.
+#[derive(Clone)]
+pub(crate) struct AppState {
+    pub ctx: Arc<Ctx>,
+    pub tx: mpsc::Sender<Envelope>,
+}
+
+/// A JSON error body `{"error": "..."}` with a status.
+pub(crate) fn error(status: StatusCode, reason: impl Into<String>) -> Response {
+    (status, axum::Json(json!({ "error": reason.into() }))).into_response()
+}
+
+pub(crate) fn router(state: AppState, pushes: Vec<PushEndpoint>, body_limit: usize) -> Router {
+    let mut r = Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/v1/events", get(events))
+        .route("/v1/drift", get(drift))
+        .route("/v1/resources/{workspace}/{*address}", get(resource));
+    for p in pushes {
+        r = push::route(r, p);
+    }
+    r.layer(DefaultBodyLimit::max(body_limit)).with_state(state)
+}
+
+#[derive(Serialize)]
+struct Readiness {
+    ready: bool,
+    graph_loaded: bool,
+    states: Vec<crate::model::StateInfo>,
+    sources: Vec<SourceReport>,
+}
+
+#[derive(Serialize)]
+struct SourceReport {
+    name: String,
+    #[serde(rename = "type")]
+    kind: String,
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+async fn readyz(State(s): State<AppState>) -> Response {
+    let loaded = s.ctx.state.load_full();
+    let sources: Vec<SourceReport> = s
+        .ctx
+        .sources
+        .lock()
+        .map(|m| {
+            m.iter()
+                .map(|(name, st)| SourceReport {
+                    name: name.clone(),
+                    kind: st.kind.clone(),
+                    status: st.state.as_str(),
+                    error: st.error.clone(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let sources_ok = sources.iter().all(|s| s.status == "running");
+    let body = Readiness {
+        ready: sources_ok,
+        graph_loaded: true,
+        states: loaded.states.clone(),
+        sources,
+    };
+    let status = if body.ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, axum::Json(body)).into_response()
+}
+
+async fn metrics(State(s): State<AppState>) -> Response {
+    let m = &s.ctx.metrics;
+    m.journal_events
+        .set(i64::try_from(s.ctx.journal.count()).unwrap_or(i64::MAX));
+    m.journal_bytes
+        .set(i64::try_from(s.ctx.journal.size_bytes()).unwrap_or(i64::MAX));
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        m.encode(),
+    )
+        .into_response()
+}
+
+#[derive(Deserialize)]
+struct EventsParams {
+    verdict: Option<String>,
+    since: Option<String>,
+    provider: Option<String>,
+    limit: Option<usize>,
+}
+
+async fn events(State(s): State<AppState>, Query(p): Query<EventsParams>) -> Response {
+    let since = match p.since.as_deref().filter(|v| !v.is_empty()) {
+        None => None,
+        Some(v) => match chrono::DateTime::parse_from_rfc3339(v) {
+            Ok(t) => Some(t.with_timezone(&chrono::Utc)),
+            Err(e) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    format!("since: `{v}` is not an RFC 3339 time ({e})"),
+                );
+            }
+        },
+    };
+    if let Some(v) = p.verdict.as_deref()
+        && !matches!(v, "drift" | "unmanaged" | "ignored" | "")
+    {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!("verdict: `{v}` is not one of drift, unmanaged, ignored"),
+        );
+    }
+    let q = EventQuery {
+        verdict: p.verdict.filter(|v| !v.is_empty()),
+        since,
+        provider: p.provider.filter(|v| !v.is_empty()),
+        limit: p.limit.unwrap_or(0),
+    };
+    match s.ctx.journal.events(q).await {
+        Ok(rows) => axum::Json(json!({ "events": rows })).into_response(),
+        Err(e) => internal(&e),
+    }
+}
+
+fn internal(e: &driftreactor_journal::Error) -> Response {
+    tracing::error!(error = %e, "Journal query failed.");
+    error(StatusCode::INTERNAL_SERVER_ERROR, "journal query failed")
+}
+
+async fn drift(State(s): State<AppState>, Query(p): Query<HashMap<String, String>>) -> Response {
+    let ws = p.get("workspace").filter(|v| !v.is_empty()).cloned();
+    match s.ctx.journal.drift(ws).await {
+        Ok(rows) => axum::Json(json!({ "drift": rows })).into_response(),
+        Err(e) => internal(&e),
+    }
+}
+
+async fn resource(
+    State(s): State<AppState>,
+    Path((workspace, address)): Path<(String, String)>,
+) -> Response {
+    let loaded = s.ctx.state.load_full();
+    let info = loaded.model.resource(&workspace, &address);
+    let (events, drift) = match tokio::try_join!(
+        s.ctx
+            .journal
+            .resource_events(workspace.clone(), address.clone(), 50),
+        s.ctx.journal.drift_of(workspace.clone(), address.clone()),
+    ) {
+        Ok(v) => v,
+        Err(e) => return internal(&e),
+    };
+    if info.is_none() && events.is_empty() {
+        return error(
+            StatusCode::NOT_FOUND,
+            format!("no resource `{address}` in workspace `{workspace}` and no event matched it"),
+        );
+    }
+    let state = loaded.states.iter().find(|st| st.workspace == workspace);
+    axum::Json(json!({
+        "workspace": workspace,
+        "address": address,
+        "managed": info.is_some(),
+        "resource_type": info.as_ref().map(|i| i.resource_type.clone()),
+        "identities": info.as_ref().map(|i| i.identities.clone()).unwrap_or_default(),
+        "dependents": info.as_ref().map(|i| i.dependents.clone()).unwrap_or_default(),
+        "state": state,
+        "drift": drift,
+        "events": events,
+    }))
+    .into_response()
+}
+
+impl SourceStatus {
+    pub(crate) fn running(kind: &str) -> Self {
+        Self {
+            kind: kind.to_owned(),
+            state: crate::SourceState::Running,
+            error: None,
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! Prometheus metrics (`GET /metrics`, text exposition format).
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+type Labels = Vec<(&'static str, String)>;
+
+/// Metric names (without the `driftreactor_` prefix and `_total` suffix the registry
+/// adds), kept in one place so dashboards and the docs can be checked against them.
+pub mod names {
+    /// Messages received from sources and push endpoints, by source and provider.
+    pub const MESSAGES_RECEIVED: &str = "messages_received";
+    /// Events decided and journaled, by provider and verdict.
+    pub const EVENTS_DECIDED: &str = "events_decided";
+    /// Unmanaged events, by provider and event name (operation).
+    pub const EVENTS_UNMANAGED: &str = "events_unmanaged";
+    /// Unattributed unmanaged events, by provider and event name.
+    pub const EVENTS_UNATTRIBUTED: &str = "events_unattributed";
+    /// Redelivered events acknowledged without processing, by provider.
+    pub const EVENTS_DUPLICATE: &str = "events_duplicate";
+    /// Messages rejected as unparseable, by source.
+    pub const MESSAGES_REJECTED: &str = "messages_rejected";
+    /// Messages whose journal write failed (released for redelivery), by source.
+    pub const MESSAGES_FAILED: &str = "messages_failed";
+    /// Seconds from receipt to the acknowledgement answer, by source.
+    pub const ACK_LATENCY: &str = "ack_latency_seconds";
+    /// Events in the journal.
+    pub const JOURNAL_EVENTS: &str = "journal_events";
+    /// Journal file size in bytes (database plus WAL).
+    pub const JOURNAL_BYTES: &str = "journal_bytes";
+    /// State graph reloads, by result (`ok`, `error`).
+    pub const STATE_RELOADS: &str = "state_reloads";
+    /// Pushes refused for authentication, by source.
+    pub const PUSH_UNAUTHORIZED: &str = "push_unauthorized";
+}
+
+fn histogram() -> Histogram {
+    // 1 ms … ~33 s.
+    Histogram::new(exponential_buckets(0.001, 2.0, 16))
+}
+
+/// The service's metrics.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    pub(crate) received: Family<Labels, Counter>,
+    pub(crate) decided: Family<Labels, Counter>,
+    pub(crate) unmanaged: Family<Labels, Counter>,
+    pub(crate) unattributed: Family<Labels, Counter>,
+    pub(crate) duplicate: Family<Labels, Counter>,
+    pub(crate) rejected: Family<Labels, Counter>,
+    pub(crate) failed: Family<Labels, Counter>,
+    pub(crate) unauthorized: Family<Labels, Counter>,
+    pub(crate) ack_latency: Family<Labels, Histogram, fn() -> Histogram>,
+    pub(crate) journal_events: Gauge,
+    pub(crate) journal_bytes: Gauge,
+    pub(crate) reloads: Family<Labels, Counter>,
+}
+
+impl Metrics {
+    /// Registers every metric under the `driftreactor` prefix.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("driftreactor");
+        let m = Self {
+            received: Family::default(),
+            decided: Family::default(),
+            unmanaged: Family::default(),
+            unattributed: Family::default(),
+            duplicate: Family::default(),
+            rejected: Family::default(),
+            failed: Family::default(),
+            unauthorized: Family::default(),
+            ack_latency: Family::new_with_constructor(histogram),
+            journal_events: Gauge::default(),
+            journal_bytes: Gauge::default(),
+            reloads: Family::default(),
+            registry: Registry::default(),
+        };
+        use names::*;
+        registry.register(
+            MESSAGES_RECEIVED,
+            "Messages received, by source and provider",
+            m.received.clone(),
+        );
+        registry.register(
+            EVENTS_DECIDED,
+            "Events decided and journaled, by provider and verdict",
+            m.decided.clone(),
+        );
+        registry.register(
+            EVENTS_UNMANAGED,
+            "Unmanaged changes, by provider and event name",
+            m.unmanaged.clone(),
+        );
+        registry.register(
+            EVENTS_UNATTRIBUTED,
+            "Unmanaged changes whose resource could not be identified, by provider and event name",
+            m.unattributed.clone(),
+        );
+        registry.register(
+            EVENTS_DUPLICATE,
+            "Redelivered events acknowledged without processing",
+            m.duplicate.clone(),
+        );
+        registry.register(
+            MESSAGES_REJECTED,
+            "Messages rejected as unparseable, by source",
+            m.rejected.clone(),
+        );
+        registry.register(
+            MESSAGES_FAILED,
+            "Messages released for redelivery after a journal failure",
+            m.failed.clone(),
+        );
+        registry.register(
+            PUSH_UNAUTHORIZED,
+            "Pushes refused for authentication, by source",
+            m.unauthorized.clone(),
+        );
+        registry.register(
+            ACK_LATENCY,
+            "Seconds from receipt to acknowledgement, by source",
+            m.ack_latency.clone(),
+        );
+        registry.register(
+            JOURNAL_EVENTS,
+            "Events in the journal",
+            m.journal_events.clone(),
+        );
+        registry.register(
+            JOURNAL_BYTES,
+            "Journal size in bytes (database and WAL)",
+            m.journal_bytes.clone(),
+        );
+        registry.register(
+            STATE_RELOADS,
+            "State graph reloads, by result",
+            m.reloads.clone(),
+        );
+        Self { registry, ..m }
+    }
+
+    /// The metrics in the Prometheus text exposition format.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = encode(&mut out, &self.registry);
+        out
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,113 @@
+//! The seam between the service and the pure pipeline (normalize → route → decide)
+//! over the loaded state graph.
+//!
+//! The service never looks inside an event's payload itself: it hands each message to
+//! the current [`Model`] and journals what comes back. A [`ModelLoader`] builds a new
+//! [`Model`] from the workspaces' state files at start-up and whenever a state file's
+//! `serial` or `lineage` changes; the service swaps it in atomically (arc-swap: one
+//! writer, many readers), so every message is processed against one consistent graph.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use driftreactor_event::{DriftEvent, Provider};
+use driftreactor_journal::{MatchRecord, ResourceKey};
+use driftreactor_source::PayloadFormat;
+use serde::Serialize;
+
+/// One message's payload, as handed to [`Model::process`].
+#[derive(Debug, Clone, Copy)]
+pub struct Input<'a> {
+    /// The provider of the bus.
+    pub provider: Provider,
+    /// What the payload holds.
+    pub format: PayloadFormat,
+    /// The bus's message id (Pub/Sub `messageId`, …).
+    pub message_id: &'a str,
+    /// The payload bytes, unmodified (a Pub/Sub message's decoded `data`, an Event
+    /// Grid push body, an SQS body).
+    pub payload: &'a [u8],
+    /// The bus message attributes.
+    pub attributes: &'a BTreeMap<String, String>,
+}
+
+/// One event of a message after normalize → route → decide.
+#[derive(Debug, Clone)]
+pub struct Processed {
+    /// The normalized event.
+    pub event: DriftEvent,
+    /// `drift`, `unmanaged` or `ignored` (DESIGN.md, "The replay report").
+    pub verdict: String,
+    /// The reason for `ignored` and unattributed `unmanaged` verdicts.
+    pub reason: Option<String>,
+    /// The event-level action (`revert`, `pull_request`, `notify`, `none`).
+    pub action: String,
+    /// Matched managed resources with their policy actions.
+    pub matches: Vec<MatchRecord>,
+    /// Dependents of the matches (blast radius).
+    pub dependents: Vec<ResourceKey>,
+}
+
+/// What the state graph knows about one managed resource (`/v1/resources/…`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResourceInfo {
+    /// Resource type (`aws_security_group`).
+    pub resource_type: String,
+    /// The canonical identifiers it is indexed under.
+    pub identities: Vec<String>,
+    /// Resources that depend on it, nearest first.
+    pub dependents: Vec<ResourceKey>,
+}
+
+/// One loaded state file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StateInfo {
+    /// Workspace name.
+    pub workspace: String,
+    /// The state file the workspace was loaded from.
+    pub path: PathBuf,
+    /// Its `serial`.
+    pub serial: u64,
+    /// Its `lineage`.
+    pub lineage: String,
+}
+
+/// The pure pipeline over one loaded state graph and policy.
+pub trait Model: Send + Sync {
+    /// Normalizes, routes and decides every event in one message's payload, in order.
+    /// A payload that is not an event, or an event that does not parse, gives an
+    /// `Err` with the reason in plain words. Pure; never panics on input.
+    fn process(&self, input: &Input<'_>) -> Vec<Result<Processed, String>>;
+
+    /// What the graph knows of (workspace, address); `None` when it is not managed.
+    fn resource(&self, workspace: &str, address: &str) -> Option<ResourceInfo>;
+}
+
+/// A [`Model`] with the facts of the states it was built from.
+#[derive(Clone)]
+pub struct Loaded {
+    /// The model.
+    pub model: Arc<dyn Model>,
+    /// The state files it was built from, one per workspace.
+    pub states: Vec<StateInfo>,
+}
+
+impl std::fmt::Debug for Loaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Loaded")
+            .field("states", &self.states)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Loaded`] model from the configured workspaces' state files. Called at
+/// start-up and on each state change, from a blocking thread (it reads files).
+pub trait ModelLoader: Send + Sync {
+    /// Loads every state file and builds the model.
+    ///
+    /// # Errors
+    /// A plain-words reason naming the file when a state cannot be read or parsed; the
+    /// service then keeps the previous model.
+    fn load(&self) -> Result<Loaded, String>;
+}

@@ -1,0 +1,572 @@
+//! The push endpoints: Pub/Sub push (`gcp_pubsub_push`) and the Event Grid webhook
+//! (`azure_event_grid_push`).
+//!
+//! A push is answered 200 only after its events are committed to the journal (or
+//! found there already); 400 when it cannot be parsed (nothing is journaled; Event
+//! Grid dead-letters it, Pub/Sub redelivers it until its dead-letter policy takes
+//! it); 401 when it is not authenticated; 503 when the journal failed, the service
+//! is shutting down or the commit took longer than `push_timeout_secs` (both buses
+//! retry 5xx).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, post};
+use base64::Engine;
+use driftreactor_event::Provider;
+use driftreactor_source::{Ack, Delivery, PayloadFormat, SourceMessage};
+use serde_json::{Value, json};
+
+use crate::ServeError;
+use crate::auth::{AuthError, GOOGLE_ISSUERS, GOOGLE_JWKS_URL, OidcVerifier, bearer, secret_eq};
+use crate::config::{AzurePushConfig, GcpPushConfig};
+use crate::http::{AppState, error};
+use crate::worker::Envelope;
+
+/// A configured push endpoint, with its credentials resolved.
+pub(crate) enum PushEndpoint {
+    Gcp(Arc<GcpPush>),
+    Azure(Arc<AzurePush>),
+}
+
+impl PushEndpoint {
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            PushEndpoint::Gcp(p) => &p.name,
+            PushEndpoint::Azure(p) => &p.name,
+        }
+    }
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            PushEndpoint::Gcp(_) => "gcp_pubsub_push",
+            PushEndpoint::Azure(_) => "azure_event_grid_push",
+        }
+    }
+}
+
+pub(crate) struct GcpPush {
+    name: Arc<str>,
+    path: String,
+    oidc: Option<OidcVerifier>,
+    token: Option<String>,
+}
+
+pub(crate) struct AzurePush {
+    name: Arc<str>,
+    path: String,
+    secret: Option<String>,
+    secret_query: String,
+    secret_header: HeaderName,
+    entra: Option<OidcVerifier>,
+    allowed_origins: Vec<String>,
+}
+
+fn env_secret(field: String, var: &str) -> Result<String, ServeError> {
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => Ok(v),
+        _ => Err(ServeError::config(
+            field,
+            format!("environment variable `{var}` is not set or empty"),
+        )),
+    }
+}
+
+fn check_path(field: &str, path: &str) -> Result<(), ServeError> {
+    if !path.starts_with('/')
+        || path.starts_with("/v1/")
+        || matches!(path, "/healthz" | "/readyz" | "/metrics")
+    {
+        return Err(ServeError::config(
+            format!("{field}.path"),
+            format!("`{path}` must start with `/` and not collide with the API"),
+        ));
+    }
+    Ok(())
+}
+
+impl GcpPush {
+    pub(crate) fn path(&self) -> &str {
+        &self.path
+    }
+
+    pub(crate) fn build(cfg: &GcpPushConfig, field: &str) -> Result<Self, ServeError> {
+        check_path(field, &cfg.path)?;
+        let google: Vec<String> = GOOGLE_ISSUERS.iter().map(|s| (*s).to_owned()).collect();
+        let oidc = cfg
+            .oidc
+            .as_ref()
+            .map(|o| OidcVerifier::new(o, &google, Some(GOOGLE_JWKS_URL.to_owned())))
+            .transpose()
+            .map_err(|r| ServeError::config(format!("{field}.oidc"), r))?;
+        let token = cfg
+            .token_env
+            .as_deref()
+            .map(|v| env_secret(format!("{field}.token_env"), v))
+            .transpose()?;
+        if oidc.is_none() && token.is_none() && !cfg.allow_unauthenticated {
+            return Err(ServeError::config(
+                field.to_owned(),
+                "set `oidc` or `token_env` (or `allow_unauthenticated = true` on a private network)",
+            ));
+        }
+        Ok(Self {
+            name: cfg
+                .name
+                .clone()
+                .unwrap_or_else(|| "gcp_pubsub_push".into())
+                .into(),
+            path: cfg.path.clone(),
+            oidc,
+            token,
+        })
+    }
+}
+
+impl AzurePush {
+    pub(crate) fn path(&self) -> &str {
+        &self.path
+    }
+
+    pub(crate) fn build(cfg: &AzurePushConfig, field: &str) -> Result<Self, ServeError> {
+        check_path(field, &cfg.path)?;
+        let entra =
+            cfg.entra
+                .as_ref()
+                .map(|o| {
+                    let issuers: Vec<String> = o
+                        .tenant_id
+                        .iter()
+                        .flat_map(|t| {
+                            [
+                                format!("https://login.microsoftonline.com/{t}/v2.0"),
+                                format!("https://sts.windows.net/{t}/"),
+                            ]
+                        })
+                        .collect();
+                    let jwks = o.tenant_id.as_ref().map(|t| {
+                        format!("https://login.microsoftonline.com/{t}/discovery/v2.0/keys")
+                    });
+                    OidcVerifier::new(o, &issuers, jwks)
+                })
+                .transpose()
+                .map_err(|r| ServeError::config(format!("{field}.entra"), r))?;
+        let secret = cfg
+            .secret_env
+            .as_deref()
+            .map(|v| env_secret(format!("{field}.secret_env"), v))
+            .transpose()?;
+        if secret.is_none() && entra.is_none() {
+            return Err(ServeError::config(
+                field.to_owned(),
+                "an Event Grid push endpoint needs `secret_env` or `entra`",
+            ));
+        }
+        let secret_header = HeaderName::try_from(cfg.secret_header.as_str())
+            .map_err(|e| ServeError::config(format!("{field}.secret_header"), e.to_string()))?;
+        Ok(Self {
+            name: cfg
+                .name
+                .clone()
+                .unwrap_or_else(|| "azure_event_grid_push".into())
+                .into(),
+            path: cfg.path.clone(),
+            secret,
+            secret_query: cfg.secret_query.clone(),
+            secret_header,
+            entra,
+            allowed_origins: cfg.allowed_origins.clone(),
+        })
+    }
+}
+
+pub(crate) fn route(r: Router<AppState>, p: PushEndpoint) -> Router<AppState> {
+    match p {
+        PushEndpoint::Gcp(ep) => {
+            let path = ep.path.clone();
+            let m: MethodRouter<AppState> = post(
+                move |State(s): State<AppState>,
+                      headers: HeaderMap,
+                      Query(q): Query<HashMap<String, String>>,
+                      body: Bytes| {
+                    let ep = ep.clone();
+                    async move { gcp(s, &ep, &headers, &q, body).await }
+                },
+            );
+            r.route(&path, m)
+        }
+        PushEndpoint::Azure(ep) => {
+            let path = ep.path.clone();
+            let ep2 = ep.clone();
+            let m: MethodRouter<AppState> = post(
+                move |State(s): State<AppState>,
+                      headers: HeaderMap,
+                      Query(q): Query<HashMap<String, String>>,
+                      body: Bytes| {
+                    let ep = ep.clone();
+                    async move { azure(s, &ep, &headers, &q, body).await }
+                },
+            )
+            .options(move |headers: HeaderMap| {
+                let ep = ep2.clone();
+                async move { azure_options(&ep, &headers) }
+            });
+            r.route(&path, m)
+        }
+    }
+}
+
+fn refuse(s: &AppState, source: &str, e: &AuthError) -> Response {
+    if let AuthError::Jwks { .. } = e {
+        tracing::error!(source = %source, error = %e, "Cannot verify push token.");
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "cannot verify the token now; retry",
+        );
+    }
+    tracing::warn!(source = %source, error = %e, "Unauthenticated push refused.");
+    s.ctx
+        .metrics
+        .unauthorized
+        .get_or_create(&vec![("source", source.to_owned())])
+        .inc();
+    error(StatusCode::UNAUTHORIZED, "unauthenticated")
+}
+
+async fn gcp(
+    s: AppState,
+    ep: &GcpPush,
+    headers: &HeaderMap,
+    q: &HashMap<String, String>,
+    body: Bytes,
+) -> Response {
+    let auth = async {
+        if let Some(token) = &ep.token
+            && let Some(given) = q.get("token")
+        {
+            return if secret_eq(given, token) {
+                Ok(())
+            } else {
+                Err(AuthError::BadSecret)
+            };
+        }
+        if let Some(oidc) = &ep.oidc {
+            let Some(token) = bearer(headers.get(axum::http::header::AUTHORIZATION)) else {
+                return Err(AuthError::Missing);
+            };
+            return oidc.verify(token).await.map(|_| ());
+        }
+        if ep.token.is_some() {
+            return Err(AuthError::Missing);
+        }
+        Ok(())
+    };
+    if let Err(e) = auth.await {
+        return refuse(&s, &ep.name, &e);
+    }
+    let PushedMessage {
+        message_id,
+        data: payload,
+        attributes,
+    } = match parse_pubsub_push(&body) {
+        Ok(v) => v,
+        Err(reason) => {
+            s.ctx
+                .metrics
+                .rejected
+                .get_or_create(&vec![("source", ep.name.to_string())])
+                .inc();
+            return error(StatusCode::BAD_REQUEST, reason);
+        }
+    };
+    deliver(
+        &s,
+        ep.name.clone(),
+        Provider::Gcp,
+        PayloadFormat::GcpPubsubData,
+        message_id,
+        payload,
+        attributes,
+    )
+    .await
+}
+
+/// One Pub/Sub message taken out of its push envelope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushedMessage {
+    /// `message.messageId`.
+    pub message_id: String,
+    /// `message.data`, base64-decoded (empty when absent).
+    pub data: Vec<u8>,
+    /// `message.attributes`.
+    pub attributes: BTreeMap<String, String>,
+}
+
+/// Reads a Pub/Sub push envelope (`{"message": {"data", "attributes", "messageId"},
+/// "subscription"}`): the message id, the decoded `data`, and the attributes.
+///
+/// # Errors
+/// A plain-words reason naming the field.
+pub fn parse_pubsub_push(body: &[u8]) -> Result<PushedMessage, String> {
+    let v: Value = serde_json::from_slice(body).map_err(|e| format!("body is not JSON: {e}"))?;
+    let msg = v
+        .get("message")
+        .and_then(Value::as_object)
+        .ok_or("Pub/Sub push envelope: field `message` is missing or not an object")?;
+    // Pub/Sub sends both spellings (`messageId` and `message_id`).
+    let message_id = msg
+        .get("messageId")
+        .or_else(|| msg.get("message_id"))
+        .and_then(Value::as_str)
+        .ok_or("Pub/Sub push envelope: field `message.messageId` is missing or not a string")?
+        .to_owned();
+    let payload = match msg.get("data") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(d)) => base64::engine::general_purpose::STANDARD
+            .decode(d.trim())
+            .map_err(|e| {
+                format!("Pub/Sub push envelope: field `message.data` is not base64: {e}")
+            })?,
+        Some(_) => {
+            return Err("Pub/Sub push envelope: field `message.data` is not a string".into());
+        }
+    };
+    let mut attributes = BTreeMap::new();
+    match msg.get("attributes") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => {
+            for (k, v) in m {
+                let v = v.as_str().ok_or_else(|| {
+                    format!("Pub/Sub push envelope: attribute `{k}` is not a string")
+                })?;
+                attributes.insert(k.clone(), v.to_owned());
+            }
+        }
+        Some(_) => {
+            return Err(
+                "Pub/Sub push envelope: field `message.attributes` is not an object".into(),
+            );
+        }
+    }
+    Ok(PushedMessage {
+        message_id,
+        data: payload,
+        attributes,
+    })
+}
+
+async fn azure(
+    s: AppState,
+    ep: &AzurePush,
+    headers: &HeaderMap,
+    q: &HashMap<String, String>,
+    body: Bytes,
+) -> Response {
+    let parsed: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            s.ctx
+                .metrics
+                .rejected
+                .get_or_create(&vec![("source", ep.name.to_string())])
+                .inc();
+            return error(StatusCode::BAD_REQUEST, format!("body is not JSON: {e}"));
+        }
+    };
+    let validation = headers
+        .get("aeg-event-type")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"SubscriptionValidation"));
+    if let Some(code) = validation_code(&parsed) {
+        // The handshake only echoes a code, so it is answered without credentials:
+        // Event Grid may send it before a static delivery header is in effect.
+        tracing::info!(source = %ep.name, "Answered the Event Grid subscription validation handshake.");
+        return (
+            StatusCode::OK,
+            axum::Json(json!({ "validationResponse": code })),
+        )
+            .into_response();
+    }
+    if validation {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "SubscriptionValidation without a SubscriptionValidationEvent carrying data.validationCode",
+        );
+    }
+    let auth = async {
+        if let Some(secret) = &ep.secret {
+            let given = q
+                .get(&ep.secret_query)
+                .map(String::as_str)
+                .or_else(|| headers.get(&ep.secret_header).and_then(|v| v.to_str().ok()));
+            if let Some(given) = given {
+                return if secret_eq(given, secret) {
+                    Ok(())
+                } else {
+                    Err(AuthError::BadSecret)
+                };
+            }
+        }
+        if let Some(entra) = &ep.entra
+            && let Some(token) = bearer(headers.get(axum::http::header::AUTHORIZATION))
+        {
+            return entra.verify(token).await.map(|_| ());
+        }
+        Err(AuthError::Missing)
+    };
+    if let Err(e) = auth.await {
+        return refuse(&s, &ep.name, &e);
+    }
+    let message_id = headers
+        .get("aeg-delivery-count")
+        .and_then(|v| v.to_str().ok())
+        .map(|c| format!("delivery-{c}"))
+        .unwrap_or_default();
+    deliver(
+        &s,
+        ep.name.clone(),
+        Provider::Azure,
+        PayloadFormat::AzureEvent,
+        message_id,
+        body.to_vec(),
+        BTreeMap::new(),
+    )
+    .await
+}
+
+/// The `data.validationCode` of an Event Grid `SubscriptionValidationEvent` (alone in
+/// its batch), if `v` is one.
+fn validation_code(v: &Value) -> Option<String> {
+    let first = match v {
+        Value::Array(a) if a.len() == 1 => a.first()?,
+        Value::Object(_) => v,
+        _ => return None,
+    };
+    let ty = first
+        .get("eventType")
+        .or_else(|| first.get("type"))?
+        .as_str()?;
+    if ty != "Microsoft.EventGrid.SubscriptionValidationEvent" {
+        return None;
+    }
+    Some(
+        first
+            .get("data")?
+            .get("validationCode")?
+            .as_str()?
+            .to_owned(),
+    )
+}
+
+fn azure_options(ep: &AzurePush, headers: &HeaderMap) -> Response {
+    let Some(origin) = headers
+        .get("webhook-request-origin")
+        .and_then(|v| v.to_str().ok())
+    else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "OPTIONS without WebHook-Request-Origin",
+        );
+    };
+    let allowed = ep
+        .allowed_origins
+        .iter()
+        .any(|o| o == "*" || o.eq_ignore_ascii_case(origin));
+    if !allowed {
+        tracing::warn!(source = %ep.name, origin = %origin, "CloudEvents webhook handshake from an origin that is not allowed.");
+        return error(StatusCode::FORBIDDEN, "origin not allowed");
+    }
+    let mut resp = StatusCode::OK.into_response();
+    if let Ok(v) = HeaderValue::from_str(origin) {
+        resp.headers_mut().insert("webhook-allowed-origin", v);
+    }
+    resp.headers_mut()
+        .insert("webhook-allowed-rate", HeaderValue::from_static("*"));
+    resp
+}
+
+/// Hands one push to the pipeline task and answers once it is journaled.
+#[allow(clippy::too_many_arguments)]
+async fn deliver(
+    s: &AppState,
+    source: Arc<str>,
+    provider: Provider,
+    format: PayloadFormat,
+    message_id: String,
+    payload: Vec<u8>,
+    attributes: BTreeMap<String, String>,
+) -> Response {
+    let (ack, wait) = Ack::pair();
+    let msg = SourceMessage {
+        provider,
+        format,
+        message_id,
+        payload,
+        attributes,
+        received_at: SystemTime::now(),
+        ack,
+    };
+    let timeout = Duration::from_secs(s.ctx.server.push_timeout_secs.max(1));
+    let outcome = tokio::time::timeout(timeout, async {
+        s.tx.send(Envelope { source, msg }).await.ok()?;
+        Some(wait.wait().await)
+    })
+    .await;
+    match outcome {
+        Err(_) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "timed out waiting for the journal; retry",
+        ),
+        Ok(None) => error(StatusCode::SERVICE_UNAVAILABLE, "shutting down; retry"),
+        Ok(Some(Delivery::Recorded)) => axum::Json(json!({ "status": "recorded" })).into_response(),
+        Ok(Some(Delivery::Duplicate)) => {
+            axum::Json(json!({ "status": "duplicate" })).into_response()
+        }
+        Ok(Some(Delivery::Rejected(reason))) => error(StatusCode::BAD_REQUEST, reason),
+        Ok(Some(Delivery::Failed(_))) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "journal unavailable; retry",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pubsub_push_envelopes_with_both_id_spellings_parse() {
+        let body = br#"{"message":{"data":"aGk=","messageId":"1","message_id":"1","attributes":{"a":"b"}},"subscription":"s"}"#;
+        let m = parse_pubsub_push(body).unwrap();
+        assert_eq!(
+            (m.message_id.as_str(), m.data.as_slice()),
+            ("1", b"hi".as_slice())
+        );
+        assert_eq!(m.attributes["a"], "b");
+    }
+
+    #[test]
+    fn malformed_pubsub_envelopes_name_the_field() {
+        assert!(parse_pubsub_push(b"{}").unwrap_err().contains("`message`"));
+        let e = parse_pubsub_push(br#"{"message":{"messageId":"1","data":"!!"}}"#).unwrap_err();
+        assert!(e.contains("message.data"), "{e}");
+        assert!(parse_pubsub_push(b"nope").unwrap_err().contains("not JSON"));
+    }
+
+    #[test]
+    fn only_a_lone_validation_event_is_a_handshake() {
+        let v: Value = serde_json::from_str(
+            r#"[{"eventType":"Microsoft.EventGrid.SubscriptionValidationEvent","data":{"validationCode":"c"}}]"#,
+        )
+        .unwrap();
+        assert_eq!(validation_code(&v).as_deref(), Some("c"));
+        let v: Value =
+            serde_json::from_str(r#"[{"eventType":"Microsoft.Resources.ResourceWriteSuccess"}]"#)
+                .unwrap();
+        assert_eq!(validation_code(&v), None);
+    }
+}

@@ -1,0 +1,59 @@
+//! The registry of pull sources (`aws_sqs`, `gcp_pubsub`, `azure_event_grid_namespace`).
+//!
+//! The adapters live in the cloud crates behind cargo features; the binary registers a
+//! builder per `type` that parses the `[[sources]]` table into the adapter's config
+//! struct and calls its `build()`. This crate stays free of cloud SDKs.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use driftreactor_source::Source;
+
+/// The future a [`SourceBuilder`] returns: the built adapter, or a plain-words reason.
+pub type BuildFuture = Pin<Box<dyn Future<Output = Result<Box<dyn Source>, String>> + Send>>;
+
+/// Builds one pull source from its `[[sources]]` table (without `type` and `name`).
+pub type SourceBuilder = Arc<dyn Fn(toml::Table) -> BuildFuture + Send + Sync>;
+
+/// Pull-source builders by `type`.
+#[derive(Clone, Default)]
+pub struct SourceRegistry {
+    builders: BTreeMap<String, SourceBuilder>,
+}
+
+impl std::fmt::Debug for SourceRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.builders.keys()).finish()
+    }
+}
+
+impl SourceRegistry {
+    /// An empty registry (push endpoints only).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers the builder of `kind` (replacing any previous one).
+    pub fn register<F, Fut>(&mut self, kind: &str, build: F) -> &mut Self
+    where
+        F: Fn(toml::Table) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Box<dyn Source>, String>> + Send + 'static,
+    {
+        self.builders.insert(
+            kind.to_owned(),
+            Arc::new(move |t| Box::pin(build(t)) as BuildFuture),
+        );
+        self
+    }
+
+    /// The registered types.
+    pub fn kinds(&self) -> impl Iterator<Item = &str> {
+        self.builders.keys().map(String::as_str)
+    }
+
+    pub(crate) fn get(&self, kind: &str) -> Option<&SourceBuilder> {
+        self.builders.get(kind)
+    }
+}

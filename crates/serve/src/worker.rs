@@ -1,0 +1,195 @@
+//! The pipeline task: message → model (normalize, route, decide) → journal → answer.
+//!
+//! Messages arrive on one bounded channel from every source and push endpoint. Each
+//! is processed against the model current at its arrival (an arc-swap load: a state
+//! reload never changes the graph under a message), then its events are appended to
+//! the journal in one atomic append. The [`driftreactor_source::Ack`] is answered only
+//! after the append's `COMMIT`. Appends of different messages run concurrently (up to
+//! `max_in_flight`) so the journal can group-commit them.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use chrono::{DateTime, Utc};
+use driftreactor_journal::{Entry, Written, sha256_hex};
+use driftreactor_source::{Delivery, SourceMessage};
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
+
+use crate::Ctx;
+use crate::model::{Input, Processed};
+
+/// A message with the name of the source that delivered it.
+#[derive(Debug)]
+pub(crate) struct Envelope {
+    pub source: Arc<str>,
+    pub msg: SourceMessage,
+}
+
+pub(crate) async fn run(mut rx: mpsc::Receiver<Envelope>, ctx: Arc<Ctx>) {
+    let permits = Arc::new(Semaphore::new(ctx.server.max_in_flight.max(1)));
+    let mut tasks = JoinSet::new();
+    while let Some(Envelope { source, msg }) = rx.recv().await {
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            break;
+        };
+        let SourceMessage {
+            provider,
+            format,
+            message_id,
+            payload,
+            attributes,
+            received_at,
+            ack,
+        } = msg;
+        ctx.metrics
+            .received
+            .get_or_create(&vec![
+                ("source", source.to_string()),
+                ("provider", provider.as_str().to_owned()),
+            ])
+            .inc();
+        let loaded = ctx.state.load_full();
+        let results = loaded.model.process(&Input {
+            provider,
+            format,
+            message_id: &message_id,
+            payload: &payload,
+            attributes: &attributes,
+        });
+        let entries = match to_entries(results, &source, &message_id, &payload, received_at) {
+            Ok(entries) => entries,
+            Err(reason) => {
+                tracing::warn!(source = %source, message_id = %message_id, reason = %reason, "Message rejected; not acknowledged as processed.");
+                ctx.metrics
+                    .rejected
+                    .get_or_create(&vec![("source", source.to_string())])
+                    .inc();
+                observe_latency(&ctx, &source, received_at);
+                ack.done(Delivery::Rejected(reason));
+                continue;
+            }
+        };
+        let ctx2 = ctx.clone();
+        tasks.spawn(async move {
+            let delivery = journal(&ctx2, &source, entries).await;
+            observe_latency(&ctx2, &source, received_at);
+            ack.done(delivery);
+            drop(permit);
+        });
+        while tasks.try_join_next().is_some() {}
+    }
+    while tasks.join_next().await.is_some() {}
+}
+
+fn observe_latency(ctx: &Ctx, source: &str, received_at: SystemTime) {
+    let secs = received_at
+        .elapsed()
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    ctx.metrics
+        .ack_latency
+        .get_or_create(&vec![("source", source.to_owned())])
+        .observe(secs);
+}
+
+fn to_entries(
+    results: Vec<Result<Processed, String>>,
+    source: &str,
+    message_id: &str,
+    payload: &[u8],
+    received_at: SystemTime,
+) -> Result<Vec<Entry>, String> {
+    if results.is_empty() {
+        return Err("the payload holds no event".into());
+    }
+    let errors: Vec<String> = results
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.as_ref().err().map(|e| format!("event #{i}: {e}")))
+        .collect();
+    if !errors.is_empty() {
+        return Err(errors.join("; "));
+    }
+    let sha = sha256_hex(payload);
+    let received_at: DateTime<Utc> = received_at.into();
+    Ok(results
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let e = p.event;
+            Entry {
+                provider: e.provider,
+                principal: (!e.principal.id.is_empty()).then(|| e.principal.id.clone()),
+                resource_ids: e.resource_ids().map(str::to_owned).collect(),
+                id: e.id,
+                source: source.to_owned(),
+                message_id: message_id.to_owned(),
+                received_at,
+                occurred_at: e.occurred_at,
+                payload_sha256: sha.clone(),
+                service: e.service,
+                operation: e.operation,
+                change: e.change.map(|c| c.as_str().to_owned()),
+                verdict: p.verdict,
+                reason: p.reason,
+                action: p.action,
+                matches: p.matches,
+                dependents: p.dependents,
+                correlation_key: e.correlation_key,
+            }
+        })
+        .collect())
+}
+
+async fn journal(ctx: &Ctx, source: &str, entries: Vec<Entry>) -> Delivery {
+    let keys: Vec<(String, String)> = entries
+        .iter()
+        .map(|e| (e.provider.as_str().to_owned(), e.operation.clone()))
+        .collect();
+    match ctx.journal.append(entries).await {
+        Ok(written) => {
+            let mut all_duplicate = true;
+            for ((provider, operation), w) in keys.into_iter().zip(written) {
+                match w {
+                    Written::Duplicate => {
+                        ctx.metrics
+                            .duplicate
+                            .get_or_create(&vec![("provider", provider)])
+                            .inc();
+                    }
+                    Written::Recorded { verdict, reason } => {
+                        all_duplicate = false;
+                        let m = &ctx.metrics;
+                        m.decided
+                            .get_or_create(&vec![
+                                ("provider", provider.clone()),
+                                ("verdict", verdict.clone()),
+                            ])
+                            .inc();
+                        if verdict == "unmanaged" {
+                            let labels = vec![("provider", provider), ("operation", operation)];
+                            m.unmanaged.get_or_create(&labels).inc();
+                            if reason.as_deref() == Some("unattributed") {
+                                m.unattributed.get_or_create(&labels).inc();
+                            }
+                        }
+                    }
+                }
+            }
+            if all_duplicate {
+                Delivery::Duplicate
+            } else {
+                Delivery::Recorded
+            }
+        }
+        Err(e) => {
+            tracing::error!(source = %source, error = %e, "Journal write failed; message released for redelivery.");
+            ctx.metrics
+                .failed
+                .get_or_create(&vec![("source", source.to_owned())])
+                .inc();
+            Delivery::Failed(e.to_string())
+        }
+    }
+}
