@@ -25,7 +25,7 @@
 //! | `id` | event `id` |
 //! | `service` | `data.resourceProvider` (`Microsoft.Network`), else the `operationName` namespace |
 //! | `operation` | `data.operationName` (`Microsoft.Network/networkSecurityGroups/securityRules/write`) |
-//! | `change` | Write → `update` (an ARM PUT is create-or-update and the event does not say which, so `create` is never claimed: the router tells a create of something unmanaged by the missing match), Delete → `delete`, Action → `action` |
+//! | `change` | `None` for read-only calls; Write → `update` (an ARM PUT is create-or-update and the event does not say which, so `create` is never claimed: the router tells a create of something unmanaged by the missing match), Delete → `delete`, Action → `action` |
 //! | `read_only` | operation `…/read`, or `…/{verb}/action` with a `list*`/`get*`/`check*` verb (`listKeys`, `listClusterUserCredential`, `getAccessToken`); power actions (`start`, `restart`, `deallocate`, `powerOff`) and `regenerateKey` stay mutating |
 //! | `outcome` | `…Failure` / `…Cancel` types → failed, code = the type suffix (`ResourceWriteFailure`) |
 //! | `not_a_change` | `deployment` when the resource is a `Microsoft.Resources/deployments/…` record (portal and template deployments) |

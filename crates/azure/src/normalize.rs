@@ -234,7 +234,7 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
     ev.read_only = operation_is_read_only(operation);
     if deployment {
         ev.not_a_change = Some(NotAChange::Deployment);
-    } else {
+    } else if !ev.read_only {
         ev.change = Some(match arm.family {
             // An ARM PUT is create-or-update and the event does not say which.
             Family::Write => Change::Update,

@@ -1,0 +1,878 @@
+//! Cloud Audit Logs LogEntry, Pub/Sub push envelope, CloudEvents, Cloud Asset feed
+//! TemporalAsset and Security Command Center notification → [`DriftEvent`].
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use chrono::{DateTime, NaiveDateTime, Utc};
+use driftreactor_event::{
+    Change, DriftEvent, NormalizeError, NotAChange, Outcome, Principal, Provider, ResourceRef, Via,
+};
+use serde_json::{Map, Value};
+
+use crate::resource_name::{self as rn, canonical};
+
+const AUDIT_LOG_TYPE: &str = "type.googleapis.com/google.cloud.audit.AuditLog";
+const LOG_ENTRY: &str = "LogEntry";
+const PUSH: &str = "Pub/Sub push envelope";
+const ASSET: &str = "Cloud Asset feed TemporalAsset";
+const CLOUDEVENT: &str = "CloudEvents event";
+
+/// Parses `payload` as one JSON value (a leading UTF-8 byte-order mark is skipped).
+fn parse(payload: &[u8]) -> Result<Value, NormalizeError> {
+    let payload = payload.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(payload);
+    if payload.iter().all(u8::is_ascii_whitespace) {
+        return Err(NormalizeError::Empty);
+    }
+    serde_json::from_slice(payload).map_err(|e| NormalizeError::json(&e))
+}
+
+fn describe(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn str_of<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    obj.get(key)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+}
+
+/// The first of `keys` present as a non-empty string (camelCase before the
+/// lowercased/snake_case copies some exporters write).
+fn str_any<'a>(obj: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a str> {
+    keys.iter().find_map(|k| str_of(obj, k))
+}
+
+fn obj_of<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Map<String, Value>> {
+    obj.get(key).and_then(Value::as_object)
+}
+
+/// RFC 3339, or `YYYY-MM-DD HH:MM:SS[.f]` read as UTC (BigQuery / Panther exports).
+/// `None` when absent or malformed: a time is evidence, not identity.
+fn parse_time(s: Option<&str>) -> Option<DateTime<Utc>> {
+    let s = s?.trim();
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&Utc))
+        .ok()
+        .or_else(|| {
+            NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S%.f")
+                .ok()
+                .map(|t| t.and_utc())
+        })
+}
+
+/// Which top-level shape a JSON object has.
+enum Shape {
+    CloudEvent,
+    Push,
+    LogEntry,
+    Asset,
+    Scc,
+}
+
+fn shape(obj: &Map<String, Value>) -> Option<Shape> {
+    let has = |k: &str| obj.contains_key(k);
+    if has("specversion") {
+        Some(Shape::CloudEvent)
+    } else if obj.get("message").is_some_and(Value::is_object) {
+        Some(Shape::Push)
+    } else if has("protoPayload")
+        || has("logName")
+        || has("logname")
+        || has("insertId")
+        || has("insertid")
+    {
+        Some(Shape::LogEntry)
+    } else if has("asset") || has("priorAsset") || has("window") {
+        Some(Shape::Asset)
+    } else if has("notificationConfigName") || has("finding") {
+        Some(Shape::Scc)
+    } else {
+        None
+    }
+}
+
+/// Context carried from a Pub/Sub message into the payload it wraps.
+#[derive(Default)]
+struct Envelope<'a> {
+    message_id: Option<&'a str>,
+    attributes: Option<&'a BTreeMap<String, String>>,
+}
+
+/// See [`crate::normalize`].
+pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
+    let value = match parse(payload) {
+        Ok(v) => v,
+        Err(err) => {
+            return match welcome(payload) {
+                Some(text) => Ok(handshake(None, text)),
+                None => Err(err),
+            };
+        }
+    };
+    dispatch(value, &Envelope::default(), 0)
+}
+
+/// See [`crate::normalize_pubsub_data`].
+pub(crate) fn normalize_pubsub_data(
+    data: &[u8],
+    message_id: &str,
+    attributes: &BTreeMap<String, String>,
+) -> Result<DriftEvent, NormalizeError> {
+    let env = Envelope {
+        message_id: Some(message_id.trim()).filter(|s| !s.is_empty()),
+        attributes: Some(attributes),
+    };
+    pubsub_data(data, &env, 0)
+}
+
+fn pubsub_data(data: &[u8], env: &Envelope<'_>, depth: u8) -> Result<DriftEvent, NormalizeError> {
+    let trimmed = data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(data);
+    let trimmed = trimmed.trim_ascii();
+    if trimmed.is_empty() {
+        return Err(NormalizeError::UnknownFormat(
+            "Pub/Sub message data is empty".into(),
+        ));
+    }
+    if trimmed.first() == Some(&b'{') {
+        let mut ev = dispatch(parse(trimmed)?, env, depth + 1)?;
+        if ev.occurred_at.is_none() {
+            ev.occurred_at = parse_time(
+                env.attributes
+                    .and_then(|a| a.get("logging.googleapis.com/timestamp"))
+                    .map(String::as_str),
+            );
+        }
+        return Ok(ev);
+    }
+    if let Some(text) = welcome(trimmed) {
+        return Ok(handshake(env.message_id, text));
+    }
+    Err(NormalizeError::UnknownFormat(
+        match std::str::from_utf8(trimmed) {
+            Ok(text) => format!(
+                "Pub/Sub message data is neither a JSON object nor the Cloud Asset feed welcome \
+             message: {:?}",
+                text.chars().take(60).collect::<String>()
+            ),
+            Err(_) => format!(
+                "Pub/Sub message data is binary ({} bytes), not a JSON object",
+                trimmed.len()
+            ),
+        },
+    ))
+}
+
+/// The plain-string welcome message a new Cloud Asset feed publishes first: UTF-8
+/// text, not JSON, that speaks of a feed being set up ("…successfully configured
+/// real time feed…"). Recognized by wording, case-insensitively: it mentions `feed`
+/// and one of `successfully`, `configured`, `welcome`.
+fn welcome(data: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(data).ok()?.trim();
+    if text.starts_with(['{', '[', '"']) || text.len() > 4096 {
+        return None;
+    }
+    let lower = text.to_ascii_lowercase();
+    (lower.contains("feed")
+        && ["successfully", "configured", "welcome"]
+            .iter()
+            .any(|w| lower.contains(w)))
+    .then_some(text)
+}
+
+fn handshake(message_id: Option<&str>, text: &str) -> DriftEvent {
+    let mut ev = DriftEvent::new(
+        Provider::Gcp,
+        message_id.unwrap_or("cloudasset-feed-welcome"),
+    );
+    ev.service = "cloudasset.googleapis.com".into();
+    ev.operation = "feed.welcome".into();
+    ev.not_a_change = Some(NotAChange::Handshake);
+    ev.request = serde_json::value::to_raw_value(text).ok();
+    ev
+}
+
+fn dispatch(value: Value, env: &Envelope<'_>, depth: u8) -> Result<DriftEvent, NormalizeError> {
+    let Value::Object(obj) = value else {
+        return Err(NormalizeError::UnknownFormat(format!(
+            "expected one JSON object (LogEntry, Pub/Sub push envelope, CloudEvent, \
+             TemporalAsset), got {}",
+            describe(&value)
+        )));
+    };
+    if depth > 3 {
+        return Err(NormalizeError::UnknownFormat(
+            "envelopes nested more than three deep".into(),
+        ));
+    }
+    match shape(&obj) {
+        Some(Shape::CloudEvent) => cloud_event(obj, env, depth),
+        Some(Shape::Push) => push(&obj, depth),
+        Some(Shape::LogEntry) => log_entry(&obj, env),
+        Some(Shape::Asset) => asset(&obj, env),
+        Some(Shape::Scc) => scc(&obj),
+        None => Err(NormalizeError::UnknownFormat(
+            "a JSON object with none of `protoPayload`/`logName`/`insertId` (LogEntry), \
+             `message` (Pub/Sub push), `specversion` (CloudEvents), `asset`/`priorAsset`/`window` \
+             (Cloud Asset feed)"
+                .into(),
+        )),
+    }
+}
+
+fn cloud_event(
+    obj: Map<String, Value>,
+    env: &Envelope<'_>,
+    depth: u8,
+) -> Result<DriftEvent, NormalizeError> {
+    let id = str_of(&obj, "id");
+    let inner = Envelope {
+        message_id: env.message_id.or(id),
+        attributes: env.attributes,
+    };
+    match obj.get("data") {
+        Some(Value::Object(_)) => {
+            let Some(data) = obj.get("data").cloned() else {
+                return Err(NormalizeError::missing(CLOUDEVENT, "data"));
+            };
+            dispatch(data, &inner, depth + 1)
+        }
+        Some(other) if !other.is_null() => Err(NormalizeError::Field {
+            format: CLOUDEVENT,
+            field: "data".into(),
+            problem: format!("is {}, expected an object", describe(other)),
+        }),
+        _ => match str_of(&obj, "data_base64") {
+            Some(b64) => {
+                let bytes = decode_base64(b64).ok_or_else(|| NormalizeError::Field {
+                    format: CLOUDEVENT,
+                    field: "data_base64".into(),
+                    problem: "is not valid base64".into(),
+                })?;
+                pubsub_data(&bytes, &inner, depth + 1)
+            }
+            None => Err(NormalizeError::missing(CLOUDEVENT, "data")),
+        },
+    }
+}
+
+fn decode_base64(s: &str) -> Option<Vec<u8>> {
+    let s = s.trim();
+    base64::engine::general_purpose::STANDARD
+        .decode(s)
+        .or_else(|_| base64::engine::general_purpose::URL_SAFE.decode(s))
+        .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(s))
+        .or_else(|_| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s))
+        .ok()
+}
+
+fn push(obj: &Map<String, Value>, depth: u8) -> Result<DriftEvent, NormalizeError> {
+    let Some(message) = obj_of(obj, "message") else {
+        return Err(NormalizeError::missing(PUSH, "message"));
+    };
+    let data = match message.get("data") {
+        Some(Value::String(s)) => s,
+        None | Some(Value::Null) => return Err(NormalizeError::missing(PUSH, "message.data")),
+        Some(other) => {
+            return Err(NormalizeError::Field {
+                format: PUSH,
+                field: "message.data".into(),
+                problem: format!("is {}, expected a base64 string", describe(other)),
+            });
+        }
+    };
+    let bytes = decode_base64(data).ok_or_else(|| NormalizeError::Field {
+        format: PUSH,
+        field: "message.data".into(),
+        problem: "is not valid base64".into(),
+    })?;
+    let message_id = str_any(message, &["messageId", "message_id"]);
+    let attributes: BTreeMap<String, String> = obj_of(message, "attributes")
+        .map(|a| {
+            a.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let env = Envelope {
+        message_id,
+        attributes: Some(&attributes),
+    };
+    let mut ev = pubsub_data(&bytes, &env, depth + 1)?;
+    if ev.occurred_at.is_none() {
+        ev.occurred_at = parse_time(str_any(message, &["publishTime", "publish_time"]));
+    }
+    Ok(ev)
+}
+
+/// `v1.compute.firewalls.insert` → `compute.firewalls.insert`;
+/// `google.iam.admin.v1.CreateRole` → `iam.admin.CreateRole`;
+/// `google.cloud.run.v1.Services.CreateService` → `run.Services.CreateService`:
+/// a leading `google.` (and `cloud.` after it) and every API-version segment (`v1`,
+/// `v2beta1`, `beta`, `alpha`) are dropped, the rest is kept as logged.
+pub(crate) fn operation_name(method: &str) -> String {
+    let mut segs: Vec<&str> = method.trim().split('.').collect();
+    if segs.first() == Some(&"google") && segs.len() > 1 {
+        segs.remove(0);
+        if segs.first() == Some(&"cloud") && segs.len() > 1 {
+            segs.remove(0);
+        }
+    }
+    let kept: Vec<&str> = segs.into_iter().filter(|s| !rn::is_version(s)).collect();
+    if kept.is_empty() {
+        method.trim().to_owned()
+    } else {
+        kept.join(".")
+    }
+}
+
+/// What a method verb (the last segment of the method name) does.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Verb {
+    Read,
+    Create,
+    Update,
+    Delete,
+    Action,
+}
+
+/// Classifies the last segment of a method name (see the crate docs).
+pub(crate) fn classify(method: &str) -> Verb {
+    let verb = method
+        .trim()
+        .rsplit('.')
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let starts = |prefixes: &[&str]| prefixes.iter().any(|p| verb.starts_with(p));
+    if starts(&[
+        "get",
+        "list",
+        "aggregatedlist",
+        "testiampermissions",
+        "search",
+        "lookup",
+        "batchget",
+        "read",
+        "watch",
+        "check",
+    ]) {
+        Verb::Read
+    } else if starts(&["insert", "create", "undelete"]) {
+        Verb::Create
+    } else if starts(&["delete"]) {
+        Verb::Delete
+    } else if starts(&[
+        "start", "stop", "reset", "suspend", "resume", "restart", "reboot",
+    ]) || verb == "simulatemaintenanceevent"
+    {
+        Verb::Action
+    } else {
+        Verb::Update
+    }
+}
+
+/// How a call was made, from `requestMetadata.callerSuppliedUserAgent`.
+///
+/// * `iac`: Terraform / OpenTofu / Pulumi (`Terraform/`, `terraform-provider-google`,
+///   `OpenTofu`, `pulumi`);
+/// * `cli`: the Cloud SDK (`google-cloud-sdk`, `gcloud/`, `gsutil/`, `bq/`);
+/// * `console`: a browser (`Mozilla/…`), which is how the Cloud Console's calls are
+///   logged;
+/// * `sdk`: client libraries (`google-api-go-client`, `google-api-python-client`,
+///   `gl-go/`, `gl-python/`, `gccl`, `gapic`, `grpc-`, `apitools`, `google-cloud-…`);
+/// * `unknown`: anything else or absent.
+pub(crate) fn via_from_user_agent(ua: Option<&str>) -> Via {
+    let Some(ua) = ua else { return Via::Unknown };
+    let l = ua.to_ascii_lowercase();
+    let has = |needles: &[&str]| needles.iter().any(|n| l.contains(n));
+    if has(&["terraform", "opentofu", "pulumi"]) {
+        Via::Iac
+    } else if has(&["google-cloud-sdk", "gcloud/", "gcloud.", "gsutil/", "bq/"]) {
+        Via::Cli
+    } else if l.starts_with("mozilla") {
+        Via::Console
+    } else if has(&[
+        "google-api-",
+        "gl-go/",
+        "gl-python/",
+        "gl-java/",
+        "gl-node/",
+        "gccl",
+        "gapic",
+        "grpc-",
+        "apitools",
+        "google-cloud-",
+        "google-http-java-client",
+    ]) {
+        Via::Sdk
+    } else {
+        Via::Unknown
+    }
+}
+
+fn status_code(status: Option<&Value>) -> Option<String> {
+    let code = status?.as_object()?.get("code")?;
+    let n = match code {
+        Value::Number(n) => n.as_i64()?,
+        Value::String(s) => s.trim().parse().ok()?,
+        _ => return None,
+    };
+    (n != 0).then(|| n.to_string())
+}
+
+fn log_entry(obj: &Map<String, Value>, env: &Envelope<'_>) -> Result<DriftEvent, NormalizeError> {
+    let id = str_any(obj, &["insertId", "insertid"])
+        .or(env.message_id)
+        .ok_or_else(|| NormalizeError::missing(LOG_ENTRY, "insertId"))?;
+    let log_name = str_any(obj, &["logName", "logname"]).unwrap_or_default();
+    let resource = obj_of(obj, "resource");
+    let labels = resource.and_then(|r| obj_of(r, "labels"));
+    let label = |k: &str| labels.and_then(|l| str_of(l, k));
+
+    let mut ev = DriftEvent::new(Provider::Gcp, id);
+    ev.occurred_at = parse_time(str_any(
+        obj,
+        &["timestamp", "receiveTimestamp", "receivetimestamp"],
+    ));
+
+    let payload = match obj.get("protoPayload") {
+        Some(Value::Object(p)) => Some(p),
+        None | Some(Value::Null) => None,
+        Some(other) => {
+            return Err(NormalizeError::Field {
+                format: LOG_ENTRY,
+                field: "protoPayload".into(),
+                problem: format!("is {}, expected an object", describe(other)),
+            });
+        }
+    };
+    let payload_type = payload.and_then(|p| str_any(p, &["@type", "at_sign_type", "at_type"]));
+    let decoded_log = log_name.replace("%2F", "/").replace("%2f", "/");
+    let log_id = decoded_log
+        .split_once("/logs/")
+        .map_or(decoded_log.as_str(), |(_, id)| id)
+        .to_owned();
+    let is_audit = payload.is_some() && payload_type.is_none_or(|t| t == AUDIT_LOG_TYPE);
+    let system_event = decoded_log.ends_with("cloudaudit.googleapis.com/system_event");
+    let project_id = label("project_id")
+        .filter(|p| rn::is_project_id(p))
+        .or_else(|| {
+            log_name
+                .strip_prefix("projects/")
+                .and_then(|r| r.split('/').next())
+                .filter(|p| rn::is_project_id(p))
+        });
+
+    let Some(p) = payload.filter(|_| is_audit && !system_event) else {
+        // Not an Admin Activity / Data Access audit entry: application logs routed by
+        // a broad sink, Google system events (live migration, preemption). Reported,
+        // never a change.
+        ev.service = resource
+            .and_then(|r| str_of(r, "type"))
+            .unwrap_or_default()
+            .to_owned();
+        if let Some(p) = payload {
+            ev.service = str_of(p, "serviceName").map_or(ev.service, str::to_owned);
+            ev.operation = str_of(p, "methodName")
+                .map(operation_name)
+                .unwrap_or_default();
+        }
+        if ev.operation.is_empty() {
+            ev.operation = log_id;
+        }
+        ev.not_a_change = Some(NotAChange::Notification);
+        ev.account = project_id.map(str::to_owned);
+        return Ok(ev);
+    };
+
+    let service = str_of(p, "serviceName").unwrap_or_default();
+    let method = str_of(p, "methodName").unwrap_or_default();
+    ev.service = service.to_owned();
+    ev.operation = operation_name(method);
+    let verb = classify(method);
+    ev.read_only =
+        verb == Verb::Read || decoded_log.ends_with("cloudaudit.googleapis.com/data_access");
+    if !ev.read_only {
+        ev.change = Some(match verb {
+            Verb::Create => Change::Create,
+            Verb::Delete => Change::Delete,
+            Verb::Action => Change::Action,
+            Verb::Read | Verb::Update => Change::Update,
+        });
+    }
+    if let Some(code) = status_code(p.get("status")) {
+        ev.outcome = Outcome::Failed { code };
+    }
+
+    // principal
+    let auth = obj_of(p, "authenticationInfo");
+    let mut principal = Principal {
+        id: auth
+            .and_then(|a| str_of(a, "principalEmail"))
+            .unwrap_or_default()
+            .to_owned(),
+        also: Vec::new(),
+    };
+    let mut also = |s: Option<&str>| {
+        if let Some(s) = s
+            && s != principal.id
+            && !principal.also.iter().any(|a| a == s)
+        {
+            principal.also.push(s.to_owned());
+        }
+    };
+    also(auth.and_then(|a| str_of(a, "principalSubject")));
+    if let Some(chain) = auth
+        .and_then(|a| a.get("serviceAccountDelegationInfo"))
+        .and_then(Value::as_array)
+    {
+        for link in chain.iter().filter_map(Value::as_object) {
+            also(obj_of(link, "firstPartyPrincipal").and_then(|f| str_of(f, "principalEmail")));
+        }
+    }
+    ev.principal = principal;
+
+    let meta = obj_of(p, "requestMetadata");
+    let ua = meta.and_then(|m| str_of(m, "callerSuppliedUserAgent"));
+    ev.via = via_from_user_agent(ua);
+    ev.user_agent = ua.map(str::to_owned);
+    ev.source_ip = meta
+        .and_then(|m| str_any(m, &["callerIp", "callerIP"]))
+        .map(str::to_owned);
+    ev.correlation_key = obj_of(obj, "operation")
+        .and_then(|o| str_of(o, "id"))
+        .map(|id| format!("gcp-op:{id}"));
+    ev.request = p
+        .get("request")
+        .filter(|r| r.is_object())
+        .and_then(|r| serde_json::value::to_raw_value(r).ok());
+
+    // the changed resource
+    if let Some(r) = audit_resource(p, service, method, project_id) {
+        ev.resources.push(r);
+    }
+    let res_id = ev.resources.first().map(|r| r.id.clone());
+    ev.account = project_id.map(str::to_owned).or_else(|| {
+        res_id
+            .as_deref()
+            .and_then(rn::project_of)
+            .map(str::to_owned)
+    });
+    ev.region = res_id
+        .as_deref()
+        .and_then(rn::location_of)
+        .or_else(|| label("zone"))
+        .or_else(|| label("region"))
+        .or_else(|| label("location"))
+        .or_else(|| single_location(p))
+        .filter(|l| *l != "global")
+        .map(str::to_owned);
+    Ok(ev)
+}
+
+/// `resourceLocation.currentLocations` when it names exactly one location.
+fn single_location(p: &Map<String, Value>) -> Option<&str> {
+    let locs = obj_of(p, "resourceLocation")?
+        .get("currentLocations")?
+        .as_array()?;
+    match locs.as_slice() {
+        [one] => one.as_str(),
+        _ => None,
+    }
+}
+
+/// True when `s` looks like a resource name or URL rather than a placeholder.
+fn looks_like_name(s: &str) -> bool {
+    s.contains('/') && !s.contains(char::is_whitespace)
+}
+
+fn audit_resource(
+    p: &Map<String, Value>,
+    service: &str,
+    method: &str,
+    project_id: Option<&str>,
+) -> Option<ResourceRef> {
+    let svc = (!service.is_empty()).then_some(service);
+    let mut raw: Option<String> = str_of(p, "resourceName")
+        .filter(|s| looks_like_name(s))
+        .map(str::to_owned);
+    let request = obj_of(p, "request");
+    // A create that names only its parent: derive the created object where the
+    // request tells (service accounts, legacy BigQuery dataset/table inserts).
+    if let Some(r) = raw.as_deref() {
+        let segs: Vec<&str> = r.split('/').collect();
+        if method.ends_with("CreateServiceAccount")
+            && let [projects, proj] = segs.as_slice()
+            && *projects == "projects"
+            && let Some(account) = request.and_then(|q| str_any(q, &["account_id", "accountId"]))
+        {
+            let proj = project_id
+                .filter(|_| rn::is_project_number(proj))
+                .unwrap_or(proj);
+            raw = Some(format!(
+                "projects/{proj}/serviceAccounts/{account}@{proj}.iam.gserviceaccount.com"
+            ));
+        } else if !segs.len().is_multiple_of(2)
+            && let Some(name) = bigquery_name(p)
+        {
+            raw = Some(name);
+        }
+    }
+    // No usable resourceName: the operation's target, else the first authorized resource.
+    if raw.is_none() {
+        raw = obj_of(p, "response")
+            .and_then(|r| str_of(r, "targetLink"))
+            .or_else(|| {
+                p.get("authorizationInfo")?
+                    .as_array()?
+                    .iter()
+                    .filter_map(Value::as_object)
+                    .find_map(|a| {
+                        obj_of(a, "resourceAttributes")
+                            .and_then(|ra| str_of(ra, "name"))
+                            .or_else(|| str_of(a, "resource"))
+                            .filter(|s| looks_like_name(s))
+                    })
+            })
+            .map(str::to_owned);
+    }
+    let raw = raw?;
+    let id = canonical(svc, &raw, project_id)?;
+    Some(ResourceRef {
+        parents: rn::ancestors(&id),
+        display: raw,
+        id,
+    })
+}
+
+/// `projects/P/datasets/D[/tables/T]` from a legacy BigQuery `serviceData`
+/// (`…InsertRequest.resource.datasetName` / `tableName`).
+fn bigquery_name(p: &Map<String, Value>) -> Option<String> {
+    let sd = obj_of(p, "serviceData")?;
+    sd.values().filter_map(Value::as_object).find_map(|req| {
+        let res = obj_of(req, "resource")?;
+        if let Some(t) = obj_of(res, "tableName") {
+            return Some(format!(
+                "projects/{}/datasets/{}/tables/{}",
+                str_of(t, "projectId")?,
+                str_of(t, "datasetId")?,
+                str_of(t, "tableId")?
+            ));
+        }
+        let d = obj_of(res, "datasetName")?;
+        Some(format!(
+            "projects/{}/datasets/{}",
+            str_of(d, "projectId")?,
+            str_of(d, "datasetId")?
+        ))
+    })
+}
+
+fn asset(obj: &Map<String, Value>, env: &Envelope<'_>) -> Result<DriftEvent, NormalizeError> {
+    let current = obj_of(obj, "asset");
+    let prior = obj_of(obj, "priorAsset");
+    let name = current
+        .and_then(|a| str_of(a, "name"))
+        .or_else(|| prior.and_then(|a| str_of(a, "name")))
+        .ok_or_else(|| NormalizeError::missing(ASSET, "asset.name"))?;
+    let window_start = obj_of(obj, "window").and_then(|w| str_of(w, "startTime"));
+    let update_time = current.and_then(|a| str_of(a, "updateTime"));
+    let id = env.message_id.map_or_else(
+        || {
+            format!(
+                "{name}@{}",
+                window_start.or(update_time).unwrap_or_default()
+            )
+        },
+        str::to_owned,
+    );
+    let mut ev = DriftEvent::new(Provider::Gcp, id);
+    let asset_type = current
+        .and_then(|a| str_of(a, "assetType"))
+        .or_else(|| prior.and_then(|a| str_of(a, "assetType")))
+        .unwrap_or_default();
+    let deleted = obj.get("deleted").and_then(Value::as_bool).unwrap_or(false);
+    let change = if deleted {
+        Change::Delete
+    } else {
+        match str_of(obj, "priorAssetState") {
+            Some("DOES_NOT_EXIST" | "DELETED") => Change::Create,
+            // PRESENT, INVALID, unspecified or absent (older feeds): an update is
+            // the claim that needs the least knowledge.
+            _ => Change::Update,
+        }
+    };
+    ev.change = Some(change);
+    let iam_only =
+        current.is_some_and(|a| a.contains_key("iamPolicy") && !a.contains_key("resource"));
+    let verb = match change {
+        Change::Create => "create",
+        Change::Delete => "delete",
+        _ if iam_only => "setIamPolicy",
+        _ => "update",
+    };
+    ev.operation = if asset_type.is_empty() {
+        verb.to_owned()
+    } else {
+        format!("{asset_type}/{verb}")
+    };
+    ev.service = asset_type
+        .split_once('/')
+        .map(|(svc, _)| svc)
+        .or_else(|| name.strip_prefix("//").and_then(|r| r.split('/').next()))
+        .unwrap_or_default()
+        .to_owned();
+    ev.occurred_at = parse_time(window_start.or(update_time));
+    if let Some(id) = canonical(None, name, None) {
+        ev.account = rn::project_of(&id).map(str::to_owned);
+        ev.resources.push(ResourceRef {
+            parents: rn::ancestors(&id),
+            display: name.to_owned(),
+            id,
+        });
+    }
+    ev.region = [current, prior]
+        .into_iter()
+        .flatten()
+        .find_map(|a| obj_of(a, "resource").and_then(|r| str_of(r, "location")))
+        .filter(|l| *l != "global")
+        .map(str::to_owned);
+    Ok(ev)
+}
+
+fn scc(obj: &Map<String, Value>) -> Result<DriftEvent, NormalizeError> {
+    const SCC: &str = "Security Command Center notification";
+    let finding = obj_of(obj, "finding").ok_or_else(|| NormalizeError::missing(SCC, "finding"))?;
+    let name =
+        str_of(finding, "name").ok_or_else(|| NormalizeError::missing(SCC, "finding.name"))?;
+    let time = str_of(finding, "eventTime");
+    let mut ev = DriftEvent::new(
+        Provider::Gcp,
+        format!("{name}@{}", time.unwrap_or_default()),
+    );
+    ev.service = "securitycenter.googleapis.com".into();
+    ev.operation = format!(
+        "finding/{}",
+        str_of(finding, "category").unwrap_or("UNKNOWN")
+    );
+    ev.not_a_change = Some(NotAChange::Notification);
+    ev.occurred_at = parse_time(time);
+    let resource = str_of(finding, "resourceName")
+        .or_else(|| obj_of(obj, "resource").and_then(|r| str_of(r, "name")));
+    if let Some(raw) = resource
+        && let Some(id) = canonical(None, raw, None)
+    {
+        ev.account = rn::project_of(&id).map(str::to_owned);
+        ev.region = rn::location_of(&id).map(str::to_owned);
+        ev.resources.push(ResourceRef {
+            parents: rn::ancestors(&id),
+            display: raw.to_owned(),
+            id,
+        });
+    }
+    Ok(ev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operation_names() {
+        for (m, want) in [
+            ("v1.compute.firewalls.insert", "compute.firewalls.insert"),
+            ("beta.compute.instances.insert", "compute.instances.insert"),
+            ("google.iam.admin.v1.CreateRole", "iam.admin.CreateRole"),
+            (
+                "google.cloud.run.v1.Services.CreateService",
+                "run.Services.CreateService",
+            ),
+            (
+                "google.logging.v2.ConfigServiceV2.CreateSink",
+                "logging.ConfigServiceV2.CreateSink",
+            ),
+            ("google.storage.objects.get", "storage.objects.get"),
+            ("CreateCryptoKey", "CreateCryptoKey"),
+            ("datasetservice.insert", "datasetservice.insert"),
+        ] {
+            assert_eq!(operation_name(m), want);
+        }
+    }
+
+    #[test]
+    fn verbs() {
+        assert_eq!(classify("v1.compute.instances.insert"), Verb::Create);
+        assert_eq!(
+            classify("google.pubsub.v1.Publisher.CreateTopic"),
+            Verb::Create
+        );
+        assert_eq!(classify("v1.compute.firewalls.patch"), Verb::Update);
+        assert_eq!(classify("SetIamPolicy"), Verb::Update);
+        assert_eq!(classify("storage.setIamPermissions"), Verb::Update);
+        assert_eq!(
+            classify("v1.compute.instances.addAccessConfig"),
+            Verb::Update
+        );
+        assert_eq!(
+            classify("v1.compute.instanceGroupManagers.resize"),
+            Verb::Update
+        );
+        assert_eq!(classify("v1.compute.instances.delete"), Verb::Delete);
+        assert_eq!(classify("v1.compute.instances.stop"), Verb::Action);
+        assert_eq!(classify("v1.compute.instances.reset"), Verb::Action);
+        assert_eq!(classify("v1.compute.forwardingRules.get"), Verb::Read);
+        assert_eq!(classify("GetIamPolicy"), Verb::Read);
+        assert_eq!(classify("v1.compute.instances.aggregatedList"), Verb::Read);
+        assert_eq!(classify("TestIamPermissions"), Verb::Read);
+    }
+
+    #[test]
+    fn user_agents() {
+        assert_eq!(
+            via_from_user_agent(Some(
+                "Terraform/1.5.7 (+https://www.terraform.io) Terraform-Plugin-SDK/2.10.1 terraform-provider-google/4.84.0 google-api-go-client/0.5"
+            )),
+            Via::Iac
+        );
+        assert_eq!(
+            via_from_user_agent(Some("OpenTofu/1.6.0 terraform-provider-google/5.0.0")),
+            Via::Iac
+        );
+        assert_eq!(
+            via_from_user_agent(Some("google-cloud-sdk gcloud/431.0.0 command/gcloud.iam")),
+            Via::Cli
+        );
+        assert_eq!(
+            via_from_user_agent(Some(
+                "apitools Python/3.9.11 gsutil/5.11 (darwin) google-cloud-sdk/394.0.0,gzip(gfe)"
+            )),
+            Via::Cli
+        );
+        assert_eq!(
+            via_from_user_agent(Some("Mozilla/5.0 (Macintosh) Chrome/113,gzip(gfe)")),
+            Via::Console
+        );
+        assert_eq!(
+            via_from_user_agent(Some("gl-python/3.11 grpc/1.5 gax/2.1 gapic/2.0")),
+            Via::Sdk
+        );
+        assert_eq!(via_from_user_agent(Some("curl/8.0")), Via::Unknown);
+        assert_eq!(via_from_user_agent(None), Via::Unknown);
+    }
+
+    #[test]
+    fn times() {
+        assert!(parse_time(Some("2023-05-23 19:20:00.396")).is_some());
+        assert!(parse_time(Some("2020-05-15T17:15:42.415Z")).is_some());
+        assert!(parse_time(Some("yesterday")).is_none());
+    }
+}
