@@ -12,10 +12,11 @@
 //! Provider-neutral: all provider knowledge lives in the canonical identifiers the
 //! normalizers and the [`driftreactor_tfgraph::StateIdentity`] plug-ins agree on.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use driftreactor_event::DriftEvent;
-use driftreactor_tfgraph::{Graph, NodeId};
+use driftreactor_tfgraph::{Graph, MAX_DEPENDENTS, NodeId};
 use serde::Serialize;
 
 /// How a resource was matched.
@@ -68,7 +69,421 @@ pub struct Routed {
 }
 
 /// Routes `event` against `graph`. Pure; never panics on any input.
+///
+/// For each [`driftreactor_event::ResourceRef`] of the event, in order:
+/// * the nodes of [`Graph::primary`]`(id)` match as [`MatchKind::Primary`];
+/// * the nodes of [`Graph::related`]`(id)` match as [`MatchKind::Related`];
+/// * when no primary node of `id` survives the account guard, the parents are tried
+///   nearest first and the first one with a (surviving) primary node gives those
+///   nodes as [`MatchKind::Parent`].
+///
+/// Account guard: a node is skipped when both the event's account and the node's
+/// account are known and differ, so a plain name (a bucket, a role name) shared by two
+/// accounts is never attributed to the wrong one.
+///
+/// Each (workspace, address) appears once, with its strongest kind
+/// (primary > related > parent), at the position of its first appearance. Dependents
+/// are the union of [`Graph::dependents`] of every match, in match order, minus the
+/// matches themselves, each once, at most [`driftreactor_tfgraph::MAX_DEPENDENTS`].
 pub fn route(graph: &Graph, event: &DriftEvent) -> Routed {
-    let _ = (graph, event);
-    unimplemented!("router helper")
+    let account = event.account.as_deref().filter(|a| !a.is_empty());
+    // Node ids stand for (workspace, address): the graph keeps one node per address
+    // and workspace, so deduplicating ids deduplicates addresses.
+    let allowed = |id: NodeId| -> bool {
+        let Some(node) = graph.get(id) else {
+            return false;
+        };
+        match (account, node.account.as_deref()) {
+            (Some(event), Some(node)) => event == node,
+            _ => true,
+        }
+    };
+
+    let mut matches: Vec<(NodeId, MatchKind)> = Vec::new();
+    let mut position: HashMap<NodeId, usize> = HashMap::new();
+    let mut add = |id: NodeId, kind: MatchKind| match position.get(&id) {
+        Some(&i) => {
+            // MatchKind orders primary < related < parent: smaller is stronger.
+            if kind < matches[i].1 {
+                matches[i].1 = kind;
+            }
+        }
+        None => {
+            position.insert(id, matches.len());
+            matches.push((id, kind));
+        }
+    };
+
+    for resource in &event.resources {
+        let mut any_primary = false;
+        for &id in graph.primary(&resource.id) {
+            if allowed(id) {
+                any_primary = true;
+                add(id, MatchKind::Primary);
+            }
+        }
+        for &id in graph.related(&resource.id) {
+            if allowed(id) {
+                add(id, MatchKind::Related);
+            }
+        }
+        if !any_primary {
+            for parent in &resource.parents {
+                let nodes: Vec<NodeId> = graph
+                    .primary(parent)
+                    .iter()
+                    .copied()
+                    .filter(|&id| allowed(id))
+                    .collect();
+                if !nodes.is_empty() {
+                    for id in nodes {
+                        add(id, MatchKind::Parent);
+                    }
+                    break;
+                }
+            }
+        }
+    }
+
+    let mut seen: HashSet<NodeId> = matches.iter().map(|&(id, _)| id).collect();
+    let mut dependents = Vec::new();
+    'outer: for &(id, _) in &matches {
+        for dep in graph.dependents(id) {
+            if dependents.len() >= MAX_DEPENDENTS {
+                break 'outer;
+            }
+            if seen.insert(dep)
+                && let Some(node) = graph.get(dep)
+            {
+                dependents.push(Dependent {
+                    node: dep,
+                    workspace: Arc::clone(&node.workspace),
+                    address: Arc::clone(&node.address),
+                });
+            }
+        }
+    }
+
+    let matches = matches
+        .into_iter()
+        .filter_map(|(id, kind)| {
+            let node = graph.get(id)?;
+            Some(ResourceMatch {
+                node: id,
+                workspace: Arc::clone(&node.workspace),
+                address: Arc::clone(&node.address),
+                kind,
+            })
+        })
+        .collect();
+    Routed {
+        matches,
+        dependents,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use driftreactor_event::{Provider, ResourceRef, StateIdentity, StateInstance};
+    use driftreactor_tfgraph::GraphBuilder;
+    use serde::Deserialize;
+
+    use super::*;
+
+    /// Plug-in: `id` and `arn` are identities; `security_group_id`, `bucket` and
+    /// `vpc_id` are parents; the account is `owner_id`.
+    struct Plain;
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct Attrs {
+        id: Option<String>,
+        arn: Option<String>,
+        security_group_id: Option<String>,
+        bucket: Option<String>,
+        owner_id: Option<String>,
+    }
+
+    fn attrs(i: &StateInstance<'_>) -> Attrs {
+        serde_json::from_str(i.attributes.get()).unwrap_or_default()
+    }
+
+    impl StateIdentity for Plain {
+        fn handles(&self, resource_type: &str) -> bool {
+            resource_type.starts_with("aws_")
+        }
+        fn identities(&self, i: &StateInstance<'_>, out: &mut Vec<String>) {
+            let a = attrs(i);
+            out.extend(a.id);
+            out.extend(a.arn);
+        }
+        fn parents(&self, i: &StateInstance<'_>, out: &mut Vec<String>) {
+            let a = attrs(i);
+            out.extend(a.security_group_id);
+            out.extend(a.bucket);
+        }
+        fn account(&self, i: &StateInstance<'_>) -> Option<String> {
+            attrs(i).owner_id
+        }
+    }
+
+    const PROD: &str = r#"{"version": 4, "serial": 3, "lineage": "p", "terraform_version": "1.9.0", "resources": [
+      {"mode": "managed", "type": "aws_vpc", "name": "main", "provider": "provider[\"registry.terraform.io/hashicorp/aws\"]",
+       "instances": [{"attributes": {"id": "vpc-1", "arn": "arn:aws:ec2:eu-west-1:111:vpc/vpc-1", "owner_id": "111"}}]},
+      {"mode": "managed", "type": "aws_security_group", "name": "web", "provider": "p",
+       "instances": [{"attributes": {"id": "sg-1", "arn": "arn:aws:ec2:eu-west-1:111:security-group/sg-1", "owner_id": "111"},
+                      "dependencies": ["aws_vpc.main"]}]},
+      {"mode": "managed", "type": "aws_security_group_rule", "name": "https", "provider": "p",
+       "instances": [{"index_key": "in", "attributes": {"id": "sgrule-1", "security_group_id": "sg-1"},
+                      "dependencies": ["aws_security_group.web"]},
+                     {"index_key": "out", "attributes": {"id": "sgrule-2", "security_group_id": "sg-1"},
+                      "dependencies": ["aws_security_group.web"]}]},
+      {"mode": "managed", "type": "aws_instance", "name": "app", "provider": "p",
+       "instances": [{"index_key": 0, "attributes": {"id": "i-1", "owner_id": "111"},
+                      "dependencies": ["aws_security_group.web", "data.aws_ami.x"]}]},
+      {"mode": "managed", "type": "aws_cloudwatch_metric_alarm", "name": "cpu", "provider": "p",
+       "instances": [{"attributes": {"id": "cpu-alarm"}, "dependencies": ["aws_instance.app"]}]},
+      {"mode": "managed", "type": "aws_s3_bucket", "name": "logs", "provider": "p",
+       "instances": [{"attributes": {"id": "shared-name", "owner_id": "111"}}]},
+      {"mode": "data", "type": "aws_ami", "name": "x", "provider": "p",
+       "instances": [{"attributes": {"id": "ami-1"}}]}
+    ]}"#;
+
+    const DEV: &str = r#"{"version": 4, "serial": 1, "lineage": "d", "terraform_version": "1.9.0", "resources": [
+      {"mode": "managed", "type": "aws_s3_bucket", "name": "logs", "provider": "p",
+       "instances": [{"attributes": {"id": "shared-name", "owner_id": "222"}}]},
+      {"mode": "managed", "type": "aws_s3_bucket_policy", "name": "logs", "provider": "p",
+       "instances": [{"attributes": {"id": "shared-name", "bucket": "shared-name"}}]}
+    ]}"#;
+
+    fn graph() -> Graph {
+        let mut b = GraphBuilder::new(vec![Box::new(Plain)]);
+        b.add_state_bytes("prod", "prod.tfstate", PROD.as_bytes())
+            .expect("prod state");
+        b.add_state_bytes("dev", "dev.tfstate", DEV.as_bytes())
+            .expect("dev state");
+        b.build()
+    }
+
+    fn event(account: Option<&str>, resources: Vec<ResourceRef>) -> DriftEvent {
+        let mut e = DriftEvent::new(Provider::Aws, "evt-1");
+        e.account = account.map(str::to_owned);
+        e.resources = resources;
+        e
+    }
+
+    fn with_parents(id: &str, parents: &[&str]) -> ResourceRef {
+        let mut r = ResourceRef::new(id);
+        r.parents = parents.iter().map(|p| (*p).to_owned()).collect();
+        r
+    }
+
+    fn summary(r: &Routed) -> Vec<(String, String, MatchKind)> {
+        r.matches
+            .iter()
+            .map(|m| (m.workspace.to_string(), m.address.to_string(), m.kind))
+            .collect()
+    }
+
+    fn deps(r: &Routed) -> Vec<String> {
+        r.dependents.iter().map(|d| d.address.to_string()).collect()
+    }
+
+    fn m(ws: &str, address: &str, kind: MatchKind) -> (String, String, MatchKind) {
+        (ws.to_owned(), address.to_owned(), kind)
+    }
+
+    #[test]
+    fn primary_and_related_matches() {
+        let g = graph();
+        let r = route(&g, &event(Some("111"), vec![ResourceRef::new("sg-1")]));
+        assert_eq!(
+            summary(&r),
+            [
+                m("prod", "aws_security_group.web", MatchKind::Primary),
+                m(
+                    "prod",
+                    r#"aws_security_group_rule.https["in"]"#,
+                    MatchKind::Related
+                ),
+                m(
+                    "prod",
+                    r#"aws_security_group_rule.https["out"]"#,
+                    MatchKind::Related
+                ),
+            ]
+        );
+        // The ARN names the same group.
+        let r = route(
+            &g,
+            &event(
+                None,
+                vec![ResourceRef::new(
+                    "arn:aws:ec2:eu-west-1:111:security-group/sg-1",
+                )],
+            ),
+        );
+        assert_eq!(
+            summary(&r),
+            [m("prod", "aws_security_group.web", MatchKind::Primary)]
+        );
+    }
+
+    #[test]
+    fn parent_fallback_takes_the_nearest_managed_parent() {
+        let g = graph();
+        // An unmanaged rule of a managed group: nearest parent is unmanaged, next one is.
+        let r = route(
+            &g,
+            &event(
+                Some("111"),
+                vec![with_parents(
+                    "sgr-unmanaged",
+                    &["sg-unknown", "sg-1", "vpc-1"],
+                )],
+            ),
+        );
+        assert_eq!(
+            summary(&r),
+            [m("prod", "aws_security_group.web", MatchKind::Parent)]
+        );
+        // No fallback when the resource itself is managed.
+        let r = route(&g, &event(None, vec![with_parents("i-1", &["vpc-1"])]));
+        assert_eq!(
+            summary(&r),
+            [m("prod", "aws_instance.app[0]", MatchKind::Primary)]
+        );
+        // Nothing known at all: empty, no panic.
+        let r = route(&g, &event(None, vec![with_parents("x", &["y", ""])]));
+        assert_eq!(r, Routed::default());
+        let r = route(&g, &event(None, vec![]));
+        assert_eq!(r, Routed::default());
+    }
+
+    #[test]
+    fn dedupe_keeps_the_strongest_kind_at_first_position() {
+        let g = graph();
+        // Parent first (via an unmanaged child), then primary by ARN, then primary by id.
+        let r = route(
+            &g,
+            &event(
+                None,
+                vec![
+                    with_parents("sgr-x", &["sg-1"]),
+                    ResourceRef::new("arn:aws:ec2:eu-west-1:111:security-group/sg-1"),
+                    ResourceRef::new("sg-1"),
+                    ResourceRef::new("sgrule-1"),
+                ],
+            ),
+        );
+        assert_eq!(
+            summary(&r),
+            [
+                m("prod", "aws_security_group.web", MatchKind::Primary),
+                m(
+                    "prod",
+                    r#"aws_security_group_rule.https["in"]"#,
+                    MatchKind::Primary
+                ),
+                m(
+                    "prod",
+                    r#"aws_security_group_rule.https["out"]"#,
+                    MatchKind::Related
+                ),
+            ]
+        );
+        // Dependents exclude the matches and list each node once.
+        assert_eq!(
+            deps(&r),
+            ["aws_instance.app[0]", "aws_cloudwatch_metric_alarm.cpu"]
+        );
+    }
+
+    #[test]
+    fn account_guard_refuses_other_accounts() {
+        let g = graph();
+        // Same plain name in two accounts: only the event's account matches.
+        let r = route(
+            &g,
+            &event(Some("111"), vec![ResourceRef::new("shared-name")]),
+        );
+        // (The dev policy has no known account, so the guard cannot refuse it.)
+        assert_eq!(
+            summary(&r),
+            [
+                m("prod", "aws_s3_bucket.logs", MatchKind::Primary),
+                m("dev", "aws_s3_bucket_policy.logs", MatchKind::Primary),
+            ]
+        );
+        let r = route(
+            &g,
+            &event(Some("222"), vec![ResourceRef::new("shared-name")]),
+        );
+        assert_eq!(
+            summary(&r),
+            [
+                m("dev", "aws_s3_bucket.logs", MatchKind::Primary),
+                // No known account: kept; also related through `bucket`, primary wins.
+                m("dev", "aws_s3_bucket_policy.logs", MatchKind::Primary),
+            ]
+        );
+        // Unknown event account: every candidate.
+        let r = route(&g, &event(None, vec![ResourceRef::new("shared-name")]));
+        assert_eq!(r.matches.len(), 3);
+        // An account nobody has: only nodes without a known account.
+        let r = route(&g, &event(Some("999"), vec![ResourceRef::new("sg-1")]));
+        assert_eq!(
+            summary(&r),
+            [
+                m(
+                    "prod",
+                    r#"aws_security_group_rule.https["in"]"#,
+                    MatchKind::Related
+                ),
+                m(
+                    "prod",
+                    r#"aws_security_group_rule.https["out"]"#,
+                    MatchKind::Related
+                ),
+            ]
+        );
+        // The guard also applies to the parent fallback: sg-1 is in 111, so with
+        // account 999 the walk goes on to the next parent (vpc-1 is in 111 too).
+        let r = route(
+            &g,
+            &event(Some("999"), vec![with_parents("x", &["sg-1", "vpc-1"])]),
+        );
+        assert!(r.matches.is_empty(), "{:?}", summary(&r));
+    }
+
+    #[test]
+    fn dependents_are_transitive_and_nearest_first() {
+        let g = graph();
+        let r = route(&g, &event(Some("111"), vec![ResourceRef::new("vpc-1")]));
+        assert_eq!(summary(&r), [m("prod", "aws_vpc.main", MatchKind::Primary)]);
+        assert_eq!(
+            deps(&r),
+            [
+                "aws_security_group.web",
+                r#"aws_security_group_rule.https["in"]"#,
+                r#"aws_security_group_rule.https["out"]"#,
+                "aws_instance.app[0]",
+                "aws_cloudwatch_metric_alarm.cpu",
+            ]
+        );
+        assert!(r.dependents.iter().all(|d| &*d.workspace == "prod"));
+        // Serialization shape of the report.
+        let json = serde_json::to_value(&r.matches[0]).expect("serialize");
+        assert_eq!(
+            json,
+            serde_json::json!({"workspace": "prod", "address": "aws_vpc.main", "match": "primary"})
+        );
+    }
+
+    #[test]
+    fn empty_graph_routes_nothing() {
+        let g = Graph::default();
+        let r = route(&g, &event(Some("1"), vec![with_parents("a", &["b"])]));
+        assert_eq!(r, Routed::default());
+    }
 }
