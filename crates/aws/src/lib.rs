@@ -1,6 +1,11 @@
 //! Aws support: pure normalization of change-feed payloads into [`DriftEvent`]s and
 //! the [`StateIdentity`] plug-in that indexes Terraform resources of this provider.
 
+#[cfg(feature = "sqs")]
+pub mod setup;
+#[cfg(feature = "sqs")]
+pub mod sqs;
+
 use driftreactor_event::{DriftEvent, NormalizeError, StateIdentity, StateInstance};
 
 /// Normalizes one EventBridge envelope (`detail-type: AWS API Call via CloudTrail` or any other detail-type) or one bare CloudTrail record into a [`DriftEvent`]. Pure, no I/O, never panics.

@@ -1,0 +1,353 @@
+//! The `aws_sqs` source against moto's server: messages are deleted only after the
+//! pipeline answered, visibility is extended meanwhile, duplicates are acknowledged
+//! but recorded once, poison messages reach the DLQ through the redrive policy with the
+//! reason logged, failed ones are released, SNS bodies are unwrapped.
+//!
+//! Needs `moto_server` (`pip install 'moto[server]'`); skipped only with
+//! `DRIFTREACTOR_SKIP_MOTO=1`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use aws_sdk_sqs::types::QueueAttributeName;
+use common::*;
+use driftreactor_aws::sqs::SqsSourceConfig;
+use driftreactor_source::{Delivery, PayloadFormat, ShutdownSignal, Source, SourceMessage};
+use driftreactor_testkit::moto::MotoServer;
+use tokio::sync::mpsc;
+
+struct Running {
+    shutdown: ShutdownSignal,
+    task: tokio::task::JoinHandle<Result<(), driftreactor_source::SourceError>>,
+}
+
+impl Running {
+    async fn stop(self) {
+        self.shutdown.cancel();
+        let result = tokio::time::timeout(Duration::from_secs(40), self.task)
+            .await
+            .expect("source stops after shutdown")
+            .unwrap();
+        result.unwrap();
+    }
+}
+
+async fn start_source(
+    moto: &MotoServer,
+    config: SqsSourceConfig,
+) -> (Running, mpsc::Receiver<SourceMessage>) {
+    let _ = captured_logs();
+    let source = config.build_with(&sdk(moto).await).await.unwrap();
+    let (tx, rx) = mpsc::channel(16);
+    let shutdown = ShutdownSignal::new();
+    let task = tokio::spawn(Box::new(source).run(tx, shutdown.clone()));
+    (Running { shutdown, task }, rx)
+}
+
+async fn create_queue(
+    sqs: &aws_sdk_sqs::Client,
+    name: &str,
+    visibility_secs: u32,
+    dlq: Option<(&str, u32)>,
+) -> String {
+    let mut create = sqs.create_queue().queue_name(name).attributes(
+        QueueAttributeName::VisibilityTimeout,
+        visibility_secs.to_string(),
+    );
+    if let Some((dlq_url, max_receive)) = dlq {
+        let arn = sqs
+            .get_queue_attributes()
+            .queue_url(dlq_url)
+            .attribute_names(QueueAttributeName::QueueArn)
+            .send()
+            .await
+            .unwrap()
+            .attributes()
+            .unwrap()[&QueueAttributeName::QueueArn]
+            .clone();
+        create = create.attributes(
+            QueueAttributeName::RedrivePolicy,
+            serde_json::json!({"deadLetterTargetArn": arn, "maxReceiveCount": max_receive})
+                .to_string(),
+        );
+    }
+    create.send().await.unwrap().queue_url().unwrap().to_owned()
+}
+
+fn config(queue_name: &str, visibility_secs: u32) -> SqsSourceConfig {
+    SqsSourceConfig {
+        queue_name: Some(queue_name.into()),
+        visibility_timeout_secs: visibility_secs,
+        wait_time_secs: 1,
+        ..SqsSourceConfig::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn deletes_only_after_the_pipeline_answers_and_extends_visibility_meanwhile() {
+    let Some(moto) = MotoServer::start_or_skip() else {
+        return;
+    };
+    let sqs = aws_sdk_sqs::Client::new(&sdk(&moto).await);
+    let url = create_queue(&sqs, "drift-order", 2, None).await;
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body(cloudtrail_envelope("ev-order-1"))
+        .send()
+        .await
+        .unwrap();
+    let (running, mut rx) = start_source(&moto, config("drift-order", 2)).await;
+
+    let message = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(message.format, PayloadFormat::AwsEvent);
+    assert_eq!(message.attributes["ApproximateReceiveCount"], "1");
+    // The pipeline "journals" slowly: 3 visibility timeouts. The message must stay in
+    // the queue, in flight, and must not be redelivered (visibility is extended).
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(
+        queue_counts(&sqs, &url).await,
+        (0, 1),
+        "in flight, not deleted, not visible"
+    );
+    assert!(
+        rx.try_recv().is_err(),
+        "redelivered while the pipeline still held it"
+    );
+    let answered_at = Instant::now();
+    message.ack.done(Delivery::Recorded);
+
+    let deleted = eventually(Duration::from_secs(10), || async {
+        queue_counts(&sqs, &url).await == (0, 0)
+    })
+    .await;
+    assert!(deleted, "deleted after the answer");
+    assert!(answered_at.elapsed() < Duration::from_secs(10));
+    running.stop().await;
+    // Nothing left to redeliver.
+    let left = sqs
+        .receive_message()
+        .queue_url(&url)
+        .wait_time_seconds(1)
+        .send()
+        .await
+        .unwrap();
+    assert!(left.messages().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn duplicate_delivery_is_recorded_once_and_every_copy_deleted_with_concurrent_receivers() {
+    let Some(moto) = MotoServer::start_or_skip() else {
+        return;
+    };
+    let sqs = aws_sdk_sqs::Client::new(&sdk(&moto).await);
+    let url = create_queue(&sqs, "drift-dupes", 30, None).await;
+    // 12 distinct events, and the first one delivered twice more (EventBridge and SQS
+    // are at-least-once).
+    let mut bodies: Vec<String> = (0..12)
+        .map(|i| cloudtrail_envelope(&format!("ev-{i}")))
+        .collect();
+    bodies.push(cloudtrail_envelope("ev-0"));
+    bodies.push(cloudtrail_envelope("ev-0"));
+    for body in &bodies {
+        sqs.send_message()
+            .queue_url(&url)
+            .message_body(body)
+            .send()
+            .await
+            .unwrap();
+    }
+    let (running, rx) = start_source(
+        &moto,
+        SqsSourceConfig {
+            receivers: 3,
+            ..config("drift-dupes", 30)
+        },
+    )
+    .await;
+    let answers = fake_pipeline(rx, 0);
+    let done = eventually(Duration::from_secs(20), || async {
+        answers.lock().unwrap().len() >= 14 && queue_counts(&sqs, &url).await == (0, 0)
+    })
+    .await;
+    running.stop().await;
+    let answers = answers.lock().unwrap().clone();
+    assert!(done, "all handled and deleted: {} answers", answers.len());
+    assert_eq!(answers.len(), 14, "each message handed off once");
+    let recorded = answers
+        .iter()
+        .filter(|a| a.delivery == Delivery::Recorded)
+        .count();
+    let duplicates: Vec<_> = answers
+        .iter()
+        .filter(|a| a.delivery == Delivery::Duplicate)
+        .collect();
+    assert_eq!(recorded, 12, "each event recorded once");
+    assert_eq!(duplicates.len(), 2);
+    assert!(
+        duplicates
+            .iter()
+            .all(|a| a.event_id.as_deref() == Some("ev-0"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn poison_message_reaches_the_dlq_after_the_redrive_count_with_the_reason_logged() {
+    let Some(moto) = MotoServer::start_or_skip() else {
+        return;
+    };
+    let logs = captured_logs();
+    let sqs = aws_sdk_sqs::Client::new(&sdk(&moto).await);
+    let dlq_url = create_queue(&sqs, "drift-poison-dlq", 30, None).await;
+    let url = create_queue(&sqs, "drift-poison", 1, Some((&dlq_url, 2))).await;
+    let sent = sqs
+        .send_message()
+        .queue_url(&url)
+        .message_body("this is { not json")
+        .send()
+        .await
+        .unwrap();
+    let poison_id = sent.message_id().unwrap().to_owned();
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body(cloudtrail_envelope("ev-good"))
+        .send()
+        .await
+        .unwrap();
+    let (running, rx) = start_source(&moto, config("drift-poison", 1)).await;
+    let answers = fake_pipeline(rx, 0);
+
+    let in_dlq = eventually(Duration::from_secs(30), || async {
+        queue_counts(&sqs, &dlq_url).await.0 == 1 && queue_counts(&sqs, &url).await == (0, 0)
+    })
+    .await;
+    running.stop().await;
+    assert!(
+        in_dlq,
+        "the poison message moved to the DLQ and the good one was deleted"
+    );
+    let dead = sqs
+        .receive_message()
+        .queue_url(&dlq_url)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(dead.messages()[0].body(), Some("this is { not json"));
+    assert_eq!(dead.messages()[0].message_id(), Some(poison_id.as_str()));
+
+    let answers = answers.lock().unwrap().clone();
+    let rejections: Vec<_> = answers
+        .iter()
+        .filter(|a| a.message_id == poison_id)
+        .collect();
+    assert_eq!(
+        rejections.len(),
+        2,
+        "rejected on each of maxReceiveCount receives: {rejections:?}"
+    );
+    assert!(
+        rejections
+            .iter()
+            .all(|a| matches!(a.delivery, Delivery::Rejected(_)))
+    );
+    assert_eq!(rejections[1].receive_count, "2");
+    assert_eq!(
+        answers
+            .iter()
+            .filter(|a| a.delivery == Delivery::Recorded)
+            .count(),
+        1
+    );
+
+    let logs = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+    let line = logs
+        .lines()
+        .find(|l| l.contains(&poison_id) && l.contains("receive_count=2"))
+        .unwrap_or_else(|| panic!("no log line for {poison_id} with its receive count"));
+    assert!(
+        line.contains("payload is not JSON"),
+        "reason logged: {line}"
+    );
+    assert!(line.contains("redrive"), "{line}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn failed_delivery_is_released_for_prompt_redelivery() {
+    let Some(moto) = MotoServer::start_or_skip() else {
+        return;
+    };
+    let sqs = aws_sdk_sqs::Client::new(&sdk(&moto).await);
+    let url = create_queue(&sqs, "drift-failed", 60, None).await;
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body(cloudtrail_envelope("ev-retry"))
+        .send()
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let (running, rx) = start_source(&moto, config("drift-failed", 60)).await;
+    let answers = fake_pipeline(rx, 1);
+    let done = eventually(Duration::from_secs(20), || async {
+        answers.lock().unwrap().len() == 2 && queue_counts(&sqs, &url).await == (0, 0)
+    })
+    .await;
+    running.stop().await;
+    assert!(done, "redelivered and then deleted");
+    // Released at once, not after the 60 s visibility timeout.
+    assert!(started.elapsed() < Duration::from_secs(60));
+    let answers = answers.lock().unwrap().clone();
+    assert!(matches!(answers[0].delivery, Delivery::Failed(_)));
+    assert_eq!(answers[1].delivery, Delivery::Recorded);
+    assert_eq!(answers[1].receive_count, "2");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sns_wrapped_body_is_unwrapped_before_hand_off() {
+    let Some(moto) = MotoServer::start_or_skip() else {
+        return;
+    };
+    let sqs = aws_sdk_sqs::Client::new(&sdk(&moto).await);
+    let url = create_queue(&sqs, "drift-sns", 30, None).await;
+    let inner = cloudtrail_envelope("ev-sns");
+    let body = serde_json::json!({
+        "Type": "Notification",
+        "MessageId": "sns-1",
+        "TopicArn": "arn:aws:sns:us-east-1:123456789012:drift",
+        "Message": inner,
+        "Timestamp": "2026-01-01T00:00:00.000Z",
+    })
+    .to_string();
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body(body)
+        .send()
+        .await
+        .unwrap();
+    let (running, rx) = start_source(&moto, config("drift-sns", 30)).await;
+    let answers = fake_pipeline(rx, 0);
+    let done = eventually(Duration::from_secs(10), || async {
+        queue_counts(&sqs, &url).await == (0, 0)
+    })
+    .await;
+    running.stop().await;
+    assert!(done);
+    let answers = answers.lock().unwrap().clone();
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers[0].payload, inner.as_bytes());
+    assert_eq!(answers[0].event_id.as_deref(), Some("ev-sns"));
+}
+
+#[tokio::test]
+async fn missing_queue_name_fails_to_build_with_the_sdk_error() {
+    let Some(moto) = MotoServer::start_or_skip() else {
+        return;
+    };
+    let err = config("no-such-queue", 30)
+        .build_with(&sdk(&moto).await)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no-such-queue"), "{err}");
+}
