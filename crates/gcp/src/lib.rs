@@ -62,6 +62,8 @@
 mod identity;
 mod lenient;
 mod normalize;
+#[cfg(feature = "pubsub")]
+pub mod pubsub;
 pub mod resource_name;
 
 use std::collections::BTreeMap;

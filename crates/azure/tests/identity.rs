@@ -1,0 +1,204 @@
+//! `AzureIdentity` over the corpus state `azurerm_aks_acr_helm` and hand-written
+//! instances.
+
+use std::path::{Path, PathBuf};
+
+use driftreactor_azure::AzureIdentity;
+use driftreactor_event::{StateIdentity, StateInstance};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+fn corpus(rel: &str) -> PathBuf {
+    let base = std::env::var_os("DRIFTREACTOR_CORPUS").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"),
+        PathBuf::from,
+    );
+    let p = base.join(rel);
+    assert!(
+        p.is_file(),
+        "corpus file {} is missing: check out shared/ beside the repo or set DRIFTREACTOR_CORPUS",
+        p.display()
+    );
+    p
+}
+
+#[derive(Deserialize)]
+struct State {
+    resources: Vec<Resource>,
+}
+#[derive(Deserialize)]
+struct Resource {
+    mode: String,
+    #[serde(rename = "type")]
+    ty: String,
+    name: String,
+    provider: String,
+    instances: Vec<Instance>,
+}
+#[derive(Deserialize)]
+struct Instance {
+    attributes: Box<RawValue>,
+}
+
+struct Indexed {
+    identities: Vec<String>,
+    parents: Vec<String>,
+    account: Option<String>,
+}
+
+fn index(ty: &str, provider: &str, attributes: &RawValue) -> Indexed {
+    let inst = StateInstance {
+        resource_type: ty,
+        provider,
+        attributes,
+    };
+    let (mut identities, mut parents) = (Vec::new(), Vec::new());
+    AzureIdentity.identities(&inst, &mut identities);
+    AzureIdentity.parents(&inst, &mut parents);
+    Indexed {
+        identities,
+        parents,
+        account: AzureIdentity.account(&inst),
+    }
+}
+
+fn by_address(state: &State, ty: &str, name: &str) -> Indexed {
+    let r = state
+        .resources
+        .iter()
+        .find(|r| r.mode == "managed" && r.ty == ty && r.name == name)
+        .unwrap_or_else(|| panic!("{ty}.{name} not in state"));
+    index(&r.ty, &r.provider, &r.instances[0].attributes)
+}
+
+const SUB: &str = "00000000-0000-4000-8000-000000000001";
+
+#[test]
+fn aks_acr_state_identities() {
+    let text =
+        std::fs::read_to_string(corpus("tfstate/azurerm_aks_acr_helm.tfstate.json")).unwrap();
+    let state: State = serde_json::from_str(&text).unwrap();
+
+    let aks = by_address(&state, "azurerm_kubernetes_cluster", "aks");
+    assert_eq!(
+        aks.identities,
+        [format!(
+            "/subscriptions/{SUB}/resourcegroups/tql-aks-rg/providers/microsoft.containerservice/managedclusters/tql-aks"
+        )]
+    );
+    assert!(aks.parents.is_empty(), "{:?}", aks.parents);
+    assert_eq!(aks.account.as_deref(), Some(SUB));
+
+    let rg = by_address(&state, "azurerm_resource_group", "rg");
+    assert_eq!(
+        rg.identities,
+        [format!("/subscriptions/{SUB}/resourcegroups/tql-aks-rg")]
+    );
+    assert!(rg.parents.is_empty());
+
+    let ra = by_address(&state, "azurerm_role_assignment", "aks_acr_pull");
+    let acr = format!(
+        "/subscriptions/{SUB}/resourcegroups/tql-aks-rg/providers/microsoft.containerregistry/registries/tqlacr68079"
+    );
+    assert_eq!(
+        ra.identities,
+        [format!(
+            "{acr}/providers/microsoft.authorization/roleassignments/09332492-0b51-5d46-72fd-8af3f2c12c0a"
+        )]
+    );
+    assert_eq!(ra.parents, [acr.clone()]);
+
+    let reg = by_address(&state, "azurerm_container_registry", "acr");
+    assert_eq!(reg.identities, [acr]);
+
+    // Not ours: no identities, and no panic.
+    let helm = by_address(&state, "helm_release", "argocd");
+    assert!(helm.identities.is_empty());
+    assert!(!AzureIdentity.handles("helm_release"));
+    assert!(AzureIdentity.handles("azurerm_subnet"));
+    assert!(AzureIdentity.handles("azapi_resource"));
+}
+
+fn raw(json: &str) -> Box<RawValue> {
+    RawValue::from_string(json.to_owned()).unwrap()
+}
+
+#[test]
+fn child_resources_hang_off_their_parents() {
+    let rule = raw(
+        r#"{"id": "/subscriptions/S/resourceGroups/RG/providers/Microsoft.Network/networkSecurityGroups/web/securityRules/ssh",
+        "name": "ssh", "resource_group_name": "RG", "network_security_group_name": "web"}"#,
+    );
+    let i = index("azurerm_network_security_rule", "p", &rule);
+    assert_eq!(
+        i.parents,
+        [
+            "/subscriptions/s/resourcegroups/rg/providers/microsoft.network/networksecuritygroups/web"
+        ]
+    );
+
+    let pool = raw(
+        r#"{"id": "/subscriptions/S/resourceGroups/RG/providers/Microsoft.ContainerService/managedClusters/k/agentPools/user",
+        "kubernetes_cluster_id": "/subscriptions/S/resourcegroups/RG/providers/Microsoft.ContainerService/managedClusters/k"}"#,
+    );
+    let i = index("azurerm_kubernetes_cluster_node_pool", "p", &pool);
+    assert_eq!(
+        i.parents,
+        [
+            "/subscriptions/s/resourcegroups/rg/providers/microsoft.containerservice/managedclusters/k"
+        ]
+    );
+
+    let assoc = raw(
+        r#"{"id": "/subscriptions/S/resourceGroups/RG/providers/Microsoft.Network/virtualNetworks/v/subnets/a",
+        "subnet_id": "/subscriptions/S/resourceGroups/RG/providers/Microsoft.Network/virtualNetworks/v/subnets/a",
+        "network_security_group_id": "/subscriptions/S/resourceGroups/RG/providers/Microsoft.Network/networkSecurityGroups/web"}"#,
+    );
+    let i = index(
+        "azurerm_subnet_network_security_group_association",
+        "p",
+        &assoc,
+    );
+    assert_eq!(
+        i.parents,
+        [
+            "/subscriptions/s/resourcegroups/rg/providers/microsoft.network/virtualnetworks/v",
+            "/subscriptions/s/resourcegroups/rg/providers/microsoft.network/networksecuritygroups/web"
+        ]
+    );
+
+    // A role assignment on a resource group: the group is never a parent.
+    let ra = raw(
+        r#"{"id": "/subscriptions/S/resourceGroups/RG/providers/Microsoft.Authorization/roleAssignments/g",
+        "scope": "/subscriptions/S/resourceGroups/RG"}"#,
+    );
+    let i = index("azurerm_role_assignment", "p", &ra);
+    assert!(i.parents.is_empty(), "{:?}", i.parents);
+    assert_eq!(i.account.as_deref(), Some("s"));
+}
+
+#[test]
+fn odd_attributes_yield_fewer_identities_not_panics() {
+    for json in [
+        r#"{}"#,
+        r#"{"id": 5}"#,
+        r#"{"id": null, "scope": ["x"]}"#,
+        r#"{"id": "https://myvault.vault.azure.net/secrets/s/123"}"#,
+        r#"[1,2]"#,
+        r#""text""#,
+    ] {
+        let i = index("azurerm_key_vault_secret", "p", &raw(json));
+        assert!(i.identities.is_empty(), "{json}");
+    }
+    let sc = raw(r#"{"id": "https://acct.blob.core.windows.net/c",
+        "resource_manager_id": "/subscriptions/S/resourceGroups/RG/providers/Microsoft.Storage/storageAccounts/acct/blobServices/default/containers/c"}"#);
+    let i = index("azurerm_storage_container", "p", &sc);
+    assert_eq!(i.identities.len(), 1);
+    assert_eq!(
+        i.parents,
+        [
+            "/subscriptions/s/resourcegroups/rg/providers/microsoft.storage/storageaccounts/acct/blobservices/default",
+            "/subscriptions/s/resourcegroups/rg/providers/microsoft.storage/storageaccounts/acct"
+        ]
+    );
+}
