@@ -324,8 +324,11 @@ pub fn pr_body(report: &DriftReport) -> String {
     }
 
     let _ = writeln!(b, "### What changed\n");
-    let _ = writeln!(b, "| When (UTC) | Who | Via | Source IP | Operation |");
-    let _ = writeln!(b, "|---|---|---|---|---|");
+    let _ = writeln!(
+        b,
+        "| When (UTC) | Who | Via | Source IP | Operation | Event |"
+    );
+    let _ = writeln!(b, "|---|---|---|---|---|---|");
     for e in &report.evidence {
         let when = e.occurred_at.map_or_else(
             || "unknown".to_owned(),
@@ -338,7 +341,7 @@ pub fn pr_body(report: &DriftReport) -> String {
         };
         let _ = writeln!(
             b,
-            "| {when} | `{}` | {} | {} | `{}` ({}) |",
+            "| {when} | `{}` | {} | {} | `{}` ({}) | `{}` |",
             cell(who),
             e.via,
             e.source_ip
@@ -346,6 +349,7 @@ pub fn pr_body(report: &DriftReport) -> String {
                 .map_or_else(|| "unknown".to_owned(), cell),
             cell(&e.operation),
             cell(&e.service),
+            cell(&e.event_id),
         );
     }
     b.push('\n');

@@ -1,1 +1,42 @@
-//! driftreactor-remediate (placeholder; see the crate README).
+//! The remediator: turns the decider's `revert`, `pull_request` and `notify` into work,
+//! carefully.
+//!
+//! * Work is keyed by (workspace, address) ([`WorkKey`]), never by raw event: events
+//!   for one key within the settle window coalesce into one [`WorkItem`] that keeps
+//!   every event as (redacted) evidence.
+//! * At most one IaC run per workspace at a time; different workspaces in parallel up
+//!   to `max_parallel_workspaces`. The runner task owns all scheduling state, so
+//!   nothing holds a lock across an `.await`.
+//! * [`reconcile`] + [`error_policy`] (kube-runtime style) return a small
+//!   `#[must_use]` [`Action`]: done, requeue with backoff (exponential with jitter,
+//!   `backon`), recheck later, or escalate.
+//! * Revert = `init` when needed, `plan -detailed-exitcode -target=… -out=…`,
+//!   `show -json`, the pure [`guard()`] over the plan JSON, then `apply <planfile>`
+//!   ([`TfRunner`]). Exit 0 resolves the drift; a refused plan becomes a PR.
+//! * Attempts per address are capped per hour; an address that keeps drifting back
+//!   after our reverts (non-converging) or exceeds the cap is escalated (PR + Slack)
+//!   and auto-revert pauses until a human [`Remediator::clear`]s it or a plan shows no
+//!   drift. Events that fall within our own apply and match the planned change are
+//!   ignored as our echo.
+//!
+//! Entry points: [`Remediator::builder`] (or [`Remediator::from_config`]),
+//! [`Remediator::submit`], [`Remediator::run_until_idle`] (replay),
+//! [`Remediator::subscribe`] (transitions), [`Remediator::shutdown`].
+
+mod config;
+pub mod guard;
+mod item;
+mod reconcile;
+mod runner;
+mod setup;
+mod store;
+mod tf;
+
+pub use config::{RemediationConfig, Workspace};
+pub use guard::{GuardError, GuardReport, Verdict, guard};
+pub use item::{MAX_EVIDENCE, Mode, Submission, WorkItem, WorkKey, is_own_echo, submissions};
+pub use reconcile::{Action, Batch, Context, Error, error_policy, escalate, reconcile};
+pub use runner::{Remediator, RemediatorBuilder, SubmitError, Submitted};
+pub use setup::SetupError;
+pub use store::{ApplyRecord, MemoryStore, StateStore};
+pub use tf::{PlanExit, TfError, TfRunner};

@@ -8,3 +8,4 @@ pub mod eventgrid_ns;
 pub mod moto;
 pub mod process;
 pub mod pubsub;
+pub mod terraform;

@@ -1,0 +1,308 @@
+//! The guard: a pure check of a targeted plan (`terraform show -json <planfile>`,
+//! the "JSON output format" document, `resource_changes[]`) before it is applied.
+//!
+//! It passes only when every change (actions other than `no-op` / `read`) is inside a
+//! targeted address and is an in-place `update` or a `create` (re-creating a resource
+//! deleted out of band). It refuses any change outside the targets (`-target` also
+//! plans the targets' dependencies), any `delete`, any replace (`delete`+`create` in
+//! either order), any other action (`forget`, …), and a plan marked `errored`.
+
+use driftreactor_notify::{AttributeChange, PlanSummary, PlannedChange};
+use serde_json::Value;
+
+/// Longest rendering of one attribute value in a summary, in characters.
+const MAX_VALUE_CHARS: usize = 200;
+
+/// Why plan JSON could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GuardError {
+    /// Not JSON, or not the plan representation.
+    #[error("plan JSON is not valid: {0}")]
+    Invalid(String),
+}
+
+/// What the guard decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Nothing to do (only `no-op` / `read`, or only output changes).
+    NoChanges,
+    /// Safe to apply.
+    Pass,
+    /// Do not apply; see [`PlanSummary::refusals`].
+    Refuse,
+}
+
+/// The guard's answer: the verdict and the human summary of the plan (values are not
+/// redacted yet; the caller redacts).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuardReport {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Targets, changes (with attribute diffs) and refusals.
+    pub summary: PlanSummary,
+}
+
+/// True when `target` (a `-target` address) covers `address`: equal, or `address` is an
+/// instance of it (`aws_instance.app` covers `aws_instance.app[0]`) or inside it
+/// (`module.net` covers `module.net.aws_vpc.main`).
+pub fn covers(target: &str, address: &str) -> bool {
+    address == target
+        || (address.len() > target.len()
+            && address.starts_with(target)
+            && matches!(address.as_bytes()[target.len()], b'[' | b'.'))
+}
+
+/// Checks `plan_json` against `targets`. Pure.
+///
+/// # Errors
+/// [`GuardError::Invalid`] when the input is not plan JSON (no `resource_changes`
+/// array is fine: no changes).
+pub fn guard(plan_json: &[u8], targets: &[String]) -> Result<GuardReport, GuardError> {
+    let plan: Value =
+        serde_json::from_slice(plan_json).map_err(|e| GuardError::Invalid(e.to_string()))?;
+    if !plan.is_object() || plan.get("format_version").is_none() {
+        return Err(GuardError::Invalid(
+            "no `format_version`: not `show -json` output of a plan".into(),
+        ));
+    }
+    let mut summary = PlanSummary {
+        targets: targets.to_vec(),
+        ..PlanSummary::default()
+    };
+    if plan["errored"].as_bool() == Some(true) {
+        summary
+            .refusals
+            .push("The plan is marked `errored`: Terraform could not finish planning.".into());
+    }
+    let empty = Vec::new();
+    let changes = match &plan["resource_changes"] {
+        Value::Null => &empty,
+        Value::Array(a) => a,
+        _ => {
+            return Err(GuardError::Invalid(
+                "`resource_changes` is not an array".into(),
+            ));
+        }
+    };
+    for rc in changes {
+        let address = rc["address"].as_str().ok_or_else(|| {
+            GuardError::Invalid("a `resource_changes` entry has no `address`".into())
+        })?;
+        let actions: Vec<String> = rc["change"]["actions"]
+            .as_array()
+            .ok_or_else(|| GuardError::Invalid(format!("`{address}` has no `change.actions`")))?
+            .iter()
+            .filter_map(|a| a.as_str().map(str::to_owned))
+            .collect();
+        if actions.iter().all(|a| a == "no-op" || a == "read") {
+            continue;
+        }
+        let has = |a: &str| actions.iter().any(|x| x == a);
+        let list = actions.join(", ");
+        if !targets.iter().any(|t| covers(t, address)) {
+            summary.refusals.push(format!(
+                "`{address}` ({list}) is outside the targeted addresses (`-target` also plans dependencies)."
+            ));
+        }
+        if has("delete") && has("create") {
+            summary.refusals.push(format!(
+                "`{address}` would be replaced (destroyed and re-created)."
+            ));
+        } else if has("delete") {
+            summary
+                .refusals
+                .push(format!("`{address}` would be destroyed."));
+        } else if let Some(other) = actions
+            .iter()
+            .find(|a| !matches!(a.as_str(), "update" | "create"))
+        {
+            summary.refusals.push(format!(
+                "`{address}` has action `{other}`, which the guard never applies."
+            ));
+        }
+        let attributes = if has("update") {
+            attribute_changes(&rc["change"])
+        } else {
+            Vec::new()
+        };
+        summary.changes.push(PlannedChange {
+            address: address.to_owned(),
+            actions,
+            attributes,
+        });
+    }
+    let verdict = if !summary.refusals.is_empty() {
+        Verdict::Refuse
+    } else if summary.changes.is_empty() {
+        Verdict::NoChanges
+    } else {
+        Verdict::Pass
+    };
+    Ok(GuardReport { verdict, summary })
+}
+
+/// True when a `*_sensitive` / `after_unknown` marker says the attribute (or anything
+/// inside it) is marked.
+fn marked(v: &Value) -> bool {
+    match v {
+        Value::Bool(b) => *b,
+        Value::Array(a) => a.iter().any(marked),
+        Value::Object(o) => o.values().any(marked),
+        _ => false,
+    }
+}
+
+fn render(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() <= MAX_VALUE_CHARS {
+        return s;
+    }
+    let cut: String = s.chars().take(MAX_VALUE_CHARS).collect();
+    format!("{cut}…")
+}
+
+/// Top-level attributes whose value differs between `before` and `after`, with
+/// sensitive values hidden and unknown values named.
+fn attribute_changes(change: &Value) -> Vec<AttributeChange> {
+    let (Some(before), Some(after)) = (change["before"].as_object(), change["after"].as_object())
+    else {
+        return Vec::new();
+    };
+    let mut names: Vec<&String> = before.keys().chain(after.keys()).collect();
+    names.sort();
+    names.dedup();
+    let mut out = Vec::new();
+    for name in names {
+        let b = before.get(name).unwrap_or(&Value::Null);
+        let a = after.get(name).unwrap_or(&Value::Null);
+        let unknown = marked(&change["after_unknown"][name.as_str()]);
+        if a == b && !unknown {
+            continue;
+        }
+        let sensitive = marked(&change["before_sensitive"][name.as_str()])
+            || marked(&change["after_sensitive"][name.as_str()]);
+        let (before, after) = if sensitive {
+            ("(sensitive)".to_owned(), "(sensitive)".to_owned())
+        } else if unknown {
+            (render(b), "(known after apply)".to_owned())
+        } else {
+            (render(b), render(a))
+        };
+        out.push(AttributeChange {
+            name: name.clone(),
+            before,
+            after,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn golden(name: &str) -> Vec<u8> {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/plans")
+            .join(name);
+        std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    }
+
+    fn t(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn covers_instances_and_modules_but_not_prefixes() {
+        assert!(covers("aws_instance.app", "aws_instance.app"));
+        assert!(covers("aws_instance.app", "aws_instance.app[0]"));
+        assert!(covers("module.net", "module.net.aws_vpc.main"));
+        assert!(!covers("aws_instance.app", "aws_instance.app2"));
+        assert!(!covers("module.net", "module.network.aws_vpc.main"));
+        assert!(!covers("aws_instance.app[0]", "aws_instance.app[1]"));
+    }
+
+    #[test]
+    fn targeted_update_passes_and_lists_the_changed_attributes() {
+        // Shape of terraform 1.11 `show -json` after opening port 22 on a group.
+        let r = guard(&golden("sg_update.json"), &t(&["aws_security_group.web"])).unwrap();
+        assert_eq!(r.verdict, Verdict::Pass, "{:?}", r.summary.refusals);
+        assert_eq!(r.summary.changes.len(), 1);
+        let c = &r.summary.changes[0];
+        assert_eq!(
+            (c.address.as_str(), c.actions.clone()),
+            ("aws_security_group.web", t(&["update"]))
+        );
+        let names: Vec<_> = c.attributes.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["ingress"]);
+    }
+
+    #[test]
+    fn no_op_and_read_only_is_no_changes() {
+        let r = guard(&golden("no_op.json"), &t(&["aws_security_group.web"])).unwrap();
+        assert_eq!(r.verdict, Verdict::NoChanges);
+        assert!(r.summary.changes.is_empty());
+    }
+
+    #[test]
+    fn a_change_outside_the_targets_is_refused() {
+        let r = guard(
+            &golden("extra_address.json"),
+            &t(&["aws_security_group.web"]),
+        )
+        .unwrap();
+        assert_eq!(r.verdict, Verdict::Refuse);
+        assert!(
+            r.summary.refusals[0].contains("`aws_vpc.main`"),
+            "{:?}",
+            r.summary.refusals
+        );
+    }
+
+    #[test]
+    fn replace_and_delete_are_refused_even_when_targeted() {
+        let r = guard(&golden("replace.json"), &t(&["aws_instance.app"])).unwrap();
+        assert_eq!(r.verdict, Verdict::Refuse);
+        assert!(
+            r.summary.refusals[0].contains("replaced"),
+            "{:?}",
+            r.summary.refusals
+        );
+        let r = guard(&golden("delete.json"), &t(&["aws_s3_bucket.logs"])).unwrap();
+        assert_eq!(r.verdict, Verdict::Refuse);
+        assert!(
+            r.summary.refusals[0].contains("destroyed"),
+            "{:?}",
+            r.summary.refusals
+        );
+    }
+
+    #[test]
+    fn sensitive_and_unknown_values_are_not_shown() {
+        let r = guard(
+            &golden("sensitive_update.json"),
+            &t(&["aws_db_instance.main"]),
+        )
+        .unwrap();
+        assert_eq!(r.verdict, Verdict::Pass);
+        let attrs = &r.summary.changes[0].attributes;
+        let pw = attrs.iter().find(|a| a.name == "password").unwrap();
+        assert_eq!(
+            (pw.before.as_str(), pw.after.as_str()),
+            ("(sensitive)", "(sensitive)")
+        );
+        let ep = attrs.iter().find(|a| a.name == "endpoint").unwrap();
+        assert_eq!(ep.after, "(known after apply)");
+        let text = format!("{attrs:?}");
+        assert!(!text.contains("db-password-in-state"), "{text}");
+    }
+
+    #[test]
+    fn garbage_and_errored_plans() {
+        assert!(guard(b"not json", &[]).is_err());
+        assert!(guard(b"{}", &[]).is_err());
+        let r = guard(br#"{"format_version":"1.2","errored":true}"#, &[]).unwrap();
+        assert_eq!(r.verdict, Verdict::Refuse);
+    }
+}

@@ -1,0 +1,586 @@
+//! The reconciler, kube-runtime style: [`reconcile`] does the work for a batch of items
+//! of one workspace and returns a small [`Action`]; [`error_policy`] maps an error to an
+//! [`Action`]. Both are idempotent: running them again for the same drift gives the
+//! same PR (found by its branch), and a plan that shows no changes resolves it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use chrono::{Duration as ChronoDuration, Utc};
+use driftreactor_notify::{
+    DriftKind, DriftReport, DriftedAddress, Fingerprint, GitHub, GitHubError, PlanSummary,
+    Redactor, Slack, Transition, TransitionKind,
+};
+use tokio::sync::broadcast;
+
+use crate::config::{RemediationConfig, Workspace};
+use crate::guard::{self, GuardError, Verdict};
+use crate::item::{Mode, WorkItem};
+use crate::store::{ApplyRecord, StateStore};
+use crate::tf::{PlanExit, TfError, TfRunner};
+
+/// What the runner does next with a batch. Small and `#[must_use]`, like kube's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub enum Action {
+    /// Finished (reverted, resolved, notified): the next event starts a new story.
+    Done,
+    /// A PR is open, waiting for a human: keep the evidence for updates, and re-plan
+    /// after this long (zero: never by timer) to close the PR once the drift is
+    /// resolved. Does not keep [`crate::Remediator::run_until_idle`] waiting.
+    Recheck(Duration),
+    /// Try again after this long (transient failure); counts as pending work.
+    Requeue(Duration),
+    /// Stop automatic remediation of these addresses and tell a human (the evidence is
+    /// kept for the escalation PR).
+    Escalate(String),
+}
+
+impl Action {
+    /// [`Action::Done`].
+    pub const fn done() -> Self {
+        Action::Done
+    }
+    /// [`Action::Requeue`].
+    pub const fn requeue(after: Duration) -> Self {
+        Action::Requeue(after)
+    }
+    /// [`Action::Recheck`].
+    pub const fn recheck(after: Duration) -> Self {
+        Action::Recheck(after)
+    }
+    /// [`Action::Escalate`].
+    pub fn escalate(reason: impl Into<String>) -> Self {
+        Action::Escalate(reason.into())
+    }
+}
+
+/// Why a reconcile failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The IaC tool failed.
+    #[error(transparent)]
+    Tf(#[from] TfError),
+    /// `show -json` output could not be read.
+    #[error(transparent)]
+    Guard(#[from] GuardError),
+    /// A GitHub call failed.
+    #[error(transparent)]
+    GitHub(#[from] GitHubError),
+    /// The plan folder could not be prepared.
+    #[error("plan folder {path}: {reason}")]
+    PlanDir {
+        /// The folder.
+        path: String,
+        /// The OS error.
+        reason: String,
+    },
+}
+
+impl Error {
+    /// True when a retry with backoff may succeed.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Tf(e) => e.is_transient(),
+            Error::GitHub(e) => e.is_transient(),
+            Error::Guard(_) | Error::PlanDir { .. } => false,
+        }
+    }
+}
+
+/// A batch: the ready items of one workspace with the same [`Mode`], run as one IaC
+/// invocation (one `-target` per address) and one PR fingerprint.
+#[derive(Debug, Clone)]
+pub struct Batch {
+    /// Workspace name.
+    pub workspace: String,
+    /// The mode of every item.
+    pub mode: Mode,
+    /// The items (sorted by address).
+    pub items: Vec<WorkItem>,
+    /// True the first time these items are worked on (announce the new drift).
+    pub fresh: bool,
+    /// True when this is a scheduled re-check of an open PR.
+    pub recheck: bool,
+}
+
+impl Batch {
+    /// The targeted addresses.
+    pub fn addresses(&self) -> Vec<String> {
+        self.items
+            .iter()
+            .map(|i| i.key.address.to_string())
+            .collect()
+    }
+
+    /// The PR fingerprint.
+    pub fn fingerprint(&self) -> Fingerprint {
+        Fingerprint::new(self.workspace.clone(), self.addresses())
+    }
+
+    fn report(&self, plan: Option<PlanSummary>, reason: String) -> DriftReport {
+        let mut evidence: Vec<_> = self
+            .items
+            .iter()
+            .flat_map(|i| i.evidence.iter().cloned())
+            .collect();
+        evidence.sort_by_key(|e| e.occurred_at);
+        evidence.dedup_by(|a, b| a.event_id == b.event_id);
+        let mut dependents: Vec<String> = self
+            .items
+            .iter()
+            .flat_map(|i| i.dependents.iter().cloned())
+            .collect();
+        dependents.sort();
+        dependents.dedup();
+        dependents.retain(|d| !self.items.iter().any(|i| *i.key.address == **d));
+        let kind = match self.items.iter().find_map(|i| i.unmanaged.clone()) {
+            Some((resource, import)) if self.mode == Mode::Import => DriftKind::Unmanaged {
+                resource,
+                import: Some(import),
+            },
+            _ => DriftKind::Managed,
+        };
+        let mut addresses: Vec<DriftedAddress> = self
+            .items
+            .iter()
+            .map(|i| DriftedAddress {
+                address: i.key.address.to_string(),
+                matched: i.matched.to_owned(),
+            })
+            .collect();
+        addresses.sort_by_key(|a| (a.matched != "primary", a.address.clone()));
+        DriftReport {
+            workspace: self.workspace.clone(),
+            kind,
+            addresses,
+            dependents,
+            evidence,
+            plan,
+            reason,
+        }
+    }
+}
+
+/// Shared context of every reconcile (passed as `Arc`).
+#[derive(Debug)]
+pub struct Context {
+    /// `[remediation]`.
+    pub cfg: RemediationConfig,
+    /// Workspaces that can be planned and applied, by name.
+    pub workspaces: BTreeMap<String, Workspace>,
+    /// The PR client, when `[github]` is configured.
+    pub github: Option<GitHub>,
+    /// The Slack notifier, when configured.
+    pub slack: Option<Slack>,
+    /// Applied to everything that leaves the process.
+    pub redactor: Redactor,
+    /// Attempts, reverts, escalations, applies, open PRs.
+    pub store: Arc<dyn StateStore>,
+    /// Where plan files go (created 0700 on first use).
+    pub plan_dir: PathBuf,
+    /// Transition stream for callers.
+    pub transitions: broadcast::Sender<Transition>,
+    seq: AtomicU64,
+}
+
+impl Context {
+    /// A context. `plan_dir` defaults to a private folder under the temporary folder.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        cfg: RemediationConfig,
+        workspaces: Vec<Workspace>,
+        github: Option<GitHub>,
+        slack: Option<Slack>,
+        redactor: Redactor,
+        store: Arc<dyn StateStore>,
+        transitions: broadcast::Sender<Transition>,
+    ) -> Self {
+        let plan_dir = cfg.plan_dir.clone().unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("driftreactor-plans-{}", std::process::id()))
+        });
+        Self {
+            cfg,
+            workspaces: workspaces
+                .into_iter()
+                .map(|w| (w.name.clone(), w))
+                .collect(),
+            github,
+            slack,
+            redactor,
+            store,
+            plan_dir,
+            transitions,
+            seq: AtomicU64::new(0),
+        }
+    }
+
+    /// Sends a transition to Slack and to subscribers; never blocks.
+    pub fn emit(&self, workspace: &str, addresses: Vec<String>, kind: TransitionKind) {
+        let t = Transition {
+            workspace: workspace.to_owned(),
+            addresses,
+            kind,
+            at: Utc::now(),
+        };
+        tracing::info!(workspace, addresses = ?t.addresses, kind = ?t.kind, "Drift transition.");
+        if let Some(s) = &self.slack {
+            s.notify(t.clone());
+        }
+        let _ = self.transitions.send(t);
+    }
+
+    fn runner(&self, workspace: &str) -> Option<TfRunner> {
+        self.workspaces
+            .get(workspace)
+            .map(|w| TfRunner::new(w, &self.cfg, self.redactor.clone()))
+    }
+
+    /// A PR is open and waits for a human: keep the evidence, re-plan after
+    /// `recheck_secs` (zero: only when new events arrive).
+    fn recheck_action(&self) -> Action {
+        Action::recheck(Duration::from_secs(self.cfg.recheck_secs))
+    }
+
+    async fn plan_file(&self, workspace: &str) -> Result<PathBuf, Error> {
+        let dir = &self.plan_dir;
+        let err = |e: std::io::Error| Error::PlanDir {
+            path: dir.display().to_string(),
+            reason: e.to_string(),
+        };
+        tokio::fs::create_dir_all(dir).await.map_err(err)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            tokio::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                .await
+                .map_err(err)?;
+        }
+        let n = self.seq.fetch_add(1, Ordering::Relaxed);
+        Ok(dir.join(format!(
+            "{}-{n}.tfplan",
+            driftreactor_notify::slugify(workspace)
+        )))
+    }
+
+    /// Opens or updates the PR; emits `PullRequestOpened` when it was created.
+    async fn open_pr(&self, batch: &Batch, report: &DriftReport) -> Result<bool, Error> {
+        let Some(gh) = &self.github else {
+            tracing::warn!(workspace = %batch.workspace, "No [github] configured; cannot open a pull request.");
+            return Ok(false);
+        };
+        let pr = gh.upsert(report).await?;
+        self.store.pr_opened(&report.fingerprint());
+        if pr.created {
+            self.emit(
+                &batch.workspace,
+                batch.addresses(),
+                TransitionKind::PullRequestOpened { url: pr.url },
+            );
+        }
+        Ok(true)
+    }
+
+    /// Comments on and closes every open PR covering these addresses.
+    async fn close_prs(&self, batch: &Batch, how: &str) -> Result<(), Error> {
+        let Some(gh) = &self.github else {
+            return Ok(());
+        };
+        let mut fps = vec![batch.fingerprint()];
+        for a in batch.addresses() {
+            for fp in self.store.open_prs_with(&batch.workspace, &a) {
+                if !fps.contains(&fp) {
+                    fps.push(fp);
+                }
+            }
+        }
+        for fp in fps {
+            if gh.resolve(&fp, how).await?.is_some() {
+                tracing::info!(workspace = %fp.workspace, branch = %fp.branch(), "Closed the pull request of a resolved drift.");
+            }
+            self.store.pr_closed(&fp);
+        }
+        Ok(())
+    }
+}
+
+fn announce(batch: &Batch, ctx: &Context) {
+    if !batch.fresh {
+        return;
+    }
+    let mut principals: Vec<String> = batch
+        .items
+        .iter()
+        .flat_map(|i| i.evidence.iter().map(|e| e.principal.clone()))
+        .filter(|p| !p.is_empty())
+        .collect();
+    principals.sort();
+    principals.dedup();
+    let mut operations: Vec<String> = batch
+        .items
+        .iter()
+        .flat_map(|i| i.evidence.iter().map(|e| e.operation.clone()))
+        .collect();
+    operations.sort();
+    operations.dedup();
+    ctx.emit(
+        &batch.workspace,
+        batch.addresses(),
+        TransitionKind::NewDrift {
+            principals,
+            operations,
+            action: batch.mode.as_str().to_owned(),
+        },
+    );
+}
+
+/// Why auto-revert must not run for this batch, if it must not: an address is paused
+/// (escalated earlier), is over its hourly attempt cap, or does not converge.
+fn blocked(batch: &Batch, ctx: &Context) -> Option<(String, bool)> {
+    let now = Utc::now();
+    for i in &batch.items {
+        if let Some(reason) = ctx.store.paused(&i.key) {
+            return Some((
+                format!("auto-revert of `{}` is paused: {reason}", i.key.address),
+                false,
+            ));
+        }
+    }
+    for i in &batch.items {
+        let attempts = ctx
+            .store
+            .attempts_since(&i.key, now - ChronoDuration::hours(1));
+        if attempts >= ctx.cfg.max_attempts_per_hour {
+            return Some((
+                format!(
+                    "`{}` reached the cap of {} remediation attempts per hour",
+                    i.key.address, ctx.cfg.max_attempts_per_hour
+                ),
+                true,
+            ));
+        }
+        let window = ChronoDuration::seconds(
+            i64::try_from(ctx.cfg.non_convergence_window_secs).unwrap_or(i64::MAX / 2),
+        );
+        let reverts = ctx.store.reverts_since(&i.key, now - window);
+        if ctx.cfg.non_convergence_threshold > 0 && reverts >= ctx.cfg.non_convergence_threshold {
+            return Some((
+                format!(
+                    "`{}` drifted again after {reverts} reverts within {} minutes: something is fighting the revert",
+                    i.key.address,
+                    ctx.cfg.non_convergence_window_secs / 60
+                ),
+                true,
+            ));
+        }
+    }
+    None
+}
+
+/// Does the work for `batch`. See the crate docs for the steps.
+///
+/// # Errors
+/// [`Error`] from the IaC tool, the plan JSON or GitHub; [`error_policy`] decides.
+#[tracing::instrument(skip_all, fields(workspace = %batch.workspace, mode = ?batch.mode, addresses = ?batch.addresses()))]
+pub async fn reconcile(batch: Arc<Batch>, ctx: Arc<Context>) -> Result<Action, Error> {
+    announce(&batch, &ctx);
+    match batch.mode {
+        Mode::Notify => return Ok(Action::done()),
+        Mode::Import => {
+            let report = batch.report(None, String::new());
+            ctx.open_pr(&batch, &report).await?;
+            return Ok(ctx.recheck_action());
+        }
+        Mode::PullRequest | Mode::Revert => {}
+    }
+    if batch.mode == Mode::Revert
+        && let Some((reason, escalate)) = blocked(&batch, &ctx)
+    {
+        if escalate {
+            return Ok(Action::escalate(reason));
+        }
+        // Already escalated: keep its PR up to date with the new evidence, no revert.
+        let report = batch.report(None, format!("Automatic revert did not run: {reason}."));
+        ctx.open_pr(&batch, &report).await?;
+        return Ok(ctx.recheck_action());
+    }
+    let Some(tf) = ctx.runner(&batch.workspace) else {
+        // No Terraform root configured: a PR with the evidence is all we can do.
+        let report = batch.report(
+            None,
+            "No Terraform directory is configured for this workspace.".into(),
+        );
+        return Ok(if ctx.open_pr(&batch, &report).await? {
+            ctx.recheck_action()
+        } else {
+            Action::done()
+        });
+    };
+    let now = Utc::now();
+    for i in &batch.items {
+        ctx.store.record_attempt(&i.key, now);
+    }
+    let targets = batch.addresses();
+    let plan_file = ctx.plan_file(&batch.workspace).await?;
+    let result = plan_and_act(&batch, &ctx, &tf, &targets, &plan_file).await;
+    // The plan file may hold secrets: never leave it behind.
+    let _ = tokio::fs::remove_file(&plan_file).await;
+    result
+}
+
+async fn plan_and_act(
+    batch: &Batch,
+    ctx: &Context,
+    tf: &TfRunner,
+    targets: &[String],
+    plan_file: &std::path::Path,
+) -> Result<Action, Error> {
+    tf.init(false).await?;
+    let exit = match tf.plan(targets, plan_file).await {
+        Err(TfError::InitRequired { .. }) => {
+            tf.init(true).await?;
+            tf.plan(targets, plan_file).await?
+        }
+        other => other?,
+    };
+    if exit == PlanExit::NoChanges {
+        return resolved(batch, ctx, "a targeted plan shows no changes").await;
+    }
+    let json = tf.show_json(plan_file).await?;
+    let report = guard::guard(&json, targets)?;
+    let mut summary = report.summary;
+    redact_summary(&mut summary, &ctx.redactor);
+    match report.verdict {
+        Verdict::NoChanges => resolved(batch, ctx, "the plan has no resource changes").await,
+        Verdict::Refuse => {
+            let reason = format!(
+                "The guard refused to apply the targeted plan ({}).",
+                summary.refusals.join(" ").trim_end_matches('.')
+            );
+            let r = batch.report(Some(summary.clone()), reason.clone());
+            if ctx.open_pr(batch, &r).await? {
+                Ok(ctx.recheck_action())
+            } else {
+                Ok(Action::escalate(reason))
+            }
+        }
+        Verdict::Pass if batch.mode == Mode::PullRequest => {
+            let r = batch.report(
+                Some(summary),
+                "The policy for these resources is `pull_request`.".into(),
+            );
+            ctx.open_pr(batch, &r).await?;
+            Ok(ctx.recheck_action())
+        }
+        Verdict::Pass => {
+            let started = Utc::now();
+            let changes: BTreeMap<String, Vec<String>> = summary
+                .changes
+                .iter()
+                .map(|c| (c.address.clone(), c.actions.clone()))
+                .collect();
+            let apply = tf.apply(plan_file).await;
+            let finished = Utc::now();
+            // Record the apply window even when apply failed part-way: events it caused
+            // are still ours.
+            ctx.store.record_apply(ApplyRecord {
+                workspace: batch.workspace.clone(),
+                changes,
+                started,
+                finished,
+            });
+            apply?;
+            for i in &batch.items {
+                ctx.store.record_revert(&i.key, finished);
+            }
+            ctx.emit(
+                &batch.workspace,
+                batch.addresses(),
+                TransitionKind::Reverted,
+            );
+            ctx.close_prs(
+                batch,
+                "driftreactor reverted it with a guarded targeted apply",
+            )
+            .await?;
+            Ok(Action::done())
+        }
+    }
+}
+
+async fn resolved(batch: &Batch, ctx: &Context, how: &str) -> Result<Action, Error> {
+    let was_paused = batch
+        .items
+        .iter()
+        .any(|i| ctx.store.paused(&i.key).is_some());
+    for i in &batch.items {
+        if was_paused {
+            // Its state changed (the drift is gone): auto-revert resumes.
+            ctx.store.clear(&i.key);
+        }
+    }
+    ctx.close_prs(batch, how).await?;
+    ctx.emit(
+        &batch.workspace,
+        batch.addresses(),
+        TransitionKind::Resolved,
+    );
+    Ok(Action::done())
+}
+
+fn redact_summary(s: &mut PlanSummary, r: &Redactor) {
+    for c in &mut s.changes {
+        for a in &mut c.attributes {
+            if driftreactor_notify::is_secret_key(&a.name) {
+                a.before = driftreactor_notify::REDACTED.into();
+                a.after = driftreactor_notify::REDACTED.into();
+            } else {
+                a.before = r.text(&a.before).into_owned();
+                a.after = r.text(&a.after).into_owned();
+            }
+        }
+    }
+}
+
+/// Maps a reconcile error to the next step: transient failures (state lock, throttling,
+/// a tool run that failed, GitHub 5xx / rate limits) retry after `backoff` (the
+/// caller's exponential-with-jitter delay; the hourly attempt cap bounds the retries);
+/// permanent ones (the tool cannot start, unreadable plan JSON) escalate at once.
+pub fn error_policy(batch: &Batch, error: &Error, backoff: Duration) -> Action {
+    tracing::warn!(workspace = %batch.workspace, addresses = ?batch.addresses(), error = %error, "Remediation attempt failed.");
+    if error.is_transient() {
+        Action::requeue(backoff)
+    } else {
+        Action::escalate(format!("remediation failed: {error}"))
+    }
+}
+
+/// Carries out [`Action::Escalate`]: pauses auto-revert of the batch's addresses, opens
+/// or updates the PR (with the reason), and emits `Escalated` once per pause.
+pub async fn escalate(batch: &Batch, reason: &str, ctx: &Context) {
+    let reason = ctx.redactor.text(reason).into_owned();
+    let mut newly = false;
+    for i in &batch.items {
+        newly |= ctx.store.pause(&i.key, &reason);
+    }
+    if newly {
+        ctx.emit(
+            &batch.workspace,
+            batch.addresses(),
+            TransitionKind::Escalated {
+                reason: reason.clone(),
+            },
+        );
+    }
+    let report = batch.report(
+        None,
+        format!("Escalated: {reason}. Automatic revert is paused for these addresses until a human clears it or a plan shows no drift."),
+    );
+    if let Err(e) = ctx.open_pr(batch, &report).await {
+        tracing::error!(workspace = %batch.workspace, error = %e, "Cannot open the escalation pull request.");
+    }
+}

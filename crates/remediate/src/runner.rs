@@ -1,0 +1,579 @@
+//! The [`Remediator`] handle and its runner task.
+//!
+//! One task owns all scheduling state (no locks): pending items per key with their
+//! settle / backoff deadlines, which workspaces are busy, and the backoff per key.
+//! Reconciles run in a `JoinSet`, at most one per workspace and at most
+//! `max_parallel_workspaces` at once. Callers talk to it through a bounded channel.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
+use chrono::Duration as ChronoDuration;
+use driftreactor_decide::Decision;
+use driftreactor_event::DriftEvent;
+use driftreactor_notify::{Evidence, GitHub, Redactor, Slack, Transition};
+use driftreactor_router::Dependent;
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::task::{JoinHandle, JoinSet};
+use tokio::time::Instant;
+
+use crate::config::{RemediationConfig, Workspace};
+use crate::item::{Mode, Submission, WorkItem, WorkKey, is_own_echo, submissions};
+use crate::reconcile::{Action, Batch, Context, error_policy, escalate, reconcile};
+use crate::store::{MemoryStore, StateStore};
+
+/// Transitions buffered per subscriber before it lags.
+const TRANSITION_BUFFER: usize = 1024;
+
+/// Why a submission was not accepted.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SubmitError {
+    /// The runner has stopped.
+    #[error("the remediator has stopped")]
+    Stopped,
+}
+
+/// What [`Remediator::submit`] did with an event.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Submitted {
+    /// Work-item contributions queued (one per targeted address).
+    pub queued: usize,
+    /// Addresses skipped because the event is the echo of our own apply.
+    pub own_echoes: usize,
+}
+
+enum Msg {
+    Submit(Vec<Submission>),
+    Idle(oneshot::Sender<()>),
+    Clear(WorkKey),
+}
+
+/// Builds a [`Remediator`].
+#[derive(Debug)]
+pub struct RemediatorBuilder {
+    cfg: RemediationConfig,
+    workspaces: Vec<Workspace>,
+    github: Option<GitHub>,
+    slack: Option<Slack>,
+    redactor: Redactor,
+    store: Option<Arc<dyn StateStore>>,
+}
+
+impl RemediatorBuilder {
+    /// The workspaces that can be planned and applied.
+    pub fn workspaces(mut self, ws: impl IntoIterator<Item = Workspace>) -> Self {
+        self.workspaces.extend(ws);
+        self
+    }
+    /// The PR client (`None`: no PRs; refused plans and escalations are only announced).
+    pub fn github(mut self, gh: Option<GitHub>) -> Self {
+        self.github = gh;
+        self
+    }
+    /// The Slack notifier.
+    pub fn slack(mut self, slack: Option<Slack>) -> Self {
+        self.slack = slack;
+        self
+    }
+    /// The redactor (secrets from state; see `driftreactor_tfgraph::sensitive_values`).
+    pub fn redactor(mut self, r: Redactor) -> Self {
+        self.redactor = r;
+        self
+    }
+    /// The memory of attempts / escalations (default: [`MemoryStore`]).
+    pub fn store(mut self, s: Arc<dyn StateStore>) -> Self {
+        self.store = Some(s);
+        self
+    }
+
+    /// Starts the runner task (inside a tokio runtime) and returns the handle.
+    pub fn spawn(self) -> Remediator {
+        let (ttx, _) = broadcast::channel(TRANSITION_BUFFER);
+        let store = self
+            .store
+            .unwrap_or_else(|| Arc::new(MemoryStore::default()));
+        let unmanaged_workspace = self
+            .cfg
+            .unmanaged_workspace
+            .clone()
+            .or_else(|| (self.workspaces.len() == 1).then(|| self.workspaces[0].name.clone()));
+        let ctx = Arc::new(Context::new(
+            self.cfg.clone(),
+            self.workspaces,
+            self.github,
+            self.slack.clone(),
+            self.redactor.clone(),
+            store.clone(),
+            ttx.clone(),
+        ));
+        let (tx, rx) = mpsc::channel(self.cfg.queue_size.max(1));
+        let runner = Runner::new(ctx);
+        let task = tokio::spawn(runner.run(rx));
+        Remediator {
+            tx,
+            transitions: ttx,
+            store,
+            redactor: self.redactor,
+            grace: ChronoDuration::seconds(
+                i64::try_from(self.cfg.own_change_grace_secs).unwrap_or(0),
+            ),
+            unmanaged_workspace,
+            slack: self.slack,
+            task: Some(task),
+        }
+    }
+}
+
+/// The remediator: submit decided events; it coalesces them per (workspace, address),
+/// waits the settle window, and reverts (guarded targeted plan + apply), opens / updates
+/// PRs or notifies, one IaC run per workspace at a time.
+///
+/// ```no_run
+/// # async fn demo(ev: driftreactor_event::DriftEvent, d: driftreactor_decide::Decision) {
+/// use driftreactor_remediate::{Remediator, RemediationConfig};
+/// let r = Remediator::builder(RemediationConfig { settle_secs: 0, ..Default::default() }).spawn();
+/// r.submit(&ev, &d, &[]).await.unwrap();
+/// r.run_until_idle().await;
+/// r.shutdown().await;
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Remediator {
+    tx: mpsc::Sender<Msg>,
+    transitions: broadcast::Sender<Transition>,
+    store: Arc<dyn StateStore>,
+    redactor: Redactor,
+    grace: ChronoDuration,
+    unmanaged_workspace: Option<String>,
+    slack: Option<Slack>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Msg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Msg")
+    }
+}
+
+impl Remediator {
+    /// A builder with `cfg`.
+    pub fn builder(cfg: RemediationConfig) -> RemediatorBuilder {
+        RemediatorBuilder {
+            cfg,
+            workspaces: Vec::new(),
+            github: None,
+            slack: None,
+            redactor: Redactor::default(),
+            store: None,
+        }
+    }
+
+    /// Submits one decided event with the router's dependents (blast radius). Events
+    /// whose decision has no action, and echoes of our own applies, are skipped. Waits
+    /// only when the runner's queue is full (backpressure).
+    ///
+    /// # Errors
+    /// [`SubmitError::Stopped`] after shutdown.
+    pub async fn submit(
+        &self,
+        event: &DriftEvent,
+        decision: &Decision,
+        dependents: &[Dependent],
+    ) -> Result<Submitted, SubmitError> {
+        let all = submissions(
+            event,
+            decision,
+            dependents,
+            &self.redactor,
+            self.unmanaged_workspace.as_deref(),
+        );
+        let mut out = Submitted::default();
+        let mut keep = Vec::with_capacity(all.len());
+        for s in all {
+            let applies = self.store.applies_for(&s.key.workspace, &s.key.address);
+            if is_own_echo(event, &s.key.address, &applies, self.grace) {
+                tracing::info!(key = %s.key, event_id = %s.evidence.event_id, "Ignoring the echo of our own apply.");
+                out.own_echoes += 1;
+            } else {
+                keep.push(s);
+            }
+        }
+        out.queued = keep.len();
+        if !keep.is_empty() {
+            self.tx
+                .send(Msg::Submit(keep))
+                .await
+                .map_err(|_| SubmitError::Stopped)?;
+        }
+        Ok(out)
+    }
+
+    /// Waits until no work is pending or running: every submitted item has been
+    /// reverted, resolved, turned into a PR, notified or escalated (scheduled PR
+    /// re-checks do not count). Retries with backoff are waited for. For `replay`.
+    pub async fn run_until_idle(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(Msg::Idle(tx)).await.is_ok() {
+            let _ = rx.await;
+        }
+        if let Some(s) = &self.slack {
+            s.flush().await;
+        }
+    }
+
+    /// Clears an escalation: auto-revert of (workspace, address) resumes and its
+    /// attempt and revert history is forgotten.
+    pub async fn clear(&self, workspace: &str, address: &str) {
+        let _ = self
+            .tx
+            .send(Msg::Clear(WorkKey::new(workspace, address)))
+            .await;
+    }
+
+    /// A stream of transitions (new drift, reverted, PR opened, resolved, escalated).
+    /// Subscribe before submitting to see them all.
+    pub fn subscribe(&self) -> broadcast::Receiver<Transition> {
+        self.transitions.subscribe()
+    }
+
+    /// The remediation memory (attempts, escalations, applies).
+    pub fn store(&self) -> &Arc<dyn StateStore> {
+        &self.store
+    }
+
+    /// Stops accepting work, lets running reconciles finish, posts pending Slack
+    /// messages, and ends the runner. Pending (not yet started) items are dropped.
+    pub async fn shutdown(mut self) {
+        let (tx, _) = mpsc::channel(1);
+        drop(std::mem::replace(&mut self.tx, tx));
+        if let Some(t) = self.task.take() {
+            let _ = t.await;
+        }
+        if let Some(s) = &self.slack {
+            s.flush().await;
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Slot {
+    /// Work not yet started.
+    pending: Option<WorkItem>,
+    /// Not before this instant (settle window or backoff).
+    not_before: Instant,
+    /// Announced already (not fresh).
+    announced: bool,
+    /// Part of a running batch.
+    running: bool,
+    /// Evidence of earlier rounds, kept until the drift is resolved or reverted.
+    history: Vec<Evidence>,
+    /// Dependents seen over the same rounds.
+    deps: BTreeSet<String>,
+    /// Backoff of consecutive transient failures.
+    backoff: Option<ExponentialBackoff>,
+    /// A scheduled PR re-check.
+    recheck_at: Option<Instant>,
+    /// The pending work is a scheduled re-check (no new events).
+    rechecking: bool,
+}
+
+struct Runner {
+    ctx: Arc<Context>,
+    slots: BTreeMap<WorkKey, Slot>,
+    busy: BTreeSet<String>,
+    tasks: JoinSet<(Arc<Batch>, Action)>,
+    idle_waiters: Vec<oneshot::Sender<()>>,
+    backoff: ExponentialBuilder,
+}
+
+impl Runner {
+    fn new(ctx: Arc<Context>) -> Self {
+        let backoff = ExponentialBuilder::default()
+            .with_min_delay(Duration::from_millis(ctx.cfg.backoff_min_ms.max(1)))
+            .with_max_delay(Duration::from_secs(ctx.cfg.backoff_max_secs.max(1)))
+            .with_factor(2.0)
+            .with_jitter()
+            .without_max_times();
+        Self {
+            ctx,
+            slots: BTreeMap::new(),
+            busy: BTreeSet::new(),
+            tasks: JoinSet::new(),
+            idle_waiters: Vec::new(),
+            backoff,
+        }
+    }
+
+    async fn run(mut self, mut rx: mpsc::Receiver<Msg>) {
+        let mut open = true;
+        loop {
+            let now = Instant::now();
+            self.fire_rechecks(now);
+            self.dispatch(now);
+            if self.is_idle() {
+                for w in self.idle_waiters.drain(..) {
+                    let _ = w.send(());
+                }
+                if !open {
+                    return;
+                }
+            }
+            if !open && self.tasks.is_empty() {
+                return;
+            }
+            let wake = self.next_wake();
+            tokio::select! {
+                msg = rx.recv(), if open => match msg {
+                    Some(Msg::Submit(subs)) => self.accept(subs),
+                    Some(Msg::Idle(w)) => self.idle_waiters.push(w),
+                    Some(Msg::Clear(key)) => {
+                        self.ctx.store.clear(&key);
+                    }
+                    None => {
+                        open = false;
+                        // Drop work that has not started; finish what runs.
+                        for s in self.slots.values_mut() {
+                            s.pending = None;
+                            s.recheck_at = None;
+                        }
+                    }
+                },
+                Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => match done {
+                    Ok((batch, action)) => self.finish(&batch, action),
+                    Err(e) => tracing::error!(error = %e, "A remediation task ended unexpectedly."),
+                },
+                () = sleep_until_opt(wake) => {}
+            }
+        }
+    }
+
+    fn accept(&mut self, subs: Vec<Submission>) {
+        let settle = self.ctx.cfg.settle();
+        let now = Instant::now();
+        for s in subs {
+            let slot = self.slots.entry(s.key.clone()).or_insert_with(|| Slot {
+                pending: None,
+                not_before: now + settle,
+                announced: false,
+                running: false,
+                history: Vec::new(),
+                deps: BTreeSet::new(),
+                backoff: None,
+                recheck_at: None,
+                rechecking: false,
+            });
+            match &mut slot.pending {
+                Some(item) => item.merge(s),
+                None => {
+                    // A new burst: the settle window starts now. New events supersede a
+                    // scheduled re-check.
+                    slot.pending = Some(WorkItem::new(s));
+                    slot.not_before = now + settle;
+                    slot.recheck_at = None;
+                    slot.rechecking = false;
+                }
+            }
+        }
+    }
+
+    fn fire_rechecks(&mut self, now: Instant) {
+        for (key, slot) in &mut self.slots {
+            if slot.recheck_at.is_some_and(|t| t <= now) && slot.pending.is_none() && !slot.running
+            {
+                slot.recheck_at = None;
+                let Some(last) = slot.history.last().cloned() else {
+                    continue;
+                };
+                let mut item = WorkItem::new(Submission {
+                    key: key.clone(),
+                    mode: Mode::PullRequest,
+                    matched: "primary",
+                    evidence: last,
+                    dependents: BTreeSet::new(),
+                    unmanaged: None,
+                });
+                item.absorb_history(&slot.history);
+                slot.pending = Some(item);
+                slot.not_before = now;
+                slot.rechecking = true;
+            }
+        }
+    }
+
+    fn is_idle(&self) -> bool {
+        self.tasks.is_empty() && self.slots.values().all(|s| s.pending.is_none())
+    }
+
+    fn next_wake(&self) -> Option<Instant> {
+        self.slots
+            .values()
+            .filter(|s| !s.running)
+            .filter_map(|s| match (&s.pending, s.recheck_at) {
+                (Some(_), _) => Some(s.not_before),
+                (None, r) => r,
+            })
+            .min()
+    }
+
+    /// Starts batches for free workspaces with ready items, within the parallel limit.
+    fn dispatch(&mut self, now: Instant) {
+        let limit = self.ctx.cfg.max_parallel_workspaces.max(1);
+        // workspace → mode → keys ready
+        let mut ready: BTreeMap<String, BTreeMap<Mode, Vec<WorkKey>>> = BTreeMap::new();
+        for (key, slot) in &self.slots {
+            if slot.running || slot.not_before > now || self.busy.contains(&*key.workspace) {
+                continue;
+            }
+            if let Some(item) = &slot.pending {
+                ready
+                    .entry(key.workspace.to_string())
+                    .or_default()
+                    .entry(item.mode)
+                    .or_default()
+                    .push(key.clone());
+            }
+        }
+        for (ws, modes) in ready {
+            if self.busy.len() >= limit {
+                break;
+            }
+            // Strongest mode first; unmanaged imports one PR per resource.
+            let Some((mode, mut keys)) = modes.into_iter().next_back() else {
+                continue;
+            };
+            if mode == Mode::Import {
+                keys.truncate(1);
+            }
+            let mut items = Vec::with_capacity(keys.len());
+            let mut fresh = false;
+            let mut recheck = true;
+            for key in keys {
+                let Some(slot) = self.slots.get_mut(&key) else {
+                    continue;
+                };
+                let Some(mut item) = slot.pending.take() else {
+                    continue;
+                };
+                fresh |= !slot.announced;
+                recheck &= slot.rechecking;
+                slot.rechecking = false;
+                slot.announced = true;
+                slot.running = true;
+                item.absorb_history(&slot.history);
+                item.dependents.extend(slot.deps.iter().cloned());
+                slot.history = item.evidence.clone();
+                slot.deps = item.dependents.clone();
+                items.push(item);
+            }
+            if items.is_empty() {
+                continue;
+            }
+            let batch = Arc::new(Batch {
+                workspace: ws.clone(),
+                mode,
+                items,
+                fresh,
+                recheck,
+            });
+            self.busy.insert(ws);
+            let ctx = self.ctx.clone();
+            let delay = self.next_backoff(&batch);
+            self.tasks.spawn(async move {
+                // The reconcile runs in its own task so that a panic (a broken invariant)
+                // is contained: the batch is escalated and its workspace freed.
+                let inner = tokio::spawn({
+                    let (batch, ctx) = (batch.clone(), ctx.clone());
+                    async move {
+                        match reconcile(batch.clone(), ctx).await {
+                            Ok(a) => a,
+                            Err(e) => error_policy(&batch, &e, delay),
+                        }
+                    }
+                });
+                let action = inner.await.unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "A remediation task failed unexpectedly.");
+                    Action::escalate("internal error while remediating (see the logs)")
+                });
+                if let Action::Escalate(reason) = &action {
+                    escalate(&batch, reason, &ctx).await;
+                }
+                (batch, action)
+            });
+        }
+    }
+
+    /// The delay to use if this batch fails transiently: the next step of the backoff
+    /// of its first key (all keys of a batch share their fate).
+    fn next_backoff(&mut self, batch: &Batch) -> Duration {
+        let builder = self.backoff;
+        let Some(first) = batch.items.first() else {
+            return Duration::from_secs(1);
+        };
+        let slot = self.slots.get_mut(&first.key);
+        slot.and_then(|s| s.backoff.get_or_insert_with(|| builder.build()).next())
+            .unwrap_or(Duration::from_secs(self.ctx.cfg.backoff_max_secs.max(1)))
+    }
+
+    fn finish(&mut self, batch: &Batch, action: Action) {
+        self.busy.remove(&batch.workspace);
+        let now = Instant::now();
+        for item in &batch.items {
+            let Some(slot) = self.slots.get_mut(&item.key) else {
+                continue;
+            };
+            slot.running = false;
+            match &action {
+                Action::Requeue(after) => {
+                    // Retry: put the work back, merged with anything that arrived since.
+                    let mut back = item.clone();
+                    if let Some(newer) = slot.pending.take() {
+                        for e in newer.evidence.iter().cloned() {
+                            back.merge(Submission {
+                                key: back.key.clone(),
+                                mode: newer.mode,
+                                matched: newer.matched,
+                                evidence: e,
+                                dependents: newer.dependents.clone(),
+                                unmanaged: newer.unmanaged.clone(),
+                            });
+                        }
+                    }
+                    slot.pending = Some(back);
+                    slot.not_before = now + *after;
+                }
+                Action::Done => {
+                    // Reverted, resolved or notified: a new drift is a new story.
+                    slot.backoff = None;
+                    slot.history.clear();
+                    slot.deps.clear();
+                    slot.announced = false;
+                }
+                Action::Escalate(_) => {
+                    slot.backoff = None;
+                }
+                Action::Recheck(after) => {
+                    slot.backoff = None;
+                    if slot.pending.is_none() && !after.is_zero() {
+                        slot.recheck_at = Some(now + *after);
+                    }
+                }
+            }
+        }
+        if matches!(action, Action::Done) && !batch.recheck {
+            // Keep memory bounded: forget keys with nothing pending or scheduled.
+            self.slots.retain(|_, s| {
+                s.running || s.pending.is_some() || s.recheck_at.is_some() || !s.history.is_empty()
+            });
+        }
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}

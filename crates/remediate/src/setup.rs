@@ -1,0 +1,77 @@
+//! Building a [`Remediator`] from the config file (`[remediation]`, `[github]`,
+//! `[slack]`, `[[workspaces]]`), for `serve` and `replay --remediate`.
+
+use std::time::Duration;
+
+use driftreactor_config::Config;
+use driftreactor_notify::{GitHub, GitHubConfig, GitHubError, Redactor, Slack, SlackConfig};
+
+use crate::config::{RemediationConfig, Workspace};
+use crate::runner::Remediator;
+
+/// Why the remediator could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SetupError {
+    /// A section does not fit (names the file, section and reason).
+    #[error(transparent)]
+    Config(#[from] driftreactor_config::Error),
+    /// `[github]` is set but unusable (bad repo, token variable unset).
+    #[error(transparent)]
+    GitHub(#[from] GitHubError),
+    /// The Slack client could not be built.
+    #[error("slack: {0}")]
+    Slack(String),
+}
+
+impl Remediator {
+    /// Builds and starts a remediator from the config file: `[remediation]` (for
+    /// `replay`, `settle_secs` defaults to 0), workspaces with a `dir`, `[github]` when
+    /// `repo` is set (token from `token_env`), `[slack]` when the variable named by
+    /// `webhook_env` is set. `secrets` are the values to redact (pass
+    /// `driftreactor_tfgraph::sensitive_values` of every state). Must be called inside
+    /// a tokio runtime.
+    ///
+    /// # Errors
+    /// [`SetupError`] naming the section and what is wrong.
+    pub fn from_config(
+        cfg: &Config,
+        secrets: Vec<String>,
+        replay: bool,
+    ) -> Result<Self, SetupError> {
+        let rcfg = RemediationConfig::from_config(cfg, replay)?;
+        let gcfg: GitHubConfig = cfg.section("github", cfg.github.as_ref())?;
+        let scfg: SlackConfig = cfg.section("slack", cfg.slack.as_ref())?;
+        let redactor = Redactor::new(secrets);
+        let workspaces: Vec<Workspace> = cfg
+            .workspaces
+            .iter()
+            .filter_map(Workspace::from_config)
+            .collect();
+        let github = GitHub::from_config(&gcfg, redactor.clone())?.map(|g| {
+            g.with_workspace_dirs(
+                cfg.workspaces
+                    .iter()
+                    .filter_map(|w| w.dir.clone().map(|d| (w.name.clone(), d))),
+            )
+        });
+        let slack = match std::env::var(&scfg.webhook_env) {
+            Ok(url) if !url.is_empty() => {
+                let group = Duration::from_secs(scfg.group_secs.unwrap_or(rcfg.settle_secs));
+                let (slack, _task) = Slack::spawn(url, group, &scfg, redactor.clone())
+                    .map_err(|e| SetupError::Slack(e.to_string()))?;
+                Some(slack)
+            }
+            _ => {
+                tracing::info!(variable = %scfg.webhook_env, "Slack is off: the webhook variable is not set.");
+                None
+            }
+        };
+        Ok(Remediator::builder(rcfg)
+            .workspaces(workspaces)
+            .github(github)
+            .slack(slack)
+            .redactor(redactor)
+            .spawn())
+    }
+}

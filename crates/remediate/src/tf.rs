@@ -1,0 +1,315 @@
+//! [`TfRunner`]: the `terraform` / `tofu` command line, run with `tokio::process`.
+//!
+//! Exactly these invocations, in the workspace's `dir`, with `TF_IN_AUTOMATION=1`,
+//! `TF_INPUT=0` and the workspace's `env`:
+//!
+//! * `init -input=false -no-color` (only when `.terraform/` is missing or a plan says
+//!   initialization is required);
+//! * `plan -input=false -no-color -lock-timeout=<N>s -detailed-exitcode -target=<addr>… -out=<file>`
+//!   (exit 0: no changes, 2: changes, 1: error);
+//! * `show -json -no-color <file>`;
+//! * `apply -input=false -no-color -lock-timeout=<N>s <file>`.
+//!
+//! No `refresh`, no `apply -refresh-only`, never an apply without a reviewed plan file:
+//! refreshing state would overwrite the evidence of the drift.
+//! Failures are classified from the tool's output (state lock held, API throttling,
+//! initialization required) so the caller can tell transient from permanent ones.
+//! Output kept in errors is the last lines of stderr, redacted.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use driftreactor_notify::Redactor;
+use tokio::process::Command;
+
+use crate::config::{RemediationConfig, Workspace};
+
+/// Lines of stderr kept in an error.
+const STDERR_TAIL_LINES: usize = 20;
+
+/// Why an IaC command failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum TfError {
+    /// The program could not be started (missing, not executable).
+    #[error("cannot run `{program}` in {dir}: {reason}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// The working directory.
+        dir: String,
+        /// The OS error.
+        reason: String,
+    },
+    /// The command ran longer than `command_timeout_secs` and was killed.
+    #[error("`{step}` did not finish within {secs} s")]
+    Timeout {
+        /// `init`, `plan`, `show` or `apply`.
+        step: &'static str,
+        /// The limit, seconds.
+        secs: u64,
+    },
+    /// The state lock is held by another run (transient).
+    #[error("`{step}`: the state lock is held by another run: {detail}")]
+    Locked {
+        /// The step.
+        step: &'static str,
+        /// Tool output tail, redacted.
+        detail: String,
+    },
+    /// The cloud API throttled us (transient).
+    #[error("`{step}`: throttled by the cloud API: {detail}")]
+    Throttled {
+        /// The step.
+        step: &'static str,
+        /// Tool output tail, redacted.
+        detail: String,
+    },
+    /// The working directory needs `init`.
+    #[error("`{step}`: the working directory needs `init`: {detail}")]
+    InitRequired {
+        /// The step.
+        step: &'static str,
+        /// Tool output tail, redacted.
+        detail: String,
+    },
+    /// Any other failure.
+    #[error("`{step}` failed (exit {code:?}): {detail}")]
+    Failed {
+        /// The step.
+        step: &'static str,
+        /// Exit code, when it exited.
+        code: Option<i32>,
+        /// Tool output tail, redacted.
+        detail: String,
+    },
+}
+
+impl TfError {
+    /// True for failures worth retrying with backoff (lock contention, throttling,
+    /// timeouts, and other failures of a tool that did run: network errors to the
+    /// cloud API look the same). `Spawn` (a config error) is not transient.
+    pub const fn is_transient(&self) -> bool {
+        !matches!(self, TfError::Spawn { .. })
+    }
+}
+
+/// The result of a plan with `-detailed-exitcode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanExit {
+    /// Exit 0: the real infrastructure matches the code for the targets.
+    NoChanges,
+    /// Exit 2: there are changes; the plan file was written.
+    Changes,
+}
+
+/// Runs the IaC tool of one workspace.
+#[derive(Debug, Clone)]
+pub struct TfRunner {
+    program: PathBuf,
+    dir: PathBuf,
+    env: BTreeMap<String, String>,
+    lock_timeout_secs: u64,
+    command_timeout: Duration,
+    redactor: Redactor,
+}
+
+struct Output {
+    code: Option<i32>,
+    stdout: Vec<u8>,
+    stderr: String,
+}
+
+impl TfRunner {
+    /// A runner for `ws` with the lock and command timeouts of `cfg`; tool output in
+    /// errors passes through `redactor`.
+    pub fn new(ws: &Workspace, cfg: &RemediationConfig, redactor: Redactor) -> Self {
+        Self {
+            program: ws.program.clone(),
+            dir: ws.dir.clone(),
+            env: ws.env.clone(),
+            lock_timeout_secs: cfg.lock_timeout_secs,
+            command_timeout: Duration::from_secs(cfg.command_timeout_secs.max(1)),
+            redactor,
+        }
+    }
+
+    /// The working directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    async fn run(&self, step: &'static str, args: &[String]) -> Result<Output, TfError> {
+        let mut cmd = Command::new(&self.program);
+        cmd.args(args)
+            .current_dir(&self.dir)
+            .env("TF_IN_AUTOMATION", "1")
+            .env("TF_INPUT", "0")
+            .envs(&self.env)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        tracing::debug!(step, program = %self.program.display(), dir = %self.dir.display(), "Running the IaC tool.");
+        let child = cmd.spawn().map_err(|e| TfError::Spawn {
+            program: self.program.display().to_string(),
+            dir: self.dir.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        let out = tokio::time::timeout(self.command_timeout, child.wait_with_output())
+            .await
+            .map_err(|_| TfError::Timeout {
+                step,
+                secs: self.command_timeout.as_secs(),
+            })?
+            .map_err(|e| TfError::Spawn {
+                program: self.program.display().to_string(),
+                dir: self.dir.display().to_string(),
+                reason: e.to_string(),
+            })?;
+        Ok(Output {
+            code: out.status.code(),
+            stdout: out.stdout,
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        })
+    }
+
+    fn classify(&self, step: &'static str, out: &Output) -> TfError {
+        let tail: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect();
+        let start = tail.len().saturating_sub(STDERR_TAIL_LINES);
+        let detail = self.redactor.text(&tail[start..].join(" | ")).into_owned();
+        let all = out.stderr.to_ascii_lowercase();
+        if all.contains("error acquiring the state lock")
+            || all.contains("state lock") && all.contains("lock info")
+        {
+            TfError::Locked { step, detail }
+        } else if [
+            "throttling",
+            "requestlimitexceeded",
+            "rate exceeded",
+            "too many requests",
+            "toomanyrequests",
+        ]
+        .iter()
+        .any(|p| all.contains(p))
+        {
+            TfError::Throttled { step, detail }
+        } else if [
+            "please run \"terraform init\"",
+            "please run \"tofu init\"",
+            "backend initialization required",
+            "inconsistent dependency lock file",
+            "required plugins are not installed",
+            "module not installed",
+        ]
+        .iter()
+        .any(|p| all.contains(p))
+        {
+            TfError::InitRequired { step, detail }
+        } else {
+            TfError::Failed {
+                step,
+                code: out.code,
+                detail,
+            }
+        }
+    }
+
+    /// Runs `init -input=false -no-color` when `.terraform/` does not exist in the
+    /// directory, or always when `force`. Returns whether it ran.
+    ///
+    /// # Errors
+    /// [`TfError`] classified from the output.
+    pub async fn init(&self, force: bool) -> Result<bool, TfError> {
+        if !force && self.dir.join(".terraform").is_dir() {
+            return Ok(false);
+        }
+        let out = self
+            .run(
+                "init",
+                &["init".into(), "-input=false".into(), "-no-color".into()],
+            )
+            .await?;
+        if out.code == Some(0) {
+            Ok(true)
+        } else {
+            Err(self.classify("init", &out))
+        }
+    }
+
+    /// `plan -input=false -no-color -lock-timeout=<N>s -detailed-exitcode -target=…
+    /// -out=<plan_file>`.
+    ///
+    /// # Errors
+    /// [`TfError`] classified from the output (exit 1 or anything but 0 and 2).
+    pub async fn plan(&self, targets: &[String], plan_file: &Path) -> Result<PlanExit, TfError> {
+        let mut args = vec![
+            "plan".to_owned(),
+            "-input=false".to_owned(),
+            "-no-color".to_owned(),
+            format!("-lock-timeout={}s", self.lock_timeout_secs),
+            "-detailed-exitcode".to_owned(),
+        ];
+        args.extend(targets.iter().map(|t| format!("-target={t}")));
+        args.push(format!("-out={}", plan_file.display()));
+        let out = self.run("plan", &args).await?;
+        match out.code {
+            Some(0) => Ok(PlanExit::NoChanges),
+            Some(2) => Ok(PlanExit::Changes),
+            _ => Err(self.classify("plan", &out)),
+        }
+    }
+
+    /// `show -json -no-color <plan_file>`: the plan's JSON representation.
+    ///
+    /// # Errors
+    /// [`TfError`] classified from the output.
+    pub async fn show_json(&self, plan_file: &Path) -> Result<Vec<u8>, TfError> {
+        let out = self
+            .run(
+                "show",
+                &[
+                    "show".into(),
+                    "-json".into(),
+                    "-no-color".into(),
+                    plan_file.display().to_string(),
+                ],
+            )
+            .await?;
+        if out.code == Some(0) {
+            Ok(out.stdout)
+        } else {
+            Err(self.classify("show", &out))
+        }
+    }
+
+    /// `apply -input=false -no-color -lock-timeout=<N>s <plan_file>`.
+    ///
+    /// # Errors
+    /// [`TfError`] classified from the output.
+    pub async fn apply(&self, plan_file: &Path) -> Result<(), TfError> {
+        let out = self
+            .run(
+                "apply",
+                &[
+                    "apply".into(),
+                    "-input=false".into(),
+                    "-no-color".into(),
+                    format!("-lock-timeout={}s", self.lock_timeout_secs),
+                    plan_file.display().to_string(),
+                ],
+            )
+            .await?;
+        if out.code == Some(0) {
+            Ok(())
+        } else {
+            Err(self.classify("apply", &out))
+        }
+    }
+}

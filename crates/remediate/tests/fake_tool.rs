@@ -1,0 +1,698 @@
+//! The remediator's edge cases against a fake `terraform` (a script this test writes
+//! that records its arguments and prints plan JSON in the `show -json` format), a fake
+//! GitHub and a fake Slack webhook (127.0.0.1, random ports).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::Utc;
+use driftreactor_decide::{Action as Decided, Decision, Target, Verdict};
+use driftreactor_event::{Change, DriftEvent, Principal, Provider, ResourceRef, Via};
+use driftreactor_notify::fake::{FakeGitHub, FakeSlack};
+use driftreactor_notify::{
+    GitHub, GitHubConfig, Redactor, Slack, SlackConfig, Transition, TransitionKind,
+};
+use driftreactor_remediate::{RemediationConfig, Remediator, Workspace};
+use driftreactor_router::{Dependent, MatchKind};
+use driftreactor_tfgraph::NodeId;
+use serde_json::value::RawValue;
+use tokio::sync::broadcast;
+
+const FAKE_TF: &str = r#"#!/bin/sh
+# Fake terraform: records arguments, behaves as the files next to it say.
+here="$(dirname "$0")"
+echo "$*" >> "$here/calls.log"
+case "$1" in
+  init) mkdir -p .terraform; exit 0 ;;
+  plan)
+    # plan.queue: one behaviour per line, consumed in order; the last one repeats.
+    b="$(head -n1 "$here/plan.queue")"
+    if [ "$(wc -l < "$here/plan.queue")" -gt 1 ]; then sed -i 1d "$here/plan.queue"; fi
+    if [ -f "$here/plan.sleep" ]; then sleep "$(cat "$here/plan.sleep")"; fi
+    case "$b" in
+      lock) echo "Error: Error acquiring the state lock" >&2; echo "Lock Info: ID: 1234" >&2; exit 1 ;;
+      fail) echo "Error: creating EC2 thing: InvalidParameter password=hunter2" >&2; exit 1 ;;
+      0) exit 0 ;;
+      2) for a in "$@"; do case "$a" in -out=*) echo plan > "${a#-out=}" ;; esac; done; exit 2 ;;
+    esac ;;
+  show) cat "$here/show.json"; exit 0 ;;
+  apply) echo "applied" >> "$here/applies.log"; exit 0 ;;
+esac
+exit 0
+"#;
+
+struct FakeTf {
+    dir: PathBuf,
+}
+
+impl FakeTf {
+    fn new(plan_queue: &str, show: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap().keep();
+        let script = dir.join("terraform");
+        std::fs::write(&script, FAKE_TF).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let f = Self { dir };
+        f.set_queue(plan_queue);
+        f.set_show(show);
+        f
+    }
+    fn set_queue(&self, q: &str) {
+        std::fs::write(self.dir.join("plan.queue"), q.replace(' ', "\n") + "\n").unwrap();
+    }
+    fn set_show(&self, golden: &str) {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/plans")
+            .join(golden);
+        std::fs::copy(src, self.dir.join("show.json")).unwrap();
+    }
+    fn workspace(&self, name: &str) -> Workspace {
+        Workspace {
+            name: name.into(),
+            dir: self.dir.clone(),
+            program: self.dir.join("terraform"),
+            env: Default::default(),
+        }
+    }
+    fn calls(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.join("calls.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+    fn plans(&self) -> Vec<String> {
+        self.calls()
+            .into_iter()
+            .filter(|c| c.starts_with("plan"))
+            .collect()
+    }
+    fn applies(&self) -> usize {
+        std::fs::read_to_string(self.dir.join("applies.log"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    }
+}
+
+fn cfg() -> RemediationConfig {
+    RemediationConfig {
+        settle_secs: 0,
+        backoff_min_ms: 5,
+        backoff_max_secs: 1,
+        own_change_grace_secs: 0,
+        recheck_secs: 0,
+        ..RemediationConfig::default()
+    }
+}
+
+fn event(id: &str, op: &str, change: Change) -> DriftEvent {
+    let mut e = DriftEvent::new(Provider::Aws, id);
+    e.service = "ec2.amazonaws.com".into();
+    e.operation = op.into();
+    e.change = Some(change);
+    e.resources.push(ResourceRef::new("sg-0123"));
+    e.principal = Principal {
+        id: "arn:aws:iam::123456789012:user/alice".into(),
+        also: vec![],
+    };
+    e.via = Via::Console;
+    e.source_ip = Some("198.51.100.4".into());
+    e.occurred_at = Some(Utc::now());
+    e
+}
+
+fn decision(ws: &str, address: &str, action: Decided) -> Decision {
+    Decision {
+        verdict: Verdict::Drift,
+        reason: None,
+        action,
+        targets: vec![Target {
+            workspace: ws.into(),
+            address: address.into(),
+            kind: MatchKind::Primary,
+            action,
+        }],
+    }
+}
+
+fn dependents(ws: &str) -> Vec<Dependent> {
+    vec![Dependent {
+        node: NodeId(0),
+        workspace: ws.into(),
+        address: "aws_instance.app".into(),
+    }]
+}
+
+async fn github(fake: &FakeGitHub, redactor: Redactor) -> GitHub {
+    let cfg = GitHubConfig {
+        repo: Some("acme/infra".into()),
+        api_url: fake.url().into(),
+        retries: 1,
+        ..GitHubConfig::default()
+    };
+    GitHub::new(&cfg, "ghp_fake".into(), redactor).unwrap()
+}
+
+fn drain(rx: &mut broadcast::Receiver<Transition>) -> Vec<TransitionKind> {
+    let mut out = Vec::new();
+    while let Ok(t) = rx.try_recv() {
+        out.push(t.kind);
+    }
+    out
+}
+
+fn kinds(ts: &[TransitionKind]) -> Vec<&'static str> {
+    ts.iter()
+        .map(|k| match k {
+            TransitionKind::NewDrift { .. } => "new_drift",
+            TransitionKind::Reverted => "reverted",
+            TransitionKind::PullRequestOpened { .. } => "pr_opened",
+            TransitionKind::Resolved => "resolved",
+            TransitionKind::Escalated { .. } => "escalated",
+            _ => "other",
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn guarded_revert_plans_with_the_exact_flags_then_applies() {
+    let tf = FakeTf::new("2", "sg_update.json");
+    let r = Remediator::builder(cfg())
+        .workspaces([tf.workspace("prod")])
+        .spawn();
+    let mut rx = r.subscribe();
+    r.submit(
+        &event("e1", "AuthorizeSecurityGroupIngress", Change::Update),
+        &decision("prod", "aws_security_group.web", Decided::Revert),
+        &[],
+    )
+    .await
+    .unwrap();
+    r.run_until_idle().await;
+    let calls = tf.calls();
+    assert_eq!(calls[0], "init -input=false -no-color");
+    assert!(
+        calls[1].starts_with("plan -input=false -no-color -lock-timeout=120s -detailed-exitcode -target=aws_security_group.web -out="),
+        "{calls:?}"
+    );
+    assert!(calls[2].starts_with("show -json -no-color "), "{calls:?}");
+    assert!(
+        calls[3].starts_with("apply -input=false -no-color -lock-timeout=120s "),
+        "{calls:?}"
+    );
+    assert_eq!(tf.applies(), 1);
+    assert_eq!(kinds(&drain(&mut rx)), ["new_drift", "reverted"]);
+    r.shutdown().await;
+}
+
+#[tokio::test]
+async fn no_op_plan_records_the_drift_as_resolved_without_applying() {
+    let tf = FakeTf::new("0", "no_op.json");
+    let r = Remediator::builder(cfg())
+        .workspaces([tf.workspace("prod")])
+        .spawn();
+    let mut rx = r.subscribe();
+    r.submit(
+        &event("e1", "AuthorizeSecurityGroupIngress", Change::Update),
+        &decision("prod", "aws_security_group.web", Decided::Revert),
+        &[],
+    )
+    .await
+    .unwrap();
+    r.run_until_idle().await;
+    assert_eq!(tf.plans().len(), 1);
+    assert_eq!(tf.applies(), 0);
+    assert_eq!(kinds(&drain(&mut rx)), ["new_drift", "resolved"]);
+}
+
+#[tokio::test]
+async fn plan_touching_an_extra_address_or_replacing_or_deleting_opens_a_pr_instead() {
+    for golden in ["extra_address.json", "replace.json", "delete.json"] {
+        let tf = FakeTf::new("2", golden);
+        let gh = FakeGitHub::start().await;
+        let address = match golden {
+            "replace.json" => "aws_instance.app",
+            "delete.json" => "aws_s3_bucket.logs",
+            _ => "aws_security_group.web",
+        };
+        let r = Remediator::builder(cfg())
+            .workspaces([tf.workspace("prod")])
+            .github(Some(github(&gh, Redactor::default()).await))
+            .spawn();
+        let mut rx = r.subscribe();
+        r.submit(
+            &event("e1", "ModifyThing", Change::Update),
+            &decision("prod", address, Decided::Revert),
+            &dependents("prod"),
+        )
+        .await
+        .unwrap();
+        r.run_until_idle().await;
+        assert_eq!(tf.applies(), 0, "{golden}: must not apply");
+        let pulls = gh.pulls();
+        assert_eq!(pulls.len(), 1, "{golden}");
+        assert!(
+            pulls[0].body.contains("The guard did not apply it"),
+            "{golden}: {}",
+            pulls[0].body
+        );
+        assert!(pulls[0].body.contains("`aws_instance.app`") || golden != "extra_address.json");
+        assert_eq!(
+            kinds(&drain(&mut rx)),
+            ["new_drift", "pr_opened"],
+            "{golden}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn state_lock_held_twice_then_free_retries_then_applies() {
+    let tf = FakeTf::new("lock lock 2", "sg_update.json");
+    let r = Remediator::builder(cfg())
+        .workspaces([tf.workspace("prod")])
+        .spawn();
+    let mut rx = r.subscribe();
+    r.submit(
+        &event("e1", "AuthorizeSecurityGroupIngress", Change::Update),
+        &decision("prod", "aws_security_group.web", Decided::Revert),
+        &[],
+    )
+    .await
+    .unwrap();
+    r.run_until_idle().await;
+    assert_eq!(tf.plans().len(), 3);
+    assert_eq!(tf.applies(), 1);
+    assert_eq!(kinds(&drain(&mut rx)), ["new_drift", "reverted"]);
+}
+
+#[tokio::test]
+async fn failing_every_time_hits_the_cap_and_escalates_once() {
+    let tf = FakeTf::new("fail", "sg_update.json");
+    let gh = FakeGitHub::start().await;
+    let slack = FakeSlack::start().await;
+    let (slack_handle, _t) = Slack::spawn(
+        slack.url().into(),
+        Duration::ZERO,
+        &SlackConfig::default(),
+        Redactor::default(),
+    )
+    .unwrap();
+    let r = Remediator::builder(cfg())
+        .workspaces([tf.workspace("prod")])
+        .github(Some(github(&gh, Redactor::default()).await))
+        .slack(Some(slack_handle))
+        .spawn();
+    let mut rx = r.subscribe();
+    r.submit(
+        &event("e1", "AuthorizeSecurityGroupIngress", Change::Update),
+        &decision("prod", "aws_security_group.web", Decided::Revert),
+        &[],
+    )
+    .await
+    .unwrap();
+    r.run_until_idle().await;
+    assert_eq!(tf.plans().len(), 5, "default cap is 5 per hour");
+    assert_eq!(tf.applies(), 0);
+    let ts = drain(&mut rx);
+    assert_eq!(kinds(&ts), ["new_drift", "escalated", "pr_opened"]);
+    let pulls = gh.pulls();
+    assert_eq!(pulls.len(), 1);
+    assert!(pulls[0].body.contains("Escalated"), "{}", pulls[0].body);
+    // The tool's stderr had `password=hunter2`: it reaches neither GitHub nor Slack.
+    assert!(gh.requests().iter().all(|q| !q.body.contains("hunter2")));
+    assert!(
+        slack
+            .requests()
+            .iter()
+            .any(|q| q.body.contains("Escalated"))
+    );
+    assert!(slack.requests().iter().all(|q| !q.body.contains("hunter2")));
+
+    // Auto-revert stays paused: a new drift updates the PR, runs nothing.
+    r.submit(
+        &event("e2", "AuthorizeSecurityGroupIngress", Change::Update),
+        &decision("prod", "aws_security_group.web", Decided::Revert),
+        &[],
+    )
+    .await
+    .unwrap();
+    r.run_until_idle().await;
+    assert_eq!(tf.plans().len(), 5);
+    assert_eq!(gh.pulls().len(), 1);
+    assert!(gh.pulls()[0].body.contains("e2"));
+
+    // A human clears it: the next drift is planned again (and resolved by a no-op plan).
+    r.clear("prod", "aws_security_group.web").await;
+    tf.set_queue("0");
+    r.submit(
+        &event("e3", "AuthorizeSecurityGroupIngress", Change::Update),
+        &decision("prod", "aws_security_group.web", Decided::Revert),
+        &[],
+    )
+    .await
+    .unwrap();
+    r.run_until_idle().await;
+    assert_eq!(tf.plans().len(), 6);
+    assert_eq!(gh.pulls()[0].state, "closed");
+}
+
+#[tokio::test]
+async fn an_address_drifting_back_twice_after_our_reverts_escalates() {
+    let tf = FakeTf::new("2", "sg_update.json");
+    let gh = FakeGitHub::start().await;
+    let r = Remediator::builder(cfg())
+        .workspaces([tf.workspace("prod")])
+        .github(Some(github(&gh, Redactor::default()).await))
+        .spawn();
+    let mut rx = r.subscribe();
+    let d = decision("prod", "aws_security_group.web", Decided::Revert);
+    for (i, id) in ["e1", "e2", "e3"].iter().enumerate() {
+        // Each drift happens after our previous apply finished (a fight, not our echo).
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let s = r
+            .submit(
+                &event(id, "AuthorizeSecurityGroupIngress", Change::Update),
+                &d,
+                &[],
+            )
+            .await
+            .unwrap();
+        assert_eq!((s.queued, s.own_echoes), (1, 0), "event {i}");
+        r.run_until_idle().await;
+    }
+    assert_eq!(tf.applies(), 2, "reverted twice, then stopped");
+    let ts = kinds(&drain(&mut rx));
+    assert_eq!(
+        ts,
+        [
+            "new_drift",
+            "reverted",
+            "new_drift",
+            "reverted",
+            "new_drift",
+            "escalated",
+            "pr_opened"
+        ]
+    );
+    assert!(
+        gh.pulls()[0]
+            .body
+            .contains("something is fighting the revert")
+    );
+}
+
+#[tokio::test]
+async fn events_inside_our_own_apply_window_that_match_the_plan_are_ignored() {
+    let tf = FakeTf::new("2", "sg_update.json");
+    let r = Remediator::builder(RemediationConfig {
+        own_change_grace_secs: 30,
+        ..cfg()
+    })
+    .workspaces([tf.workspace("prod")])
+    .spawn();
+    let d = decision("prod", "aws_security_group.web", Decided::Revert);
+    r.submit(
+        &event("e1", "AuthorizeSecurityGroupIngress", Change::Update),
+        &d,
+        &[],
+    )
+    .await
+    .unwrap();
+    r.run_until_idle().await;
+    assert_eq!(tf.applies(), 1);
+    // Our apply revoked the rule: CloudTrail reports RevokeSecurityGroupIngress now.
+    let echo = r
+        .submit(
+            &event("e2", "RevokeSecurityGroupIngress", Change::Update),
+            &d,
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!((echo.queued, echo.own_echoes), (0, 1));
+    // A delete of the same address does not match the planned update: not an echo.
+    let other = r
+        .submit(&event("e3", "DeleteSecurityGroup", Change::Delete), &d, &[])
+        .await
+        .unwrap();
+    assert_eq!(other.own_echoes, 0);
+}
+
+#[tokio::test]
+async fn pull_request_policy_opens_one_pr_per_fingerprint_updates_it_and_closes_it_when_resolved() {
+    let tf = FakeTf::new("2", "sg_update.json");
+    let gh = FakeGitHub::start().await;
+    let r = Remediator::builder(cfg())
+        .workspaces([tf.workspace("prod")])
+        .github(Some(github(&gh, Redactor::default()).await))
+        .spawn();
+    let mut rx = r.subscribe();
+    let d = decision("prod", "aws_security_group.web", Decided::PullRequest);
+    r.submit(
+        &event("burst1-a", "AuthorizeSecurityGroupIngress", Change::Update),
+        &d,
+        &dependents("prod"),
+    )
+    .await
+    .unwrap();
+    r.submit(
+        &event("burst1-b", "AuthorizeSecurityGroupIngress", Change::Update),
+        &d,
+        &dependents("prod"),
+    )
+    .await
+    .unwrap();
+    r.run_until_idle().await;
+    assert_eq!(tf.applies(), 0);
+    assert_eq!(gh.pulls().len(), 1);
+    // A second burst updates the same PR, it does not open another.
+    r.submit(
+        &event("burst2", "AuthorizeSecurityGroupIngress", Change::Update),
+        &d,
+        &[],
+    )
+    .await
+    .unwrap();
+    r.run_until_idle().await;
+    let pulls = gh.pulls();
+    assert_eq!(pulls.len(), 1);
+    for id in ["burst1-a", "burst1-b", "burst2"] {
+        assert!(pulls[0].body.contains(id), "{id} missing from the body");
+    }
+    assert!(pulls[0].body.contains("`aws_instance.app`"), "blast radius");
+    assert!(pulls[0].body.contains("`ingress`"), "plan summary");
+    let record = gh
+        .file(&pulls[0].head, ".driftreactor/aws_security_group-web.json")
+        .unwrap();
+    assert!(record.contains("burst2"));
+    // Someone puts it back by hand: the next plan shows no changes and the PR closes.
+    tf.set_queue("0");
+    r.submit(
+        &event("fixed", "RevokeSecurityGroupIngress", Change::Update),
+        &d,
+        &[],
+    )
+    .await
+    .unwrap();
+    r.run_until_idle().await;
+    let pulls = gh.pulls();
+    assert_eq!(pulls[0].state, "closed");
+    assert!(pulls[0].comments[0].contains("resolved"));
+    assert_eq!(
+        kinds(&drain(&mut rx)),
+        ["new_drift", "pr_opened", "resolved"]
+    );
+}
+
+#[tokio::test]
+async fn unmanaged_create_commits_an_import_block() {
+    let gh = FakeGitHub::start().await;
+    let tf = FakeTf::new("0", "no_op.json");
+    let r = Remediator::builder(cfg())
+        .workspaces([tf.workspace("prod")])
+        .github(Some(github(&gh, Redactor::default()).await))
+        .spawn();
+    let mut e = event("c1", "CreateSecurityGroup", Change::Create);
+    e.resources = vec![ResourceRef::new(
+        "arn:aws:ec2:us-east-1:123456789012:security-group/sg-0fff",
+    )];
+    let d = Decision {
+        verdict: Verdict::Unmanaged,
+        reason: None,
+        action: Decided::Notify,
+        targets: vec![],
+    };
+    r.submit(&e, &d, &[]).await.unwrap();
+    r.run_until_idle().await;
+    assert!(
+        tf.calls().is_empty(),
+        "nothing to plan for an unmanaged resource"
+    );
+    let pulls = gh.pulls();
+    assert_eq!(pulls.len(), 1);
+    assert_eq!(
+        pulls[0].head,
+        "driftreactor/prod/aws_security_group-sg_0fff"
+    );
+    let hcl = gh
+        .file(&pulls[0].head, "import_aws_security_group_sg_0fff.tf")
+        .expect("import block committed");
+    assert_eq!(
+        hcl,
+        "import {\n  to = aws_security_group.sg_0fff\n  id = \"sg-0fff\"\n}\n"
+    );
+}
+
+#[tokio::test]
+async fn sensitive_values_from_state_and_event_reach_no_request() {
+    const SECRET: &str = "db-password-in-state";
+    let tf = FakeTf::new("2", "sensitive_update.json");
+    let gh = FakeGitHub::start().await;
+    let slack = FakeSlack::start().await;
+    let redactor = Redactor::new([SECRET.to_owned()]);
+    let (slack_handle, _t) = Slack::spawn(
+        slack.url().into(),
+        Duration::ZERO,
+        &SlackConfig::default(),
+        redactor.clone(),
+    )
+    .unwrap();
+    let r = Remediator::builder(cfg())
+        .workspaces([tf.workspace("prod")])
+        .github(Some(github(&gh, redactor.clone()).await))
+        .slack(Some(slack_handle))
+        .redactor(redactor)
+        .spawn();
+    let mut e = event("s1", "ModifyDBInstance", Change::Update);
+    e.principal.id = format!("arn:aws:iam::1:user/{SECRET}");
+    e.request = Some(
+        RawValue::from_string(format!(
+            r#"{{"dBInstanceIdentifier":"main","masterUserPassword":"hunter22","description":"{SECRET}"}}"#
+        ))
+        .unwrap(),
+    );
+    r.submit(
+        &e,
+        &decision("prod", "aws_db_instance.main", Decided::PullRequest),
+        &[],
+    )
+    .await
+    .unwrap();
+    r.run_until_idle().await;
+    assert_eq!(gh.pulls().len(), 1);
+    assert!(!slack.requests().is_empty());
+    let all: Vec<String> = gh
+        .requests()
+        .into_iter()
+        .chain(slack.requests())
+        .map(|q| q.body)
+        .collect();
+    for body in &all {
+        assert!(!body.contains(SECRET), "{body}");
+        assert!(!body.contains("hunter22"), "{body}");
+        assert!(!body.contains("db-password-in-state-2"), "{body}");
+    }
+    assert!(gh.pulls()[0].body.contains("[REDACTED]"));
+}
+
+#[tokio::test]
+async fn one_run_per_workspace_at_a_time_and_workspaces_in_parallel() {
+    let a = FakeTf::new("0", "no_op.json");
+    let b = FakeTf::new("0", "no_op.json");
+    for t in [&a, &b] {
+        std::fs::write(t.dir.join("plan.sleep"), "0.3").unwrap();
+    }
+    let r = Remediator::builder(cfg())
+        .workspaces([a.workspace("a"), b.workspace("b")])
+        .spawn();
+    let started = std::time::Instant::now();
+    // Two addresses in `a` of different modes (two runs), one in `b`.
+    r.submit(
+        &event("1", "X", Change::Update),
+        &decision("a", "aws_security_group.web", Decided::Revert),
+        &[],
+    )
+    .await
+    .unwrap();
+    r.submit(
+        &event("2", "X", Change::Update),
+        &decision("a", "aws_vpc.main", Decided::PullRequest),
+        &[],
+    )
+    .await
+    .unwrap();
+    r.submit(
+        &event("3", "X", Change::Update),
+        &decision("b", "aws_vpc.main", Decided::Revert),
+        &[],
+    )
+    .await
+    .unwrap();
+    r.run_until_idle().await;
+    let took = started.elapsed();
+    assert_eq!(a.plans().len(), 2);
+    assert_eq!(b.plans().len(), 1);
+    // `a`'s two runs were serialized (≥ 0.6 s); `b` ran alongside them (< 0.9 s total).
+    assert!(took >= Duration::from_millis(600), "{took:?}");
+    assert!(took < Duration::from_millis(2000), "{took:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn events_within_the_settle_window_coalesce_into_one_item() {
+    let r = Remediator::builder(RemediationConfig {
+        settle_secs: 60,
+        ..cfg()
+    })
+    .spawn();
+    let mut rx = r.subscribe();
+    let d = decision("prod", "aws_security_group.web", Decided::Notify);
+    // Another address of the same workspace, settling at the same time, joins the batch.
+    r.submit(
+        &event("d", "PutBucketPolicy", Change::Update),
+        &decision("prod", "aws_s3_bucket.logs", Decided::Notify),
+        &[],
+    )
+    .await
+    .unwrap();
+    for id in ["a", "b", "c"] {
+        r.submit(
+            &event(id, "AuthorizeSecurityGroupIngress", Change::Update),
+            &d,
+            &[],
+        )
+        .await
+        .unwrap();
+        tokio::time::sleep(Duration::from_secs(10)).await;
+    }
+    assert!(drain(&mut rx).is_empty(), "still settling");
+    r.run_until_idle().await;
+    let ts: Vec<Transition> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+    assert_eq!(ts.len(), 1, "{ts:?}");
+    assert_eq!(
+        ts[0].addresses,
+        ["aws_s3_bucket.logs", "aws_security_group.web"]
+    );
+    match &ts[0].kind {
+        TransitionKind::NewDrift { operations, .. } => {
+            assert_eq!(
+                operations,
+                &["AuthorizeSecurityGroupIngress", "PutBucketPolicy"]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // After the window, a new event is a new item.
+    r.submit(
+        &event("e", "AuthorizeSecurityGroupIngress", Change::Update),
+        &d,
+        &[],
+    )
+    .await
+    .unwrap();
+    r.run_until_idle().await;
+    assert_eq!(drain(&mut rx).len(), 1);
+}
