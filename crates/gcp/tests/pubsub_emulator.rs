@@ -1,1 +1,278 @@
-//! wip
+//! The `gcp_pubsub` source against Google's Pub/Sub emulator (streaming pull through
+//! the official client): acks only after the pipeline answered, duplicates acked and
+//! recorded once, failed ones nacked and redelivered, poison ones dead-lettered after
+//! the subscription's `maxDeliveryAttempts` with the reason logged.
+//!
+//! Needs the emulator (`gcloud components install pubsub-emulator beta` + Java);
+//! skipped only with `DRIFTREACTOR_SKIP_PUBSUB=1`.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use driftreactor_gcp::pubsub::PubsubSourceConfig;
+use driftreactor_source::{
+    Delivery, PayloadFormat, ShutdownSignal, Source, SourceError, SourceMessage,
+};
+use driftreactor_testkit::pipeline;
+use driftreactor_testkit::pubsub::PubsubEmulator;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+const PROJECT: &str = "drift-test";
+
+fn log_entry(insert_id: &str) -> Vec<u8> {
+    serde_json::json!({
+        "insertId": insert_id,
+        "logName": "projects/drift-test/logs/cloudaudit.googleapis.com%2Factivity",
+        "protoPayload": {
+            "@type": "type.googleapis.com/google.cloud.audit.AuditLog",
+            "serviceName": "compute.googleapis.com",
+            "methodName": "v1.compute.firewalls.patch",
+            "resourceName": "projects/drift-test/global/firewalls/allow-ssh",
+            "authenticationInfo": {"principalEmail": "alice@example.com"},
+        },
+        "resource": {"type": "gce_firewall_rule", "labels": {"project_id": "drift-test"}},
+        "timestamp": "2026-01-01T00:00:00Z",
+        "severity": "NOTICE",
+    })
+    .to_string()
+    .into_bytes()
+}
+
+async fn setup(emulator: &PubsubEmulator, name: &str, dead_letter: bool) {
+    emulator.create_topic(PROJECT, name).await.unwrap();
+    let dlq = format!("{name}-dlq");
+    if dead_letter {
+        emulator.create_topic(PROJECT, &dlq).await.unwrap();
+        emulator
+            .create_subscription(PROJECT, &format!("{dlq}-sub"), &dlq, 10, None)
+            .await
+            .unwrap();
+    }
+    emulator
+        .create_subscription(
+            PROJECT,
+            name,
+            name,
+            10,
+            dead_letter.then_some((dlq.as_str(), 5)),
+        )
+        .await
+        .unwrap();
+}
+
+async fn start(
+    emulator: &PubsubEmulator,
+    subscription: &str,
+) -> (
+    ShutdownSignal,
+    JoinHandle<Result<(), SourceError>>,
+    mpsc::Receiver<SourceMessage>,
+) {
+    let config = PubsubSourceConfig {
+        project: Some(PROJECT.into()),
+        endpoint: Some(emulator.endpoint()),
+        anonymous: true,
+        ..PubsubSourceConfig::new(subscription)
+    };
+    let source = config.build().await.unwrap();
+    let (tx, rx) = mpsc::channel(16);
+    let shutdown = ShutdownSignal::new();
+    let task = tokio::spawn(Box::new(source).run(tx, shutdown.clone()));
+    (shutdown, task, rx)
+}
+
+async fn stop(shutdown: ShutdownSignal, task: JoinHandle<Result<(), SourceError>>) {
+    shutdown.cancel();
+    tokio::time::timeout(Duration::from_secs(45), task)
+        .await
+        .expect("the source stops after shutdown")
+        .unwrap()
+        .unwrap();
+}
+
+async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    check()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_message_is_acked_only_after_the_pipeline_answers() {
+    let Some(emulator) = PubsubEmulator::start_or_skip() else {
+        return;
+    };
+    let no_attrs = BTreeMap::new();
+
+    // The pipeline holds the message; the source crashes (is aborted) before the
+    // answer. The message was not acked: Pub/Sub delivers it again.
+    setup(&emulator, "crash", false).await;
+    emulator
+        .publish(PROJECT, "crash", &log_entry("ins-held"), &no_attrs)
+        .await
+        .unwrap();
+    let (_shutdown, task, mut rx) = start(&emulator, "crash").await;
+    let held = tokio::time::timeout(Duration::from_secs(20), rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(held.format, PayloadFormat::GcpPubsubData);
+    assert_eq!(held.payload, log_entry("ins-held"));
+    task.abort();
+    let _ = task.await;
+    drop(held);
+    drop(rx);
+    let mut redelivered = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while redelivered.is_empty() && Instant::now() < deadline {
+        redelivered = emulator.pull_now(PROJECT, "crash", 10).await.unwrap();
+        if redelivered.is_empty() {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+    assert_eq!(redelivered.len(), 1, "an unanswered message must come back");
+    assert_eq!(
+        redelivered[0]["text"],
+        String::from_utf8(log_entry("ins-held")).unwrap()
+    );
+
+    // The pipeline answers Recorded: the message is acked and does not come back, even
+    // after its 10 s ack deadline has passed.
+    setup(&emulator, "answered", false).await;
+    emulator
+        .publish(PROJECT, "answered", &log_entry("ins-answered"), &no_attrs)
+        .await
+        .unwrap();
+    let (shutdown, task, rx) = start(&emulator, "answered").await;
+    let answers = pipeline::spawn(rx, 0);
+    assert!(
+        eventually(Duration::from_secs(20), || pipeline::snapshot(&answers)
+            .len()
+            == 1)
+        .await
+    );
+    stop(shutdown, task).await;
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    let left = emulator.pull_now(PROJECT, "answered", 10).await.unwrap();
+    assert!(left.is_empty(), "acked after Recorded: {left:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn duplicates_are_acked_and_recorded_once_and_failed_ones_redelivered() {
+    let Some(emulator) = PubsubEmulator::start_or_skip() else {
+        return;
+    };
+    setup(&emulator, "dupes", false).await;
+    let attrs = BTreeMap::from([(
+        "logging.googleapis.com/timestamp".to_owned(),
+        "2026-01-01T00:00:00Z".to_owned(),
+    )]);
+    for id in ["ins-1", "ins-2", "ins-1"] {
+        emulator
+            .publish(PROJECT, "dupes", &log_entry(id), &attrs)
+            .await
+            .unwrap();
+    }
+    let (shutdown, task, rx) = start(&emulator, "dupes").await;
+    // The first message handed off meets a journal outage (Failed → nack → redelivery).
+    let answers = pipeline::spawn(rx, 1);
+    let done = eventually(Duration::from_secs(30), || {
+        pipeline::snapshot(&answers)
+            .iter()
+            .filter(|a| a.delivery.should_ack())
+            .count()
+            == 3
+    })
+    .await;
+    stop(shutdown, task).await;
+    let answers = pipeline::snapshot(&answers);
+    assert!(done, "{answers:?}");
+    assert_eq!(
+        answers.len(),
+        4,
+        "one failure, then each message once: {answers:?}"
+    );
+    assert!(matches!(answers[0].delivery, Delivery::Failed(_)));
+    let recorded: Vec<_> = answers
+        .iter()
+        .filter(|a| a.delivery == Delivery::Recorded)
+        .filter_map(|a| a.event_id.clone())
+        .collect();
+    assert_eq!(recorded.len(), 2, "{answers:?}");
+    assert_eq!(
+        answers
+            .iter()
+            .filter(|a| a.delivery == Delivery::Duplicate)
+            .count(),
+        1
+    );
+    assert_eq!(
+        answers[1].attributes["logging.googleapis.com/timestamp"],
+        "2026-01-01T00:00:00Z"
+    );
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    assert!(
+        emulator
+            .pull_now(PROJECT, "dupes", 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "all acked"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn poison_message_is_dead_lettered_after_max_delivery_attempts_with_the_reason_logged() {
+    let Some(emulator) = PubsubEmulator::start_or_skip() else {
+        return;
+    };
+    let logs = driftreactor_testkit::logs::capture();
+    setup(&emulator, "poison", true).await;
+    let poison_id = emulator
+        .publish(
+            PROJECT,
+            "poison",
+            b"definitely { not json",
+            &BTreeMap::new(),
+        )
+        .await
+        .unwrap();
+    let (shutdown, task, rx) = start(&emulator, "poison").await;
+    let answers = pipeline::spawn(rx, 0);
+    let mut dead = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while dead.is_empty() && Instant::now() < deadline {
+        dead = emulator
+            .pull_now(PROJECT, "poison-dlq-sub", 10)
+            .await
+            .unwrap();
+        if dead.is_empty() {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+    stop(shutdown, task).await;
+    assert_eq!(dead.len(), 1, "dead-lettered");
+    assert_eq!(dead[0]["text"], "definitely { not json");
+    let answers = pipeline::snapshot(&answers);
+    assert!(
+        answers.len() >= 5,
+        "rejected on each delivery attempt: {}",
+        answers.len()
+    );
+    assert!(
+        answers
+            .iter()
+            .all(|a| matches!(a.delivery, Delivery::Rejected(_)))
+    );
+    let text = driftreactor_testkit::logs::text(&logs);
+    let line = text
+        .lines()
+        .find(|l| l.contains(&poison_id) && l.contains("delivery_attempt=5"))
+        .unwrap_or_else(|| panic!("no log line for {poison_id} at attempt 5"));
+    assert!(line.contains("payload is not JSON"), "{line}");
+}

@@ -5,7 +5,9 @@
 //! the matching `DRIFTREACTOR_SKIP_<WHAT>=1` is set (then the test skips itself).
 
 pub mod eventgrid_ns;
+pub mod logs;
 pub mod moto;
+pub mod pipeline;
 pub mod process;
 pub mod pubsub;
 pub mod terraform;
