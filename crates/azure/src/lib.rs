@@ -42,6 +42,8 @@ pub mod arm_id;
 mod identity;
 mod lenient;
 mod normalize;
+#[cfg(feature = "namespace")]
+pub mod namespace;
 
 use driftreactor_event::{DriftEvent, NormalizeError};
 
