@@ -106,7 +106,7 @@ fn aks_acr_state_identities() {
             "{acr}/providers/microsoft.authorization/roleassignments/09332492-0b51-5d46-72fd-8af3f2c12c0a"
         )]
     );
-    assert_eq!(ra.parents, [acr.clone()]);
+    assert_eq!(ra.parents, std::slice::from_ref(&acr));
 
     let reg = by_address(&state, "azurerm_container_registry", "acr");
     assert_eq!(reg.identities, [acr]);
