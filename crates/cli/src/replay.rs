@@ -60,7 +60,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut out = io::BufWriter::new(stdout.lock());
     let mut summary = Summary::default();
     if args.format == Format::Table {
-        writeln!(out, "{:<44} {:<10} {:<13} {:<32} {}", "INPUT", "VERDICT", "ACTION", "OPERATION", "RESOURCES / REASON")?;
+        writeln!(
+            out,
+            "{:<44} {:<10} {:<13} {:<32} {}",
+            "INPUT", "VERDICT", "ACTION", "OPERATION", "RESOURCES / REASON"
+        )?;
     }
     for input in &args.inputs {
         for file in event_files(input)? {
@@ -94,10 +98,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn display_config(config: &Config) -> String {
-    config
-        .path
-        .as_ref()
-        .map_or_else(|| "the command line".to_owned(), |p| p.display().to_string())
+    config.path.as_ref().map_or_else(
+        || "the command line".to_owned(),
+        |p| p.display().to_string(),
+    )
 }
 
 /// Loads the config's workspaces, then every `--state` file (directories expanded).
@@ -141,7 +145,10 @@ fn state_files(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
         })
         .collect::<Vec<_>>();
     if files.is_empty() {
-        bail!("state directory {} holds no *.tfstate or *.tfstate.json file", path.display());
+        bail!(
+            "state directory {} holds no *.tfstate or *.tfstate.json file",
+            path.display()
+        );
     }
     Ok(files)
 }
@@ -169,7 +176,8 @@ fn walk(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_owned()];
     while let Some(d) = stack.pop() {
-        let entries = std::fs::read_dir(&d).with_context(|| format!("failed to list {}", d.display()))?;
+        let entries =
+            std::fs::read_dir(&d).with_context(|| format!("failed to list {}", d.display()))?;
         for entry in entries {
             let entry = entry.with_context(|| format!("failed to list {}", d.display()))?;
             if entry.file_name().to_string_lossy().starts_with('.') {
@@ -188,14 +196,19 @@ fn walk(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 fn write_row(out: &mut impl Write, line: &ReportLine) -> io::Result<()> {
-    let detail = if line.resources.is_empty() {
-        line.reason.clone().unwrap_or_else(|| line.resource_ids.join(", "))
+    let targets = if line.resources.is_empty() {
+        line.resource_ids.join(", ")
     } else {
         line.resources
             .iter()
             .map(|r| format!("{}:{} ({})", r.workspace, r.address, r.kind))
             .collect::<Vec<_>>()
             .join(", ")
+    };
+    let detail = match (&line.reason, targets.is_empty()) {
+        (Some(reason), true) => reason.clone(),
+        (Some(reason), false) => format!("{reason}: {targets}"),
+        (None, _) => targets,
     };
     let input = shorten(&line.input, 44);
     writeln!(

@@ -44,10 +44,12 @@ impl NormalizeError {
         if err.is_eof() && err.line() <= 1 && err.column() == 0 {
             return NormalizeError::Empty;
         }
+        let message = err.to_string();
+        let suffix = format!(" at line {} column {}", err.line(), err.column());
         NormalizeError::Json {
             line: err.line(),
             column: err.column(),
-            message: err.to_string(),
+            message: message.strip_suffix(&suffix).unwrap_or(&message).to_owned(),
         }
     }
 

@@ -105,7 +105,9 @@ impl Pipeline {
 /// # Errors
 /// [`NormalizeError::Empty`] for an empty payload, [`NormalizeError::Json`] when the
 /// first value does not parse.
-pub fn split(payload: &[u8]) -> Result<(Vec<Result<&RawValue, NormalizeError>>, bool), NormalizeError> {
+pub fn split(
+    payload: &[u8],
+) -> Result<(Vec<Result<&RawValue, NormalizeError>>, bool), NormalizeError> {
     let mut values: Vec<&RawValue> = Vec::new();
     let mut tail_error = None;
     for item in serde_json::Deserializer::from_slice(payload).into_iter::<&RawValue>() {
@@ -190,7 +192,9 @@ pub fn normalize_message(
     match format {
         PayloadFormat::AwsEvent => vec![driftreactor_aws::normalize(payload)],
         PayloadFormat::GcpPubsubData => {
-            vec![driftreactor_gcp::normalize_pubsub_data(payload, message_id, attributes)]
+            vec![driftreactor_gcp::normalize_pubsub_data(
+                payload, message_id, attributes,
+            )]
         }
         PayloadFormat::AzureEvent | PayloadFormat::Detect => match split(payload) {
             Err(e) => vec![Err(e)],
@@ -421,7 +425,8 @@ impl Replay {
     pub fn evaluate(&mut self, event: DriftEvent) -> Evaluated {
         let dup_id = !self.seen_ids.insert((event.provider, event.id.clone()));
         let mut ev = self.pipeline.evaluate(event);
-        let counts = ev.decision.verdict == Verdict::Drift || ev.decision.verdict == Verdict::Unmanaged;
+        let counts =
+            ev.decision.verdict == Verdict::Drift || ev.decision.verdict == Verdict::Unmanaged;
         let dup_corr = counts
             && ev
                 .event

@@ -76,7 +76,8 @@ pub fn sniff(value: &RawValue) -> Result<Format, NormalizeError> {
         if ty.starts_with("\"google.") || source.contains("googleapis.com") {
             return Ok(Format::Gcp);
         }
-        if ty.starts_with("\"Microsoft.") || source.to_ascii_lowercase().contains("/subscriptions/") {
+        if ty.starts_with("\"Microsoft.") || source.to_ascii_lowercase().contains("/subscriptions/")
+        {
             return Ok(Format::Azure);
         }
         return Err(NormalizeError::UnknownFormat(format!(
@@ -125,13 +126,36 @@ mod tests {
 
     #[test]
     fn recognizes_each_format_by_its_keys() {
-        assert_eq!(s(r#"{"detail-type":"x","detail":{}}"#).unwrap(), Format::Aws);
-        assert_eq!(s(r#"{"eventName":"A","eventSource":"b"}"#).unwrap(), Format::Aws);
-        assert_eq!(s(r#"{"eventType":"Microsoft.Resources.ResourceWriteSuccess","subject":"/s"}"#).unwrap(), Format::Azure);
-        assert_eq!(s(r#"{"specversion":"1.0","type":"Microsoft.Resources.ResourceWriteSuccess"}"#).unwrap(), Format::Azure);
-        assert_eq!(s(r#"{"specversion":"1.0","type":"google.cloud.audit.log.v1.written"}"#).unwrap(), Format::Gcp);
-        assert_eq!(s(r#"{"protoPayload":{},"insertId":"x"}"#).unwrap(), Format::Gcp);
-        assert_eq!(s(r#"{"message":{"data":""},"subscription":"s"}"#).unwrap(), Format::Gcp);
+        assert_eq!(
+            s(r#"{"detail-type":"x","detail":{}}"#).unwrap(),
+            Format::Aws
+        );
+        assert_eq!(
+            s(r#"{"eventName":"A","eventSource":"b"}"#).unwrap(),
+            Format::Aws
+        );
+        assert_eq!(
+            s(r#"{"eventType":"Microsoft.Resources.ResourceWriteSuccess","subject":"/s"}"#)
+                .unwrap(),
+            Format::Azure
+        );
+        assert_eq!(
+            s(r#"{"specversion":"1.0","type":"Microsoft.Resources.ResourceWriteSuccess"}"#)
+                .unwrap(),
+            Format::Azure
+        );
+        assert_eq!(
+            s(r#"{"specversion":"1.0","type":"google.cloud.audit.log.v1.written"}"#).unwrap(),
+            Format::Gcp
+        );
+        assert_eq!(
+            s(r#"{"protoPayload":{},"insertId":"x"}"#).unwrap(),
+            Format::Gcp
+        );
+        assert_eq!(
+            s(r#"{"message":{"data":""},"subscription":"s"}"#).unwrap(),
+            Format::Gcp
+        );
         assert_eq!(s(r#"{"asset":{},"window":{}}"#).unwrap(), Format::Gcp);
     }
 
