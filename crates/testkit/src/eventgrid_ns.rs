@@ -562,3 +562,35 @@ fn take_available(shared: &Shared, sub: &str, max_events: usize) -> Vec<Value> {
     inner.log.extend(log);
     taken
 }
+
+/// Skips the tests that need Microsoft's Python SDK when it is missing.
+pub const SKIP_AZURE_SDK_VAR: &str = "DRIFTREACTOR_SKIP_AZURE_SDK";
+
+/// A Python interpreter that has Microsoft's `azure-eventgrid` package: the one named
+/// by `DRIFTREACTOR_AZURE_PYTHON`, else `python3`. `None` when it is missing and
+/// `DRIFTREACTOR_SKIP_AZURE_SDK=1`.
+///
+/// # Panics
+/// When the package is missing and skipping was not requested; the message says what
+/// to install.
+pub fn microsoft_sdk_python() -> Option<String> {
+    let python = std::env::var("DRIFTREACTOR_AZURE_PYTHON").unwrap_or_else(|_| "python3".into());
+    let ok = std::process::Command::new(&python)
+        .args(["-c", "import azure.eventgrid"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        return Some(python);
+    }
+    if crate::process::skip_requested(SKIP_AZURE_SDK_VAR) {
+        eprintln!("skipping: {SKIP_AZURE_SDK_VAR}=1 and azure-eventgrid is missing");
+        return None;
+    }
+    panic!(
+        "Microsoft's Python SDK is missing: `{python} -c 'import azure.eventgrid'` failed. \
+         Install it with `pip install azure-eventgrid` (in a venv; point \
+         DRIFTREACTOR_AZURE_PYTHON at its python), or set {SKIP_AZURE_SDK_VAR}=1 to skip"
+    );
+}

@@ -3,7 +3,7 @@
 //! real pipeline would, recording every answer in order.
 //!
 //! The answer: `Failed` for the first `fail_first` messages (a journal outage);
-//! `Rejected` when the payload is not JSON (poison); `Duplicate` when its event id was
+//! `Rejected` when the payload is not JSON or has no event id (poison); `Duplicate` when its event id was
 //! recorded before; else `Recorded`. The event id is CloudTrail's `detail.eventID` /
 //! `eventID`, a LogEntry's `insertId`, or a CloudEvent / Event Grid `id`.
 
@@ -66,6 +66,7 @@ pub fn spawn(mut rx: mpsc::Receiver<SourceMessage>, fail_first: usize) -> Answer
             } else {
                 match (&parsed, &id) {
                     (Err(e), _) => Delivery::Rejected(format!("payload is not JSON: {e}")),
+                    (Ok(_), None) => Delivery::Rejected("payload has no event id".into()),
                     (Ok(_), Some(id)) if !seen.insert(id.clone()) => Delivery::Duplicate,
                     _ => Delivery::Recorded,
                 }

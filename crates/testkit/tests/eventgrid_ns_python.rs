@@ -10,28 +10,9 @@
 use std::process::Command;
 use std::time::Duration;
 
-use driftreactor_testkit::eventgrid_ns::{FakeNamespace, FakeNamespaceOptions};
-use driftreactor_testkit::process::skip_requested;
-
-fn azure_python() -> Option<String> {
-    let python = std::env::var("DRIFTREACTOR_AZURE_PYTHON").unwrap_or_else(|_| "python3".into());
-    let ok = Command::new(&python)
-        .args(["-c", "import azure.eventgrid"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if ok {
-        return Some(python);
-    }
-    if skip_requested("DRIFTREACTOR_SKIP_AZURE_SDK") {
-        eprintln!("skipping: DRIFTREACTOR_SKIP_AZURE_SDK=1 and azure-eventgrid is missing");
-        return None;
-    }
-    panic!(
-        "Microsoft's Python SDK is missing: `{python} -c 'import azure.eventgrid'` failed. \
-         Install it with `pip install azure-eventgrid` (in a venv; point \
-         DRIFTREACTOR_AZURE_PYTHON at its python), or set DRIFTREACTOR_SKIP_AZURE_SDK=1 to skip"
-    );
-}
+use driftreactor_testkit::eventgrid_ns::{
+    FakeNamespace, FakeNamespaceOptions, microsoft_sdk_python,
+};
 
 const SCRIPT: &str = r#"
 import json, sys, time
@@ -78,7 +59,9 @@ print(json.dumps(out))
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn microsofts_python_sdk_talks_to_the_fake_namespace() {
-    let Some(python) = azure_python() else { return };
+    let Some(python) = microsoft_sdk_python() else {
+        return;
+    };
     let fake = FakeNamespace::start(FakeNamespaceOptions {
         lock_duration: Duration::from_secs(30),
         ..FakeNamespaceOptions::default()
