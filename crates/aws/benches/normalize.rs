@@ -1,0 +1,124 @@
+//! Throughput of [`driftreactor_aws::normalize`] against a bare typed serde parse.
+//!
+//! Input: JSON Lines of EventBridge envelopes, e.g.
+//! `python3 ../shared/bench/gen_events.py -n 200000 -o /tmp/events.jsonl`.
+//! The path is the first argument, else `$DRIFTREACTOR_BENCH_EVENTS`, else
+//! `/tmp/events.jsonl`. Run: `cargo bench -p driftreactor-aws --bench normalize -- FILE`.
+//! Prints one table row per measurement (best of 3 runs, one thread).
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// The baseline: the envelope and record fields typed, every payload left raw.
+#[derive(Deserialize)]
+#[allow(dead_code, non_snake_case)]
+struct Envelope<'a> {
+    id: &'a str,
+    #[serde(rename = "detail-type")]
+    detail_type: &'a str,
+    source: &'a str,
+    account: Option<&'a str>,
+    time: &'a str,
+    region: &'a str,
+    #[serde(borrow)]
+    resources: Vec<&'a str>,
+    #[serde(borrow)]
+    detail: Detail<'a>,
+}
+
+#[derive(Deserialize)]
+#[allow(dead_code, non_snake_case)]
+struct Detail<'a> {
+    eventID: &'a str,
+    eventName: &'a str,
+    eventSource: &'a str,
+    eventTime: &'a str,
+    awsRegion: &'a str,
+    sourceIPAddress: Option<&'a str>,
+    userAgent: Option<&'a str>,
+    errorCode: Option<&'a str>,
+    readOnly: Option<bool>,
+    recipientAccountId: Option<&'a str>,
+    #[serde(borrow)]
+    userIdentity: Option<&'a RawValue>,
+    #[serde(borrow)]
+    requestParameters: Option<&'a RawValue>,
+    #[serde(borrow)]
+    responseElements: Option<&'a RawValue>,
+}
+
+fn best_of<F: FnMut() -> usize>(runs: usize, mut f: F) -> (Duration, usize) {
+    let mut best = Duration::MAX;
+    let mut n = 0;
+    for _ in 0..runs {
+        let t = Instant::now();
+        n = f();
+        best = best.min(t.elapsed());
+    }
+    (best, n)
+}
+
+fn main() {
+    let path = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with("--"))
+        .or_else(|| std::env::var("DRIFTREACTOR_BENCH_EVENTS").ok())
+        .unwrap_or_else(|| "/tmp/events.jsonl".to_owned());
+    let data = match std::fs::read(&path) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!(
+                "cannot read {path}: {e}\ngenerate it with: python3 ../shared/bench/gen_events.py -n 200000 -o {path}"
+            );
+            std::process::exit(2);
+        }
+    };
+    let lines: Vec<&[u8]> = data
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
+    let bytes: usize = lines.iter().map(|l| l.len()).sum();
+    println!(
+        "{} events, {:.1} MB, mean {:.0} B/event ({path})",
+        lines.len(),
+        bytes as f64 / 1e6,
+        bytes as f64 / lines.len().max(1) as f64
+    );
+    println!(
+        "{:<34} {:>12} {:>10} {:>8}",
+        "step", "events/s", "MB/s", "ok"
+    );
+
+    let row = |name: &str, (d, ok): (Duration, usize)| {
+        let s = d.as_secs_f64();
+        println!(
+            "{:<34} {:>12.0} {:>10.0} {:>8}",
+            name,
+            lines.len() as f64 / s,
+            bytes as f64 / 1e6 / s,
+            ok
+        );
+    };
+
+    row(
+        "serde typed parse (RawValue)",
+        best_of(3, || {
+            lines
+                .iter()
+                .filter(|l| black_box(serde_json::from_slice::<Envelope<'_>>(l)).is_ok())
+                .count()
+        }),
+    );
+    row(
+        "driftreactor_aws::normalize",
+        best_of(3, || {
+            lines
+                .iter()
+                .filter(|l| black_box(driftreactor_aws::normalize(l)).is_ok())
+                .count()
+        }),
+    );
+}

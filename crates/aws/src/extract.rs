@@ -1,0 +1,512 @@
+//! Changed resources from `requestParameters`, `responseElements` and `resources[]`.
+
+use driftreactor_event::ResourceRef;
+
+use crate::canon::{self, Canon, Ctx};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::de::{Items, Obj, Str};
+use crate::record::{
+    ApiGw, CloudFront, Ec2Req, Ec2Resp, Ecs, Efs, Elb, Generic, GenericArns, Iam, Item, Kms,
+    Lambda, Logs, Rds, ResArn, S3, Secrets, Trail,
+};
+
+/// Collects [`ResourceRef`]s, each canonical id once, in order.
+#[derive(Debug, Default)]
+pub(crate) struct Refs(pub(crate) Vec<ResourceRef>);
+
+impl Refs {
+    /// Adds one ref per canonical id of `c` (ARN first, then plain key), all sharing
+    /// `display` and `c.parents`. Ids already present are skipped.
+    pub(crate) fn add(&mut self, c: Option<Canon>, display: &str) {
+        let Some(c) = c else { return };
+        for id in [c.arn, c.plain].into_iter().flatten() {
+            if self.0.iter().any(|r| r.id == id) {
+                continue;
+            }
+            self.0.push(ResourceRef {
+                id,
+                display: display.to_owned(),
+                parents: c.parents.clone(),
+            });
+        }
+    }
+
+    /// Adds an ARN (normalized, with its derived plain key and parents).
+    pub(crate) fn add_arn(&mut self, arn: &str) {
+        if arn.starts_with("arn:") {
+            self.add(canon::from_arn(arn), arn);
+        }
+    }
+}
+
+fn s<'x>(v: &'x Str<'_>) -> Option<&'x str> {
+    v.nonempty()
+}
+
+fn items<'x, 'a: 'x>(v: &'x Items<Obj<Item<'a>>>) -> impl Iterator<Item = &'x Item<'a>> {
+    v.0.iter().filter_map(|o| o.get())
+}
+
+/// Parses a raw `requestParameters` / `responseElements` object into the view `T`
+/// (the default view when absent, `null` or not an object).
+pub(crate) fn view<'a, T: Deserialize<'a> + Default>(raw: Option<&'a RawValue>) -> T {
+    raw.and_then(|r| serde_json::from_str::<Obj<T>>(r.get()).ok())
+        .and_then(Obj::into_val)
+        .unwrap_or_default()
+}
+
+fn generic<T: GenericArns>(p: &T, out: &mut Refs) {
+    for a in p.generic_arns() {
+        out.add_arn(a);
+    }
+}
+
+/// Extracts the resources an API call changed. `service` is the `eventSource` host
+/// (`ec2.amazonaws.com`), `op` the operation without version suffix, `req` / `resp`
+/// the raw `requestParameters` / `responseElements`.
+pub(crate) fn resources(
+    service: &str,
+    op: &str,
+    req: Option<&RawValue>,
+    resp: Option<&RawValue>,
+    record_resources: &[ResArn<'_>],
+    ctx: &Ctx<'_>,
+    out: &mut Refs,
+) {
+    let short = service.split('.').next().unwrap_or("");
+    match short {
+        "ec2" => ec2(op, req, resp, ctx, out),
+        "s3" => {
+            let req: S3<'_> = view(req);
+            if let Some(b) = s(&req.bucketName) {
+                out.add(canon::s3_bucket(b, ctx), b);
+            }
+            generic(&req, out);
+        }
+        "iam" => iam(op, req, resp, ctx, out),
+        "rds" => {
+            let (req, resp): (Rds<'_>, Rds<'_>) = (view(req), view(resp));
+            if let Some(a) = s(&resp.dBInstanceArn) {
+                out.add_arn(a);
+            }
+            for (kind, f) in [
+                ("db", &req.dBInstanceIdentifier),
+                ("snapshot", &req.dBSnapshotIdentifier),
+                ("cluster", &req.dBClusterIdentifier),
+            ] {
+                if let Some(id) = s(f) {
+                    out.add(canon::rds(kind, id, ctx), id);
+                }
+            }
+            generic(&req, out);
+        }
+        "lambda" => {
+            let (req, resp): (Lambda<'_>, Lambda<'_>) = (view(req), view(resp));
+            if let Some(f) = s(&req.functionName) {
+                out.add(canon::lambda_function(f, ctx), f);
+            }
+            if let Some(f) = s(&resp.functionArn) {
+                out.add(canon::lambda_function(f, ctx), f);
+            }
+            generic(&req, out);
+        }
+        "kms" => {
+            let (req, resp): (Kms<'_>, Kms<'_>) = (view(req), view(resp));
+            for k in [&req.keyId, &req.aliasName, &resp.keyId] {
+                if let Some(k) = s(k) {
+                    out.add(canon::kms(k, ctx), k);
+                }
+            }
+            if let Some(m) = resp.keyMetadata.get() {
+                if let Some(a) = s(&m.arn) {
+                    out.add_arn(a);
+                } else if let Some(k) = s(&m.keyId) {
+                    out.add(canon::kms(k, ctx), k);
+                }
+            }
+            generic(&req, out);
+        }
+        "logs" => {
+            let req: Logs<'_> = view(req);
+            if let Some(g) = s(&req.logGroupName) {
+                out.add(canon::log_group(g, ctx), g);
+            }
+            generic(&req, out);
+        }
+        "ecs" => ecs(req, resp, ctx, out),
+        "elasticloadbalancing" => {
+            let (req, resp): (Elb<'_>, Elb<'_>) = (view(req), view(resp));
+            for a in [
+                &req.loadBalancerArn,
+                &req.targetGroupArn,
+                &req.listenerArn,
+                &req.ruleArn,
+            ] {
+                if let Some(a) = s(a) {
+                    out.add_arn(a);
+                }
+            }
+            for i in items(&resp.loadBalancers)
+                .chain(items(&resp.targetGroups))
+                .chain(items(&resp.listeners))
+            {
+                for a in [&i.loadBalancerArn, &i.targetGroupArn, &i.listenerArn] {
+                    if let Some(a) = s(a) {
+                        out.add_arn(a);
+                    }
+                }
+            }
+            generic(&req, out);
+        }
+        "cloudtrail" => {
+            let (req, resp): (Trail<'_>, Trail<'_>) = (view(req), view(resp));
+            for n in [&req.name, &req.trailName, &resp.trailARN] {
+                if let Some(n) = s(n) {
+                    out.add(
+                        canon::regional("cloudtrail", "cloudtrail", "trail", n, ctx),
+                        n,
+                    );
+                }
+            }
+            generic(&req, out);
+        }
+        "cloudfront" => {
+            let req: CloudFront<'_> = view(req);
+            if op.contains("Distribution")
+                && let Some(id) = s(&req.id)
+            {
+                out.add(canon::cloudfront_distribution(id, ctx), id);
+            }
+            if op.ends_with("Distribution") {
+                let resp: CloudFront<'_> = view(resp);
+                if let Some(d) = resp.distribution.get() {
+                    if let Some(a) = s(&d.aRN).or(s(&d.arn)) {
+                        out.add_arn(a);
+                    } else if let Some(id) = s(&d.id) {
+                        out.add(canon::cloudfront_distribution(id, ctx), id);
+                    }
+                }
+            }
+            generic(&req, out);
+        }
+        "apigateway" => {
+            let req: ApiGw<'_> = view(req);
+            let stage = s(&req.stageName)
+                .or_else(|| req.createStageInput.get().and_then(|i| s(&i.stageName)));
+            if let Some(api) = s(&req.restApiId) {
+                match stage {
+                    Some(st) if op.contains("Stage") => {
+                        out.add(canon::apigw_stage(api, st, ctx), st);
+                    }
+                    _ => out.add(canon::apigw_rest_api(api, ctx), api),
+                }
+            } else if op == "CreateRestApi" {
+                let resp: ApiGw<'_> = view(resp);
+                if let Some(id) = s(&resp.id) {
+                    out.add(canon::apigw_rest_api(id, ctx), id);
+                }
+            }
+            generic(&req, out);
+        }
+        "elasticfilesystem" => {
+            let req: Efs<'_> = view(req);
+            let fs = s(&req.fileSystemId).map(|f| {
+                (
+                    f,
+                    canon::regional("elasticfilesystem", "efs", "file-system", f, ctx),
+                )
+            });
+            if let Some(mt) = s(&req.mountTargetId) {
+                let mut c = canon::plain(&["efs", "mount-target", mt]);
+                if let (Some(c), Some((_, Some(p)))) = (c.as_mut(), fs.as_ref()) {
+                    *c = c.clone().with_parent(p);
+                }
+                out.add(c, mt);
+            } else if let Some((f, c)) = fs {
+                out.add(c, f);
+            }
+            generic(&req, out);
+        }
+        "secretsmanager" => {
+            let (req, resp): (Secrets<'_>, Secrets<'_>) = (view(req), view(resp));
+            for v in [&req.secretId, &resp.arn] {
+                if let Some(v) = s(v) {
+                    out.add(canon::secret(v), v);
+                }
+            }
+            generic(&req, out);
+        }
+        "glue" => {
+            let req: Generic<'_> = view(req);
+            if op.ends_with("ResourcePolicy") && s(&req.resourceArn).is_none() {
+                out.add(canon::glue_catalog(ctx), "catalog");
+            }
+            generic(&req, out);
+        }
+        _ => {
+            let req: Generic<'_> = view(req);
+            generic(&req, out);
+        }
+    }
+    for r in record_resources {
+        if let Some(a) = s(&r.0) {
+            out.add_arn(a);
+        }
+    }
+}
+
+fn ec2(op: &str, req: Option<&RawValue>, resp: Option<&RawValue>, ctx: &Ctx<'_>, out: &mut Refs) {
+    let req: Ec2Req<'_> = view(req);
+    generic(&req, out);
+    let mut add = |id: Option<&str>| {
+        if let Some(id) = id.filter(|i| !i.is_empty()) {
+            out.add(canon::ec2(id, ctx), id);
+        }
+    };
+    let creates = matches!(
+        op.split(|c: char| c.is_ascii_uppercase()).nth(1),
+        Some("reate" | "un" | "llocate" | "opy" | "mport" | "egister")
+    );
+    if op == "CreateTags" || op == "DeleteTags" {
+        for i in items(&req.resourcesSet) {
+            add(s(&i.resourceId));
+        }
+        return;
+    }
+    if op.ends_with("Route") || op.ends_with("Routes") {
+        add(s(&req.routeTableId));
+        return;
+    }
+    if op.ends_with("NetworkAclEntry") {
+        add(s(&req.networkAclId));
+        return;
+    }
+    if creates {
+        // The new object's id comes from the response; request ids are references.
+        let resp: Ec2Resp<'_> = view(resp);
+        for i in items(&resp.instancesSet) {
+            add(s(&i.instanceId));
+        }
+        let noun = op
+            .trim_start_matches("Create")
+            .trim_start_matches("Copy")
+            .trim_start_matches("Import")
+            .trim_start_matches("Register");
+        match noun {
+            "Volume" => add(s(&resp.volumeId)),
+            "Snapshot" | "Snapshots" => add(s(&resp.snapshotId)),
+            "Image" => add(s(&resp.imageId)),
+            "SecurityGroup" => add(s(&resp.groupId)),
+            "KeyPair" => {
+                if let Some(k) = s(&resp.keyName).or(s(&req.keyName)) {
+                    out.add(canon::ec2_key_pair(k), k);
+                }
+                return;
+            }
+            "FlowLogs" => {
+                for f in &resp.flowLogIds.0 {
+                    add(s(f));
+                }
+            }
+            _ => {}
+        }
+        if op == "AllocateAddress" {
+            add(s(&resp.allocationId));
+        }
+        // Created-object wrappers: only the wrapper's own id (`subnet.subnetId`, not
+        // `subnet.vpcId`).
+        type Own = for<'x, 'y> fn(&'x Item<'y>) -> &'x Str<'y>;
+        let wrapped: [(&Obj<Box<Item<'_>>>, Own); 8] = [
+            (&resp.subnet, |i| &i.subnetId),
+            (&resp.vpc, |i| &i.vpcId),
+            (&resp.routeTable, |i| &i.routeTableId),
+            (&resp.internetGateway, |i| &i.internetGatewayId),
+            (&resp.natGateway, |i| &i.natGatewayId),
+            (&resp.networkInterface, |i| &i.networkInterfaceId),
+            (&resp.launchTemplate, |i| &i.launchTemplateId),
+            (&resp.transitGatewayVpcAttachment, |i| {
+                &i.transitGatewayAttachmentId
+            }),
+        ];
+        for (w, own) in wrapped {
+            if let Some(i) = w.get() {
+                add(s(own(i)));
+            }
+        }
+        if let Some(r) = resp.CreateTransitGatewayVpcAttachmentResponse.get()
+            && let Some(i) = r.transitGatewayVpcAttachment.get()
+        {
+            add(s(&i.transitGatewayAttachmentId));
+        }
+        return;
+    }
+    // Updates, deletes, actions: the request names the object.
+    add(s(&req.groupId).or(s(&req.GroupId)));
+    add(s(&req.instanceId));
+    for i in items(&req.instancesSet) {
+        add(s(&i.instanceId));
+    }
+    for f in [
+        &req.subnetId,
+        &req.vpcId,
+        &req.routeTableId,
+        &req.networkAclId,
+        &req.volumeId,
+        &req.snapshotId,
+        &req.imageId,
+        &req.allocationId,
+        &req.associationId,
+        &req.natGatewayId,
+        &req.internetGatewayId,
+        &req.networkInterfaceId,
+        &req.transitGatewayAttachmentId,
+        &req.TransitGatewayAttachmentId,
+        &req.launchTemplateId,
+    ] {
+        add(s(f));
+    }
+    for f in &req.flowLogIds.0 {
+        add(s(f));
+    }
+    for w in [
+        &req.DelTGwVpcAttachReq,
+        &req.DeleteFlowLogsRequest,
+        &req.ModifySecurityGroupRulesRequest,
+    ] {
+        if let Some(inner) = w.get() {
+            add(s(&inner.TransitGatewayAttachmentId).or(s(&inner.transitGatewayAttachmentId)));
+            add(s(&inner.GroupId).or(s(&inner.groupId)));
+            if let Some(f) = inner.FlowLogId.get() {
+                add(s(&f.content));
+            }
+            for f in &inner.flowLogIds.0 {
+                add(s(f));
+            }
+        }
+    }
+    if let Some(k) = s(&req.keyName) {
+        out.add(canon::ec2_key_pair(k), k);
+    }
+    // Security group rules: sub-objects of their group.
+    if !op.contains("SecurityGroup") {
+        return;
+    }
+    let resp: Ec2Resp<'_> = view(resp);
+    let group = s(&req.groupId).or(s(&req.GroupId));
+    let rules = items(&resp.securityGroupRuleSet)
+        .chain(items(&resp.revokedSecurityGroupRuleSet))
+        .map(|i| (s(&i.securityGroupRuleId), s(&i.groupId)))
+        .chain(items(&req.securityGroupRuleIds).map(|i| (s(&i.securityGroupRuleId), None::<&str>)));
+    for (rule, g) in rules {
+        let Some(rule) = rule else { continue };
+        let Some(mut c) = canon::ec2(rule, ctx) else {
+            continue;
+        };
+        if let Some(parent) = g.or(group).and_then(|g| canon::ec2(g, ctx)) {
+            c = c.with_parent(&parent);
+        }
+        out.add(Some(c), rule);
+    }
+}
+
+fn iam(op: &str, req: Option<&RawValue>, resp: Option<&RawValue>, ctx: &Ctx<'_>, out: &mut Refs) {
+    let (req, resp): (Iam<'_>, Iam<'_>) = (view(req), view(resp));
+    generic(&req, out);
+    let user = s(&req.userName).or_else(|| resp.accessKey.get().and_then(|k| s(&k.userName)));
+    let user_c = user.and_then(|u| canon::iam("user", u, ctx));
+    if op.ends_with("LoginProfile")
+        && let (Some(u), Some(uc)) = (user, user_c.as_ref())
+    {
+        let c = canon::plain(&["iam", "login-profile", u]).map(|c| c.with_parent(uc));
+        out.add(c, u);
+    }
+    if op.ends_with("AccessKey") {
+        let key =
+            s(&req.accessKeyId).or_else(|| resp.accessKey.get().and_then(|k| s(&k.accessKeyId)));
+        if let Some(k) = key {
+            let mut c = canon::plain(&["iam", "access-key", k]);
+            if let (Some(c), Some(uc)) = (c.as_mut(), user_c.as_ref()) {
+                *c = c.clone().with_parent(uc);
+            }
+            out.add(c, k);
+        }
+    }
+    let named = |field: &Str<'_>, created: Option<&Item<'_>>, kind: &str, out: &mut Refs| {
+        let Some(name) = s(field).or_else(|| {
+            created.and_then(|i| {
+                s(&i.roleName)
+                    .or(s(&i.userName))
+                    .or(s(&i.groupName))
+                    .or(s(&i.instanceProfileName))
+            })
+        }) else {
+            return false;
+        };
+        let from_resp = created.and_then(|i| s(&i.arn)).and_then(canon::from_arn);
+        match from_resp {
+            Some(c) => {
+                let plain = canon::iam(kind, name, &Ctx::new(None, None));
+                out.add(Some(c), name);
+                out.add(plain, name);
+            }
+            None => out.add(canon::iam(kind, name, ctx), name),
+        }
+        true
+    };
+    let mut any = false;
+    any |= named(
+        &req.instanceProfileName,
+        resp.instanceProfile.get().map(|b| &**b),
+        "instance-profile",
+        out,
+    );
+    any |= named(&req.groupName, resp.group.get().map(|b| &**b), "group", out);
+    any |= named(&req.roleName, resp.role.get().map(|b| &**b), "role", out);
+    if let Some(u) = user {
+        let created = resp
+            .user
+            .get()
+            .and_then(|i| s(&i.arn))
+            .and_then(canon::from_arn);
+        if let Some(c) = created {
+            out.add(Some(c), u);
+        }
+        out.add(user_c, u);
+        any = true;
+    }
+    if !any {
+        if let Some(p) = s(&req.policyArn) {
+            out.add_arn(p);
+        }
+        if let Some(p) = resp.policy.get().and_then(|i| s(&i.arn)) {
+            out.add_arn(p);
+        }
+    }
+}
+
+fn ecs(req: Option<&RawValue>, resp: Option<&RawValue>, ctx: &Ctx<'_>, out: &mut Refs) {
+    let (req, resp): (Ecs<'_>, Ecs<'_>) = (view(req), view(resp));
+    generic(&req, out);
+    let cluster = req.cluster.str();
+    if let Some(svc) = req.service.str() {
+        out.add(canon::ecs_service(cluster, svc, ctx), svc);
+    } else if let Some(a) = resp.service.item().and_then(|i| s(&i.serviceArn)) {
+        out.add_arn(a);
+    } else if let Some(td) = req.taskDefinition.str().or(s(&req.family)) {
+        out.add(canon::ecs_task_definition(td), td);
+    } else if let Some(c) = cluster {
+        out.add(canon::regional("ecs", "ecs", "cluster", c, ctx), c);
+    }
+    if let Some(a) = resp
+        .taskDefinition
+        .item()
+        .and_then(|i| s(&i.taskDefinitionArn))
+    {
+        out.add_arn(a);
+    }
+    if let Some(a) = resp.cluster.item().and_then(|i| s(&i.clusterArn)) {
+        out.add_arn(a);
+    }
+}

@@ -1,0 +1,541 @@
+//! Typed, borrowing views of the EventBridge envelope and the CloudTrail record.
+//!
+//! Only the keys the normalizer reads are declared; everything else is skipped. All
+//! fields are lenient (see [`crate::de`]), so unusual shapes degrade to "unknown"
+//! instead of failing the event.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::de::{Flag, Items, Obj, Str};
+
+/// One JSON object that is either an EventBridge envelope (`detail-type`, `detail`, …)
+/// or a bare CloudTrail record (`eventID`, `eventName`, …). The envelope's `detail`
+/// is the same type, so an envelope is read in one pass.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+#[allow(non_snake_case)]
+pub(crate) struct Doc<'a> {
+    // --- EventBridge envelope ---
+    #[serde(rename = "detail-type", borrow)]
+    pub detail_type: Str<'a>,
+    #[serde(borrow)]
+    pub detail: Obj<Box<Doc<'a>>>,
+    #[serde(borrow)]
+    pub source: Str<'a>,
+    #[serde(borrow)]
+    pub account: Str<'a>,
+    #[serde(borrow)]
+    pub region: Str<'a>,
+    #[serde(borrow)]
+    pub id: Str<'a>,
+    #[serde(borrow)]
+    pub time: Str<'a>,
+    /// Envelope: ARN strings; CloudTrail record: objects with upper-case `ARN`.
+    #[serde(borrow)]
+    pub resources: Items<ResArn<'a>>,
+    // --- CloudTrail record ---
+    #[serde(borrow)]
+    pub eventID: Str<'a>,
+    #[serde(borrow)]
+    pub eventName: Str<'a>,
+    #[serde(borrow)]
+    pub eventSource: Str<'a>,
+    #[serde(borrow)]
+    pub eventTime: Str<'a>,
+    #[serde(borrow)]
+    pub eventType: Str<'a>,
+    #[serde(borrow)]
+    pub awsRegion: Str<'a>,
+    #[serde(borrow)]
+    pub recipientAccountId: Str<'a>,
+    #[serde(borrow)]
+    pub sourceIPAddress: Str<'a>,
+    #[serde(borrow)]
+    pub userAgent: Str<'a>,
+    #[serde(borrow)]
+    pub errorCode: Str<'a>,
+    pub readOnly: Flag,
+    pub sessionCredentialFromConsole: Flag,
+    #[serde(borrow)]
+    pub userIdentity: Obj<Identity<'a>>,
+    #[serde(borrow)]
+    pub requestParameters: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub responseElements: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub insightDetails: Obj<Insight<'a>>,
+}
+
+/// One entry of a `resources` array: an ARN string (envelope) or an object whose
+/// upper-case `ARN` key holds it (CloudTrail record).
+#[derive(Debug, Default)]
+pub(crate) struct ResArn<'a>(pub Str<'a>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for ResArn<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct WithArn<'a> {
+            #[serde(rename = "ARN", borrow, default)]
+            arn: Str<'a>,
+        }
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = ResArn<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an ARN string or an object with `ARN`")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(ResArn(Str::Val(v.into())))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(ResArn(Str::Val(v.to_owned().into())))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                m: A,
+            ) -> Result<Self::Value, A::Error> {
+                let w = WithArn::deserialize(serde::de::value::MapAccessDeserializer::new(m))?;
+                Ok(ResArn(w.arn))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut s: A,
+            ) -> Result<Self::Value, A::Error> {
+                while s.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(ResArn(Str::Wrong("an array")))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(ResArn(Str::Wrong("a boolean")))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(ResArn(Str::Wrong("a number")))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(ResArn(Str::Wrong("a number")))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(ResArn(Str::Wrong("a number")))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(ResArn(Str::Wrong("null")))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+/// The CloudTrail record's `userIdentity` element.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+#[allow(non_snake_case)]
+pub(crate) struct Identity<'a> {
+    #[serde(rename = "type", borrow)]
+    pub kind: Str<'a>,
+    #[serde(borrow)]
+    pub arn: Str<'a>,
+    #[serde(borrow)]
+    pub accountId: Str<'a>,
+    #[serde(borrow)]
+    pub userName: Str<'a>,
+    #[serde(borrow)]
+    pub principalId: Str<'a>,
+    #[serde(borrow)]
+    pub invokedBy: Str<'a>,
+    #[serde(borrow)]
+    pub sessionContext: Obj<SessionContext<'a>>,
+}
+
+/// `userIdentity.sessionContext`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+#[allow(non_snake_case)]
+pub(crate) struct SessionContext<'a> {
+    #[serde(borrow)]
+    pub sessionIssuer: Obj<Issuer<'a>>,
+}
+
+/// `userIdentity.sessionContext.sessionIssuer`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Issuer<'a> {
+    #[serde(borrow)]
+    pub arn: Str<'a>,
+}
+
+/// `insightDetails` of a CloudTrail Insights event.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+#[allow(non_snake_case)]
+pub(crate) struct Insight<'a> {
+    #[serde(borrow)]
+    pub insightType: Str<'a>,
+}
+
+/// Declares a `requestParameters` / `responseElements` view: the listed keys plus the
+/// generic resource-ARN keys every service may use (`resourceArn`, `resource`, …).
+macro_rules! params {
+    ($(#[$m:meta])* $name:ident { $($field:ident : $ty:ty),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Default, Deserialize)]
+        #[serde(default)]
+        #[allow(non_snake_case)]
+        pub(crate) struct $name<'a> {
+            $( #[serde(borrow)] pub $field: $ty, )*
+            #[serde(borrow)]
+            pub resourceArn: Str<'a>,
+            #[serde(borrow)]
+            pub resourceARN: Str<'a>,
+            #[serde(borrow)]
+            pub ResourceArn: Str<'a>,
+            #[serde(borrow)]
+            pub resource: Str<'a>,
+            #[serde(borrow)]
+            pub topicArn: Str<'a>,
+            #[serde(borrow)]
+            pub resourceArns: Items<Str<'a>>,
+        }
+
+        impl<'a> GenericArns for $name<'a> {
+            fn generic_arns(&self) -> impl Iterator<Item = &str> {
+                [
+                    &self.resourceArn,
+                    &self.resourceARN,
+                    &self.ResourceArn,
+                    &self.resource,
+                    &self.topicArn,
+                ]
+                .into_iter()
+                .chain(self.resourceArns.0.iter())
+                .filter_map(Str::nonempty)
+            }
+        }
+    };
+}
+
+/// Access to the generic resource-ARN keys of a params view.
+pub(crate) trait GenericArns {
+    /// The non-empty values of `resourceArn`, `resourceARN`, `ResourceArn`, `resource`,
+    /// `topicArn` and `resourceArns[]`.
+    fn generic_arns(&self) -> impl Iterator<Item = &str>;
+}
+
+params!(
+    /// Any service: only the generic keys.
+    Generic {}
+);
+
+params!(
+    /// EC2 `requestParameters` (query-API style, `items` lists, wrapped requests).
+    Ec2Req {
+        groupId: Str<'a>,
+        GroupId: Str<'a>,
+        instanceId: Str<'a>,
+        instancesSet: Items<Obj<Item<'a>>>,
+        resourcesSet: Items<Obj<Item<'a>>>,
+        subnetId: Str<'a>,
+        vpcId: Str<'a>,
+        routeTableId: Str<'a>,
+        networkAclId: Str<'a>,
+        volumeId: Str<'a>,
+        snapshotId: Str<'a>,
+        imageId: Str<'a>,
+        allocationId: Str<'a>,
+        associationId: Str<'a>,
+        natGatewayId: Str<'a>,
+        internetGatewayId: Str<'a>,
+        networkInterfaceId: Str<'a>,
+        transitGatewayAttachmentId: Str<'a>,
+        TransitGatewayAttachmentId: Str<'a>,
+        launchTemplateId: Str<'a>,
+        keyName: Str<'a>,
+        flowLogIds: Items<Str<'a>>,
+        FlowLogId: Obj<Box<Item<'a>>>,
+        securityGroupRuleIds: Items<Obj<Item<'a>>>,
+        DelTGwVpcAttachReq: Obj<Box<Ec2Req<'a>>>,
+        DeleteFlowLogsRequest: Obj<Box<Ec2Req<'a>>>,
+        ModifySecurityGroupRulesRequest: Obj<Box<Ec2Req<'a>>>,
+    }
+);
+
+params!(
+    /// EC2 `responseElements`: created objects and security group rule sets.
+    Ec2Resp {
+        instancesSet: Items<Obj<Item<'a>>>,
+        volumeId: Str<'a>,
+        snapshotId: Str<'a>,
+        imageId: Str<'a>,
+        groupId: Str<'a>,
+        keyName: Str<'a>,
+        allocationId: Str<'a>,
+        flowLogIds: Items<Str<'a>>,
+        subnet: Obj<Box<Item<'a>>>,
+        vpc: Obj<Box<Item<'a>>>,
+        routeTable: Obj<Box<Item<'a>>>,
+        internetGateway: Obj<Box<Item<'a>>>,
+        natGateway: Obj<Box<Item<'a>>>,
+        networkInterface: Obj<Box<Item<'a>>>,
+        launchTemplate: Obj<Box<Item<'a>>>,
+        transitGatewayVpcAttachment: Obj<Box<Item<'a>>>,
+        CreateTransitGatewayVpcAttachmentResponse: Obj<Box<Ec2Resp<'a>>>,
+        securityGroupRuleSet: Items<Obj<Item<'a>>>,
+        revokedSecurityGroupRuleSet: Items<Obj<Item<'a>>>,
+    }
+);
+
+params!(
+    /// Keys naming an S3 bucket.
+    S3 { bucketName: Str<'a> }
+);
+
+params!(
+    /// IAM request and response keys.
+    Iam {
+        roleName: Str<'a>,
+        userName: Str<'a>,
+        groupName: Str<'a>,
+        policyArn: Str<'a>,
+        instanceProfileName: Str<'a>,
+        accessKeyId: Str<'a>,
+        role: Obj<Box<Item<'a>>>,
+        user: Obj<Box<Item<'a>>>,
+        group: Obj<Box<Item<'a>>>,
+        instanceProfile: Obj<Box<Item<'a>>>,
+        policy: Obj<Box<Item<'a>>>,
+        accessKey: Obj<Box<Item<'a>>>,
+    }
+);
+
+params!(
+    /// RDS request and response keys.
+    Rds {
+        dBInstanceIdentifier: Str<'a>,
+        dBSnapshotIdentifier: Str<'a>,
+        dBClusterIdentifier: Str<'a>,
+        dBInstanceArn: Str<'a>,
+    }
+);
+
+params!(
+    /// Lambda request and response keys.
+    Lambda { functionName: Str<'a>, functionArn: Str<'a> }
+);
+
+params!(
+    /// KMS request and response keys.
+    Kms { keyId: Str<'a>, aliasName: Str<'a>, keyMetadata: Obj<Box<Item<'a>>> }
+);
+
+params!(
+    /// CloudWatch Logs keys.
+    Logs { logGroupName: Str<'a> }
+);
+
+params!(
+    /// ECS keys (strings in requests, objects in responses).
+    Ecs {
+        cluster: StrOrItem<'a>,
+        service: StrOrItem<'a>,
+        taskDefinition: StrOrItem<'a>,
+        family: Str<'a>,
+    }
+);
+
+params!(
+    /// ELBv2 keys.
+    Elb {
+        loadBalancerArn: Str<'a>,
+        targetGroupArn: Str<'a>,
+        listenerArn: Str<'a>,
+        ruleArn: Str<'a>,
+        loadBalancers: Items<Obj<Item<'a>>>,
+        targetGroups: Items<Obj<Item<'a>>>,
+        listeners: Items<Obj<Item<'a>>>,
+    }
+);
+
+params!(
+    /// CloudTrail keys.
+    Trail { name: Str<'a>, trailName: Str<'a>, trailARN: Str<'a> }
+);
+
+params!(
+    /// CloudFront keys.
+    CloudFront { id: Str<'a>, distribution: Obj<Box<Item<'a>>> }
+);
+
+params!(
+    /// API Gateway keys.
+    ApiGw {
+        id: Str<'a>,
+        restApiId: Str<'a>,
+        stageName: Str<'a>,
+        createStageInput: Obj<Box<Item<'a>>>,
+    }
+);
+
+params!(
+    /// EFS keys.
+    Efs { fileSystemId: Str<'a>, mountTargetId: Str<'a> }
+);
+
+params!(
+    /// Secrets Manager keys.
+    Secrets { secretId: Str<'a>, arn: Str<'a> }
+);
+
+/// The result keys of console sign-in events (`responseElements.ConsoleLogin`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+#[allow(non_snake_case)]
+pub(crate) struct SignIn<'a> {
+    #[serde(borrow)]
+    pub ConsoleLogin: Str<'a>,
+    #[serde(borrow)]
+    pub CheckMfa: Str<'a>,
+}
+
+/// A nested object inside `requestParameters` / `responseElements` (an EC2 `items`
+/// entry, a created `subnet`/`role`/`distribution`, …): the id-bearing keys only.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+#[allow(non_snake_case)]
+pub(crate) struct Item<'a> {
+    #[serde(borrow)]
+    pub instanceId: Str<'a>,
+    #[serde(borrow)]
+    pub resourceId: Str<'a>,
+    #[serde(borrow)]
+    pub groupId: Str<'a>,
+    #[serde(borrow)]
+    pub securityGroupRuleId: Str<'a>,
+    #[serde(borrow)]
+    pub subnetId: Str<'a>,
+    #[serde(borrow)]
+    pub vpcId: Str<'a>,
+    #[serde(borrow)]
+    pub routeTableId: Str<'a>,
+    #[serde(borrow)]
+    pub internetGatewayId: Str<'a>,
+    #[serde(borrow)]
+    pub natGatewayId: Str<'a>,
+    #[serde(borrow)]
+    pub networkInterfaceId: Str<'a>,
+    #[serde(borrow)]
+    pub launchTemplateId: Str<'a>,
+    #[serde(borrow)]
+    pub transitGatewayAttachmentId: Str<'a>,
+    #[serde(borrow)]
+    pub content: Str<'a>,
+    #[serde(borrow)]
+    pub arn: Str<'a>,
+    #[serde(borrow)]
+    pub aRN: Str<'a>,
+    #[serde(borrow)]
+    pub id: Str<'a>,
+    #[serde(borrow)]
+    pub roleName: Str<'a>,
+    #[serde(borrow)]
+    pub userName: Str<'a>,
+    #[serde(borrow)]
+    pub groupName: Str<'a>,
+    #[serde(borrow)]
+    pub instanceProfileName: Str<'a>,
+    #[serde(borrow)]
+    pub accessKeyId: Str<'a>,
+    #[serde(borrow)]
+    pub keyId: Str<'a>,
+    #[serde(borrow)]
+    pub serviceArn: Str<'a>,
+    #[serde(borrow)]
+    pub clusterArn: Str<'a>,
+    #[serde(borrow)]
+    pub taskDefinitionArn: Str<'a>,
+    #[serde(borrow)]
+    pub loadBalancerArn: Str<'a>,
+    #[serde(borrow)]
+    pub targetGroupArn: Str<'a>,
+    #[serde(borrow)]
+    pub listenerArn: Str<'a>,
+    #[serde(borrow)]
+    pub stageName: Str<'a>,
+}
+
+/// A key that is a string in requests and an object in responses (ECS `cluster`,
+/// `service`, `taskDefinition`).
+#[derive(Debug, Default)]
+pub(crate) enum StrOrItem<'a> {
+    /// Absent or of another type.
+    #[default]
+    None,
+    /// A string (name or ARN).
+    S(std::borrow::Cow<'a, str>),
+    /// An object.
+    O(Box<Item<'a>>),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for StrOrItem<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = StrOrItem<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(StrOrItem::S(v.into()))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(StrOrItem::S(v.to_owned().into()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                m: A,
+            ) -> Result<Self::Value, A::Error> {
+                Item::deserialize(serde::de::value::MapAccessDeserializer::new(m))
+                    .map(|i| StrOrItem::O(Box::new(i)))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut s: A,
+            ) -> Result<Self::Value, A::Error> {
+                while s.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(StrOrItem::None)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(StrOrItem::None)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(StrOrItem::None)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(StrOrItem::None)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(StrOrItem::None)
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(StrOrItem::None)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+impl StrOrItem<'_> {
+    /// The string form, if a string.
+    pub(crate) fn str(&self) -> Option<&str> {
+        match self {
+            StrOrItem::S(s) if !s.is_empty() => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The object form, if an object.
+    pub(crate) fn item(&self) -> Option<&Item<'_>> {
+        match self {
+            StrOrItem::O(i) => Some(i),
+            _ => None,
+        }
+    }
+}
