@@ -41,9 +41,9 @@
 pub mod arm_id;
 mod identity;
 mod lenient;
-mod normalize;
 #[cfg(feature = "namespace")]
 pub mod namespace;
+mod normalize;
 
 use driftreactor_event::{DriftEvent, NormalizeError};
 
