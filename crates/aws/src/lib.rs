@@ -90,10 +90,6 @@ mod extract;
 mod identity;
 mod normalize;
 mod record;
-#[cfg(feature = "sqs")]
-pub mod setup;
-#[cfg(feature = "sqs")]
-pub mod sqs;
 
 use driftreactor_event::{DriftEvent, NormalizeError};
 #[cfg(doc)]

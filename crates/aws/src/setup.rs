@@ -518,6 +518,102 @@ async fn ensure_target(
     Ok(change)
 }
 
+/// Terraform resource-type prefixes (`aws_<prefix>…`) and the EventBridge `source` of
+/// the CloudTrail events that change them. Longest prefix wins.
+const EVENT_SOURCES: &[(&str, &str)] = &[
+    ("acm_", "aws.acm"),
+    ("alb", "aws.elasticloadbalancing"),
+    ("ami", "aws.ec2"),
+    ("api_gateway_", "aws.apigateway"),
+    ("apigatewayv2_", "aws.apigateway"),
+    ("appautoscaling_", "aws.application-autoscaling"),
+    ("autoscaling_", "aws.autoscaling"),
+    ("backup_", "aws.backup"),
+    ("cloudformation_", "aws.cloudformation"),
+    ("cloudfront_", "aws.cloudfront"),
+    ("cloudtrail", "aws.cloudtrail"),
+    ("cloudwatch_event_", "aws.events"),
+    ("cloudwatch_log_", "aws.logs"),
+    ("cloudwatch_metric_alarm", "aws.monitoring"),
+    ("cloudwatch_dashboard", "aws.monitoring"),
+    ("codebuild_", "aws.codebuild"),
+    ("codepipeline", "aws.codepipeline"),
+    ("cognito_", "aws.cognito-idp"),
+    ("customer_gateway", "aws.ec2"),
+    ("db_", "aws.rds"),
+    ("default_", "aws.ec2"),
+    ("dynamodb_", "aws.dynamodb"),
+    ("ebs_", "aws.ec2"),
+    ("ec2_", "aws.ec2"),
+    ("ecr_", "aws.ecr"),
+    ("ecs_", "aws.ecs"),
+    ("efs_", "aws.elasticfilesystem"),
+    ("egress_only_internet_gateway", "aws.ec2"),
+    ("eip", "aws.ec2"),
+    ("eks_", "aws.eks"),
+    ("elasticache_", "aws.elasticache"),
+    ("elasticsearch_", "aws.es"),
+    ("elb", "aws.elasticloadbalancing"),
+    ("flow_log", "aws.ec2"),
+    ("glue_", "aws.glue"),
+    ("iam_", "aws.iam"),
+    ("instance", "aws.ec2"),
+    ("internet_gateway", "aws.ec2"),
+    ("key_pair", "aws.ec2"),
+    ("kinesis_", "aws.kinesis"),
+    ("kms_", "aws.kms"),
+    ("lambda_", "aws.lambda"),
+    ("launch_template", "aws.ec2"),
+    ("lb", "aws.elasticloadbalancing"),
+    ("main_route_table_association", "aws.ec2"),
+    ("nat_gateway", "aws.ec2"),
+    ("network_", "aws.ec2"),
+    ("opensearch_", "aws.es"),
+    ("placement_group", "aws.ec2"),
+    ("rds_", "aws.rds"),
+    ("redshift_", "aws.redshift"),
+    ("route", "aws.ec2"),
+    ("route53_", "aws.route53"),
+    ("s3_", "aws.s3"),
+    ("secretsmanager_", "aws.secretsmanager"),
+    ("security_group", "aws.ec2"),
+    ("sfn_", "aws.states"),
+    ("sns_", "aws.sns"),
+    ("sqs_", "aws.sqs"),
+    ("ssm_", "aws.ssm"),
+    ("subnet", "aws.ec2"),
+    ("transit_gateway", "aws.ec2"),
+    ("vpc", "aws.ec2"),
+    ("vpn_", "aws.ec2"),
+    ("wafv2_", "aws.wafv2"),
+];
+
+/// The EventBridge sources whose CloudTrail events can change resources of
+/// `resource_types` (Terraform types such as `aws_security_group`), sorted and
+/// deduplicated; non-AWS types are ignored. `Err` with the first AWS type the table
+/// does not know: then filter on no source rather than miss events.
+///
+/// # Errors
+/// The unknown resource type.
+pub fn event_sources_for_types<'a>(
+    resource_types: impl IntoIterator<Item = &'a str>,
+) -> Result<Vec<String>, String> {
+    let mut sources = std::collections::BTreeSet::new();
+    for resource_type in resource_types {
+        let Some(rest) = resource_type.strip_prefix("aws_") else {
+            continue;
+        };
+        let source = EVENT_SOURCES
+            .iter()
+            .filter(|(prefix, _)| rest.starts_with(prefix))
+            .max_by_key(|(prefix, _)| prefix.len())
+            .map(|(_, source)| *source)
+            .ok_or_else(|| resource_type.to_owned())?;
+        sources.insert(source.to_owned());
+    }
+    Ok(sources.into_iter().collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -550,6 +646,34 @@ mod tests {
             plan["rule"]["arn"]
         );
         assert_eq!(plan["redrive_policy"]["maxReceiveCount"], 5);
+    }
+
+    #[test]
+    fn event_sources_follow_the_resource_types() {
+        let types = [
+            "aws_security_group",
+            "aws_instance",
+            "aws_s3_bucket_policy",
+            "aws_iam_role",
+            "google_x",
+            "aws_lb_listener",
+        ];
+        assert_eq!(
+            event_sources_for_types(types).unwrap(),
+            ["aws.ec2", "aws.elasticloadbalancing", "aws.iam", "aws.s3"]
+        );
+        assert_eq!(
+            event_sources_for_types(["aws_cloudwatch_log_group"]).unwrap(),
+            ["aws.logs"]
+        );
+        assert_eq!(
+            event_sources_for_types(["aws_cloudwatch_event_rule"]).unwrap(),
+            ["aws.events"]
+        );
+        assert_eq!(
+            event_sources_for_types(["aws_frobnicator"]).unwrap_err(),
+            "aws_frobnicator"
+        );
     }
 
     #[test]
