@@ -1,8 +1,9 @@
 //! Changed resources from `requestParameters`, `responseElements` and `resources[]`.
 
-use driftreactor_event::ResourceRef;
+use driftreactor_event::{Change, ResourceRef};
 
 use crate::canon::{self, Canon, Ctx};
+use crate::classify;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -76,6 +77,13 @@ pub(crate) fn resources(
     out: &mut Refs,
 ) {
     let short = service.split('.').next().unwrap_or("");
+    // Outside EC2 the response is read only for creates (the new object's ARN or id);
+    // skipping it elsewhere saves re-parsing large responses.
+    let created = if classify::change(op) == Change::Create {
+        resp
+    } else {
+        None
+    };
     match short {
         "ec2" => ec2(op, req, resp, ctx, out),
         "s3" => {
@@ -85,9 +93,9 @@ pub(crate) fn resources(
             }
             generic(&req, out);
         }
-        "iam" => iam(op, req, resp, ctx, out),
+        "iam" => iam(op, req, created, ctx, out),
         "rds" => {
-            let (req, resp): (Rds<'_>, Rds<'_>) = (view(req), view(resp));
+            let (req, resp): (Rds<'_>, Rds<'_>) = (view(req), view(created));
             if let Some(a) = s(&resp.dBInstanceArn) {
                 out.add_arn(a);
             }
@@ -103,7 +111,7 @@ pub(crate) fn resources(
             generic(&req, out);
         }
         "lambda" => {
-            let (req, resp): (Lambda<'_>, Lambda<'_>) = (view(req), view(resp));
+            let (req, resp): (Lambda<'_>, Lambda<'_>) = (view(req), view(created));
             if let Some(f) = s(&req.functionName) {
                 out.add(canon::lambda_function(f, ctx), f);
             }
@@ -113,7 +121,7 @@ pub(crate) fn resources(
             generic(&req, out);
         }
         "kms" => {
-            let (req, resp): (Kms<'_>, Kms<'_>) = (view(req), view(resp));
+            let (req, resp): (Kms<'_>, Kms<'_>) = (view(req), view(created));
             for k in [&req.keyId, &req.aliasName, &resp.keyId] {
                 if let Some(k) = s(k) {
                     out.add(canon::kms(k, ctx), k);
@@ -135,9 +143,9 @@ pub(crate) fn resources(
             }
             generic(&req, out);
         }
-        "ecs" => ecs(req, resp, ctx, out),
+        "ecs" => ecs(req, created, ctx, out),
         "elasticloadbalancing" => {
-            let (req, resp): (Elb<'_>, Elb<'_>) = (view(req), view(resp));
+            let (req, resp): (Elb<'_>, Elb<'_>) = (view(req), view(created));
             for a in [
                 &req.loadBalancerArn,
                 &req.targetGroupArn,
@@ -161,7 +169,7 @@ pub(crate) fn resources(
             generic(&req, out);
         }
         "cloudtrail" => {
-            let (req, resp): (Trail<'_>, Trail<'_>) = (view(req), view(resp));
+            let (req, resp): (Trail<'_>, Trail<'_>) = (view(req), view(created));
             for n in [&req.name, &req.trailName, &resp.trailARN] {
                 if let Some(n) = s(n) {
                     out.add(
@@ -180,7 +188,7 @@ pub(crate) fn resources(
                 out.add(canon::cloudfront_distribution(id, ctx), id);
             }
             if op.ends_with("Distribution") {
-                let resp: CloudFront<'_> = view(resp);
+                let resp: CloudFront<'_> = view(created);
                 if let Some(d) = resp.distribution.get() {
                     if let Some(a) = s(&d.aRN).or(s(&d.arn)) {
                         out.add_arn(a);
@@ -230,7 +238,7 @@ pub(crate) fn resources(
             generic(&req, out);
         }
         "secretsmanager" => {
-            let (req, resp): (Secrets<'_>, Secrets<'_>) = (view(req), view(resp));
+            let (req, resp): (Secrets<'_>, Secrets<'_>) = (view(req), view(created));
             for v in [&req.secretId, &resp.arn] {
                 if let Some(v) = s(v) {
                     out.add(canon::secret(v), v);
