@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod replay;
+mod setup;
 
 /// Command-line interface.
 #[derive(Debug, Parser)]
@@ -21,6 +22,8 @@ struct Cli {
 enum Command {
     /// Replay recorded cloud events against Terraform state and print a drift report.
     Replay(replay::Args),
+    /// Create the cloud wiring a source reads (`setup aws`: EventBridge rule → SQS).
+    Setup(setup::Args),
 }
 
 fn main() -> ExitCode {
@@ -28,6 +31,7 @@ fn main() -> ExitCode {
     init_tracing();
     let result = match cli.command {
         Command::Replay(args) => replay::run(args),
+        Command::Setup(args) => setup::run(args),
     };
     match result {
         Ok(code) => code,

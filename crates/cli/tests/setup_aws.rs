@@ -1,0 +1,126 @@
+//! `driftreactor setup aws` against moto's server: creates the rule, queue and DLQ;
+//! running it twice changes nothing; `--dry-run` prints the pattern and policies as
+//! JSON; `--state` narrows the rule to the sources the states use.
+//!
+//! Needs `moto_server` (`pip install 'moto[server]'`); skipped only with
+//! `DRIFTREACTOR_SKIP_MOTO=1`.
+
+use std::process::{Command, Output};
+
+use driftreactor_testkit::moto::MotoServer;
+use serde_json::Value;
+
+fn driftreactor(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_driftreactor"))
+        .args(args)
+        // Static credentials; nothing read from profiles or instance metadata.
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_CONFIG_FILE", "/nonexistent/driftreactor-test")
+        .env(
+            "AWS_SHARED_CREDENTIALS_FILE",
+            "/nonexistent/driftreactor-test",
+        )
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env_remove("AWS_PROFILE")
+        .env_remove("AWS_SESSION_TOKEN")
+        .output()
+        .unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn setup_aws_creates_the_wiring_and_a_second_run_changes_nothing() {
+    let Some(moto) = MotoServer::start_or_skip() else {
+        return;
+    };
+    let endpoint = moto.endpoint();
+    let args = [
+        "setup",
+        "aws",
+        "--queue-name",
+        "drift-cli",
+        "--endpoint-url",
+        &endpoint,
+        "--source",
+        "aws.ec2",
+    ];
+
+    let first = stdout(&driftreactor(&args));
+    for created in [
+        "created   dead-letter queue drift-cli-dlq",
+        "created   queue drift-cli (redrive to drift-cli-dlq)",
+        "created   rule drift-cli-cloudtrail on bus default",
+        "created   queue policy of drift-cli",
+        "created   target driftreactor-sqs of rule drift-cli-cloudtrail",
+    ] {
+        assert!(first.contains(created), "missing `{created}` in:\n{first}");
+    }
+    assert!(first.contains("queue_url = \"http"), "{first}");
+
+    let second = stdout(&driftreactor(&args));
+    assert!(
+        !second.contains("created") && !second.contains("updated"),
+        "{second}"
+    );
+    assert!(second.contains("no changes"), "{second}");
+}
+
+#[test]
+fn setup_aws_dry_run_prints_the_pattern_and_policies_as_json() {
+    let state = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        state.path(),
+        serde_json::json!({
+            "version": 4,
+            "resources": [
+                {"mode": "managed", "type": "aws_security_group", "name": "web", "instances": []},
+                {"mode": "managed", "type": "aws_s3_bucket", "name": "logs", "instances": []},
+                {"mode": "data", "type": "aws_iam_policy_document", "name": "p", "instances": []},
+            ],
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let out = stdout(&driftreactor(&[
+        "setup",
+        "aws",
+        "--queue-name",
+        "drift",
+        "--dry-run",
+        "--region",
+        "eu-west-1",
+        "--state",
+        state.path().to_str().unwrap(),
+    ]));
+    let plan: Value = serde_json::from_str(&out).unwrap();
+    let pattern = &plan["rule"]["event_pattern"];
+    assert_eq!(
+        pattern["detail-type"],
+        serde_json::json!(["AWS API Call via CloudTrail"])
+    );
+    assert_eq!(
+        pattern["detail"]["errorCode"],
+        serde_json::json!([{"exists": false}])
+    );
+    assert_eq!(pattern["source"], serde_json::json!(["aws.ec2", "aws.s3"]));
+    assert_eq!(
+        plan["queue_policy"]["Statement"][0]["Action"],
+        "sqs:SendMessage"
+    );
+    assert_eq!(
+        plan["redrive_policy"]["deadLetterTargetArn"],
+        "arn:aws:sqs:eu-west-1:<account-id>:drift-dlq"
+    );
+}
