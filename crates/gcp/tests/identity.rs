@@ -1,3 +1,5 @@
+//! `GcpIdentity` over the corpus google states and hand-written instances.
+
 use std::path::{Path, PathBuf};
 
 use driftreactor_event::{StateIdentity, StateInstance};
