@@ -75,3 +75,49 @@ impl Remediator {
             .spawn())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    /// The full example in docs/remediation.md parses, section by section.
+    #[test]
+    fn the_documented_example_config_is_valid() {
+        let doc = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/remediation.md"),
+        )
+        .unwrap();
+        let start = doc.find("## Configuration, full example").unwrap();
+        let toml_start = doc[start..].find("```toml\n").unwrap() + start + "```toml\n".len();
+        let toml_end = doc[toml_start..].find("```").unwrap() + toml_start;
+        let cfg = Config::parse(
+            &doc[toml_start..toml_end],
+            Path::new("/etc/driftreactor/driftreactor.toml"),
+        )
+        .unwrap();
+        let r = RemediationConfig::from_config(&cfg, true).unwrap();
+        assert_eq!((r.settle_secs, r.max_attempts_per_hour), (60, 5));
+        let g: GitHubConfig = cfg.section("github", cfg.github.as_ref()).unwrap();
+        assert_eq!(g.repo.as_deref(), Some("acme/infrastructure"));
+        let s: SlackConfig = cfg.section("slack", cfg.slack.as_ref()).unwrap();
+        assert_eq!(s.group_secs, Some(60));
+        let ws = Workspace::from_config(&cfg.workspaces[0]).unwrap();
+        assert_eq!(ws.program, Path::new("/usr/local/bin/tofu"));
+        assert_eq!(ws.dir, Path::new("/etc/driftreactor/infra/prod"));
+    }
+
+    #[tokio::test]
+    async fn from_config_names_a_missing_token_variable() {
+        let cfg = Config::parse(
+            "[github]\nrepo = \"acme/infra\"\ntoken_env = \"DRIFTREACTOR_TEST_UNSET_TOKEN\"\n",
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        let err = Remediator::from_config(&cfg, vec![], true)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("DRIFTREACTOR_TEST_UNSET_TOKEN"), "{err}");
+    }
+}
