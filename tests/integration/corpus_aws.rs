@@ -36,7 +36,14 @@ fn replay_corpus() -> (BTreeMap<String, Vec<Value>>, BTreeMap<String, usize>) {
     let mut by_file: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     for l in run.lines() {
         let input = l["input"].as_str().unwrap().to_owned();
-        let file = input.rsplit('/').next().unwrap().split('#').next().unwrap().to_owned();
+        let file = input
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .split('#')
+            .next()
+            .unwrap()
+            .to_owned();
         by_file.entry(file).or_default().push(l);
     }
     (by_file, expected_counts(&aws))
@@ -56,7 +63,14 @@ fn invalid_json_samples_are_rejected_with_a_reason() {
     let (by_file, _) = replay_corpus();
     let lines = &by_file["doc_records_iam_CreateRole_INVALID_JSON.json"];
     assert_eq!(lines[0]["verdict"], "rejected");
-    assert!(lines[0]["reason"].as_str().unwrap().contains("invalid JSON"), "{}", lines[0]);
+    assert!(
+        lines[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("invalid JSON"),
+        "{}",
+        lines[0]
+    );
 }
 
 fn verdicts(lines: &[Value]) -> Vec<(String, String)> {
@@ -80,7 +94,10 @@ fn clear_cases_get_the_right_verdicts() {
             assert_eq!(v, want, "{file}");
         }
     };
-    only("doc_records_cloudtrail_UpdateTrail_errorCode.json", ignored("failed_call"));
+    only(
+        "doc_records_cloudtrail_UpdateTrail_errorCode.json",
+        ignored("failed_call"),
+    );
     for f in [
         "doc_signin_iam_user_checkMFA.json",
         "doc_signin_iam_user_failure.json",
@@ -93,23 +110,39 @@ fn clear_cases_get_the_right_verdicts() {
     ] {
         only(f, ignored("not_a_change"));
     }
-    only("raw_list_secretsmanager_GetSecretValue_ListSecrets.json", ignored("read_only"));
+    only(
+        "raw_list_secretsmanager_GetSecretValue_ListSecrets.json",
+        ignored("read_only"),
+    );
 
     // 32 DescribeInstances are read-only; Stop/Modify/Start are changes.
-    let v = verdicts(&by_file["raw_list_ec2_DescribeInstances_StopStart_ModifyInstanceAttribute.json"]);
+    let v =
+        verdicts(&by_file["raw_list_ec2_DescribeInstances_StopStart_ModifyInstanceAttribute.json"]);
     assert_eq!(v.iter().filter(|x| **x == ignored("read_only")).count(), 32);
     assert_eq!(v.iter().filter(|x| x.0 == "unmanaged").count(), 3, "{v:?}");
 
     let v = verdicts(&by_file["raw_list_ec2_RunInstances_UnauthorizedOperation.json"]);
-    assert_eq!(v.iter().filter(|x| **x == ignored("failed_call")).count(), 1, "{v:?}");
-    assert_eq!(v.iter().filter(|x| **x == ignored("read_only")).count(), 2, "{v:?}");
+    assert_eq!(
+        v.iter().filter(|x| **x == ignored("failed_call")).count(),
+        1,
+        "{v:?}"
+    );
+    assert_eq!(
+        v.iter().filter(|x| **x == ignored("read_only")).count(),
+        2,
+        "{v:?}"
+    );
 
     let v = verdicts(&by_file["raw_list_iam_LoginProfile_with_error.json"]);
     assert!(v.contains(&ignored("failed_call")), "{v:?}");
     assert!(v.contains(&ignored("read_only")), "{v:?}");
 
     // Mutating calls on resources no corpus state manages are unmanaged, never dropped.
-    for f in ["raw_s3_DeleteBucket.json", "eventbridge_s3_CreateBucket.json", "raw_list_iam_UpdateAssumeRolePolicy.json"] {
+    for f in [
+        "raw_s3_DeleteBucket.json",
+        "eventbridge_s3_CreateBucket.json",
+        "raw_list_iam_UpdateAssumeRolePolicy.json",
+    ] {
         only(f, ("unmanaged".to_owned(), String::new()));
     }
 }

@@ -3,8 +3,15 @@
 use crate::util::{driftreactor, line, replay_json, resources};
 
 fn aws_demo() -> Vec<serde_json::Value> {
-    let run = replay_json(&["--config", "fixtures/driftreactor.toml", "fixtures/aws/events"]);
-    assert_eq!(run.code, 1, "the demo holds two rejected files, so the exit status is 1");
+    let run = replay_json(&[
+        "--config",
+        "fixtures/driftreactor.toml",
+        "fixtures/aws/events",
+    ]);
+    assert_eq!(
+        run.code, 1,
+        "the demo holds two rejected files, so the exit status is 1"
+    );
     run.lines()
 }
 
@@ -24,7 +31,10 @@ fn console_ssh_opening_is_drift_on_the_group_and_its_rule_resource() {
     assert_eq!(l["principal"], "arn:aws:iam::111122223333:user/alice");
     assert_eq!(l["operation"], "AuthorizeSecurityGroupIngress");
     assert!(has(l, "aws_security_group.web", "primary"), "{l}");
-    assert!(has(l, "aws_security_group_rule.web_https", "related"), "{l}");
+    assert!(
+        has(l, "aws_security_group_rule.web_https", "related"),
+        "{l}"
+    );
     let deps: Vec<&str> = l["dependents"]
         .as_array()
         .unwrap()
@@ -32,7 +42,10 @@ fn console_ssh_opening_is_drift_on_the_group_and_its_rule_resource() {
         .map(|d| d["address"].as_str().unwrap())
         .collect();
     assert!(deps.contains(&"aws_instance.app[\"blue\"]"), "{deps:?}");
-    assert!(deps.contains(&"module.database.aws_db_instance.main"), "{deps:?}");
+    assert!(
+        deps.contains(&"module.database.aws_db_instance.main"),
+        "{deps:?}"
+    );
 }
 
 #[test]
@@ -41,8 +54,18 @@ fn bucket_policy_change_matches_bucket_and_its_sub_resources() {
     let l = line(&lines, "02_s3_bucket_policy_console.json");
     assert_eq!(l["verdict"], "drift");
     assert_eq!(l["action"], "pull_request");
-    assert!(has(l, "module.storage.aws_s3_bucket.artifacts", "primary"), "{l}");
-    assert!(has(l, "module.storage.aws_s3_bucket_policy.artifacts", "related"), "{l}");
+    assert!(
+        has(l, "module.storage.aws_s3_bucket.artifacts", "primary"),
+        "{l}"
+    );
+    assert!(
+        has(
+            l,
+            "module.storage.aws_s3_bucket_policy.artifacts",
+            "related"
+        ),
+        "{l}"
+    );
 }
 
 #[test]
@@ -51,8 +74,14 @@ fn rds_identifier_finds_the_instance_whose_id_is_the_resource_id() {
     let l = line(&lines, "03_rds_modify_cli.json");
     assert_eq!(l["verdict"], "drift");
     assert_eq!(l["via"], "cli");
-    assert!(has(l, "module.database.aws_db_instance.main", "primary"), "{l}");
-    assert!(!l.to_string().contains("s3cr3t"), "a state secret leaked into the report");
+    assert!(
+        has(l, "module.database.aws_db_instance.main", "primary"),
+        "{l}"
+    );
+    assert!(
+        !l.to_string().contains("s3cr3t"),
+        "a state secret leaked into the report"
+    );
 }
 
 #[test]
@@ -83,7 +112,10 @@ fn lambda_event_name_suffix_is_stripped_and_routed() {
 #[test]
 fn unmanaged_creates_are_reported_with_notify() {
     let lines = aws_demo();
-    for f in ["06_run_unmanaged_instance.json", "07_create_unmanaged_bucket.json"] {
+    for f in [
+        "06_run_unmanaged_instance.json",
+        "07_create_unmanaged_bucket.json",
+    ] {
         let l = line(&lines, f);
         assert_eq!(l["verdict"], "unmanaged", "{l}");
         assert_eq!(l["action"], "notify", "{l}");
@@ -127,10 +159,16 @@ fn bad_input_is_rejected_with_a_reason_and_the_run_goes_on() {
     let lines = aws_demo();
     let l = line(&lines, "14_truncated_rejected.json");
     assert_eq!(l["verdict"], "rejected");
-    assert!(l["reason"].as_str().unwrap().contains("invalid JSON"), "{l}");
+    assert!(
+        l["reason"].as_str().unwrap().contains("invalid JSON"),
+        "{l}"
+    );
     let l = line(&lines, "15_not_an_event_rejected.json");
     assert_eq!(l["verdict"], "rejected");
-    assert!(l["reason"].as_str().unwrap().contains("none of the keys"), "{l}");
+    assert!(
+        l["reason"].as_str().unwrap().contains("none of the keys"),
+        "{l}"
+    );
     // Every event of the scenario has exactly one line, in input order.
     assert_eq!(lines.len(), 17);
     let inputs: Vec<&str> = lines.iter().map(|l| l["input"].as_str().unwrap()).collect();
@@ -144,9 +182,21 @@ fn report_lines_follow_the_contract_fields() {
     let lines = aws_demo();
     for l in &lines {
         for key in [
-            "input", "event_id", "provider", "service", "operation", "change", "principal",
-            "via", "occurred_at", "resource_ids", "verdict", "reason", "resources",
-            "dependents", "action",
+            "input",
+            "event_id",
+            "provider",
+            "service",
+            "operation",
+            "change",
+            "principal",
+            "via",
+            "occurred_at",
+            "resource_ids",
+            "verdict",
+            "reason",
+            "resources",
+            "dependents",
+            "action",
         ] {
             assert!(l.get(key).is_some(), "line lacks `{key}`: {l}");
         }
@@ -161,7 +211,12 @@ fn report_lines_follow_the_contract_fields() {
 
 #[test]
 fn table_format_prints_a_summary() {
-    let run = driftreactor(&["replay", "--config", "fixtures/driftreactor.toml", "fixtures/aws/events"]);
+    let run = driftreactor(&[
+        "replay",
+        "--config",
+        "fixtures/driftreactor.toml",
+        "fixtures/aws/events",
+    ]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.stdout.contains("VERDICT"), "{}", run.stdout);
     assert!(
@@ -184,7 +239,12 @@ fn clean_input_exits_zero() {
 
 #[test]
 fn a_missing_state_is_a_clear_error() {
-    let run = driftreactor(&["replay", "--state", "no/such.tfstate", "fixtures/aws/events"]);
+    let run = driftreactor(&[
+        "replay",
+        "--state",
+        "no/such.tfstate",
+        "fixtures/aws/events",
+    ]);
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("no/such.tfstate"), "{}", run.stderr);
 }
@@ -199,8 +259,48 @@ fn a_file_that_is_not_a_state_names_the_file() {
     ]);
     assert_eq!(run.code, 2);
     assert!(
-        run.stderr.contains("01_sg_open_ssh_console.json") && run.stderr.contains("not a Terraform state"),
+        run.stderr.contains("01_sg_open_ssh_console.json")
+            && run.stderr.contains("not a Terraform state"),
         "{}",
         run.stderr
+    );
+}
+
+/// The README's main command, exactly as written there.
+#[test]
+fn readme_demo_replays_all_three_clouds() {
+    let readme = std::fs::read_to_string(crate::util::repo().join("README.md")).unwrap();
+    let cmd = readme
+        .lines()
+        .find(|l| l.starts_with("cargo run --release -p driftreactor-cli -- replay"))
+        .expect("README names the demo command");
+    let args: Vec<&str> = cmd
+        .split_whitespace()
+        .skip_while(|a| *a != "--")
+        .skip(1)
+        .collect();
+    let run = driftreactor(&args);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("42 events: 17 drift, 4 unmanaged, 17 ignored, 4 rejected"),
+        "{}",
+        run.stdout
+    );
+    let json = replay_json(&args[1..]);
+    let lines = json.lines();
+    for provider in ["aws", "azure", "gcp"] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l["provider"] == provider && l["verdict"] == "drift"),
+            "no {provider} drift in the demo"
+        );
+    }
+    // A completed GCP operation logged twice is drift once.
+    let l = line(&lines, "02_firewall_opened_console_last.json");
+    assert_eq!(
+        (l["verdict"].as_str(), l["reason"].as_str()),
+        (Some("ignored"), Some("duplicate"))
     );
 }

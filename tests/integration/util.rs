@@ -7,7 +7,10 @@ use serde_json::Value;
 
 /// The repository root.
 pub fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 /// The shared corpus: `DRIFTREACTOR_CORPUS`, else `../shared/corpus` next to the repo.
@@ -35,7 +38,9 @@ impl Run {
     pub fn lines(&self) -> Vec<Value> {
         self.stdout
             .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad report line {l:?}: {e}")))
+            .map(|l| {
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("bad report line {l:?}: {e}"))
+            })
             .collect()
     }
 }
@@ -74,7 +79,11 @@ pub fn line<'a>(lines: &'a [Value], suffix: &str) -> &'a Value {
         .iter()
         .filter(|l| l["input"].as_str().is_some_and(|i| i.ends_with(suffix)))
         .collect();
-    assert_eq!(found.len(), 1, "expected one line for {suffix}, got {found:?}");
+    assert_eq!(
+        found.len(),
+        1,
+        "expected one line for {suffix}, got {found:?}"
+    );
     found[0]
 }
 

@@ -48,6 +48,9 @@ struct Keys<'a> {
     prior_asset: Option<IgnoredAny>,
     #[serde(rename = "priorAssetState")]
     prior_asset_state: Option<IgnoredAny>,
+    #[serde(rename = "notificationConfigName")]
+    notification_config_name: Option<IgnoredAny>,
+    finding: Option<IgnoredAny>,
 }
 
 /// Tells which provider `value` (one JSON object) belongs to.
@@ -93,13 +96,15 @@ pub fn sniff(value: &RawValue) -> Result<Format, NormalizeError> {
         || k.asset.is_some()
         || k.prior_asset.is_some()
         || k.prior_asset_state.is_some()
+        || k.notification_config_name.is_some()
+        || k.finding.is_some()
     {
         return Ok(Format::Gcp);
     }
     Err(NormalizeError::UnknownFormat(
         "a JSON object with none of the keys of a supported event format (EventBridge \
          `detail-type`, CloudTrail `eventName`, Event Grid `eventType`, CloudEvents \
-         `specversion`, LogEntry `protoPayload`, Pub/Sub push `message`, asset feed `asset`)"
+         `specversion`, LogEntry `protoPayload`, Pub/Sub push `message`, asset feed `asset`, Security Command Center `finding`)"
             .into(),
     ))
 }
