@@ -12,6 +12,15 @@
 //! * `aws_security_group.admin` (policy `pull_request`): targeted plan, no apply, one
 //!   PR with the plan attached, and the rule is still open in moto.
 //!
+//! Then two cases the real tool produces itself:
+//!
+//! * the bucket is deleted out of band: the targeted plan re-creates it (a create
+//!   inside the target passes the guard);
+//! * a concurrent run (`terraform console`) holds the state lock: the plan fails on
+//!   the lock, is retried with backoff, and applies once the lock is free.
+//!
+//! One root and one apply serve all phases: each real plan costs ~10 s.
+//!
 //! Needs terraform, the provider mirror and moto_server; fails naming what is missing
 //! unless `DRIFTREACTOR_SKIP_TERRAFORM=1` / `DRIFTREACTOR_SKIP_MOTO=1`.
 
@@ -32,6 +41,8 @@ use serde_json::{Value, json};
 
 const REGION: &str = "us-east-1";
 const ACCOUNT: &str = "123456789012";
+/// The bucket of the root.
+const BUCKET: &str = "driftreactor-e2e-logs";
 /// An AMI moto ships by default.
 const AMI: &str = "ami-03cf127a";
 
@@ -91,7 +102,7 @@ resource "aws_instance" "app" {{
 }}
 
 resource "aws_s3_bucket" "logs" {{
-  bucket = "driftreactor-e2e-logs"
+  bucket = "{BUCKET}"
 }}
 
 output "web_id" {{
@@ -198,6 +209,32 @@ impl Aws {
             .collect();
         ports.sort_unstable();
         ports
+    }
+
+    async fn delete_bucket(&self, bucket: &str) {
+        let resp = self
+            .http
+            .delete(format!("{}/{bucket}", self.endpoint))
+            .header("Authorization", Self::auth("s3"))
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            resp.status().is_success(),
+            "DeleteBucket: {}",
+            resp.status()
+        );
+    }
+
+    async fn bucket_exists(&self, bucket: &str) -> bool {
+        let resp = self
+            .http
+            .head(format!("{}/{bucket}", self.endpoint))
+            .header("Authorization", Self::auth("s3"))
+            .send()
+            .await
+            .unwrap();
+        resp.status().is_success()
     }
 
     /// An SQS queue targeted by an EventBridge rule for CloudTrail API calls; returns
@@ -311,13 +348,24 @@ fn cloudtrail(group_id: &str, port: u16, event_id: &str) -> Value {
     })
 }
 
+/// The CloudTrail record of deleting `bucket` from the console.
+fn cloudtrail_delete_bucket(bucket: &str, event_id: &str) -> Value {
+    let mut r = cloudtrail("unused", 0, event_id);
+    r["eventSource"] = json!("s3.amazonaws.com");
+    r["eventName"] = json!("DeleteBucket");
+    r["requestParameters"] =
+        json!({"bucketName": bucket, "Host": format!("{bucket}.s3.amazonaws.com")});
+    r["resources"] = json!([{"type": "AWS::S3::Bucket", "ARN": format!("arn:aws:s3:::{bucket}")}]);
+    r
+}
+
 fn output(tf: &Terraform, dir: &Path, name: &str) -> String {
     let out = tf.run_ok(dir, &["output", "-raw", name]);
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn real_terraform_reverts_an_opened_port_and_pull_request_policy_only_opens_a_pr() {
+async fn real_terraform_against_moto_reverts_opens_a_pr_recreates_and_waits_for_the_lock() {
     let Some(tf) = Terraform::find_or_skip() else {
         return;
     };
@@ -369,6 +417,9 @@ async fn real_terraform_reverts_an_opened_port_and_pull_request_policy_only_open
         [[policy]]
         type = "aws_security_group"
         action = "revert"
+        [[policy]]
+        type = "aws_s3_bucket"
+        action = "revert"
         "#,
     )
     .unwrap();
@@ -389,7 +440,7 @@ async fn real_terraform_reverts_an_opened_port_and_pull_request_policy_only_open
     let remediator = Remediator::builder(RemediationConfig {
         settle_secs: 0,
         recheck_secs: 0,
-        lock_timeout_secs: 30,
+        lock_timeout_secs: 1,
         ..RemediationConfig::default()
     })
     .workspaces([Workspace {
@@ -511,6 +562,106 @@ async fn real_terraform_reverts_an_opened_port_and_pull_request_policy_only_open
         pulls[0].body
     );
     assert!(pulls[0].body.contains("198.51.100.23"), "{}", pulls[0].body);
+
+    // 3. Someone deletes the bucket out of band: the targeted plan re-creates it (a
+    //    create inside the target passes the guard), and moto has it again.
+    aws.delete_bucket(BUCKET).await;
+    assert!(!aws.bucket_exists(BUCKET).await);
+    aws.put_cloudtrail(&cloudtrail_delete_bucket(BUCKET, "e2e-bucket-delete"))
+        .await;
+    let body = aws.receive_one(&queue).await;
+    let evaluated = pipeline.evaluate(driftreactor_aws::normalize(&body).unwrap());
+    assert_eq!(
+        evaluated.decision.action,
+        Decided::Revert,
+        "{:?}",
+        evaluated.decision
+    );
+    assert_eq!(
+        &*evaluated.decision.targets[0].address,
+        "aws_s3_bucket.logs"
+    );
+    remediator
+        .submit(
+            &evaluated.event,
+            &evaluated.decision,
+            &evaluated.routed.dependents,
+        )
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(300), remediator.run_until_idle())
+        .await
+        .expect("remediation finished");
+    let kinds: Vec<TransitionKind> = std::iter::from_fn(|| transitions.try_recv().ok())
+        .map(|t| t.kind)
+        .collect();
+    assert!(
+        matches!(
+            kinds.as_slice(),
+            [TransitionKind::NewDrift { .. }, TransitionKind::Reverted]
+        ),
+        "{kinds:?}"
+    );
+    assert!(aws.bucket_exists(BUCKET).await, "re-created");
+
+    // 4. A concurrent run holds the state lock (`terraform console` keeps it while it
+    //    runs): our plan fails on the lock, retries with backoff, and applies once the
+    //    other run ends.
+    let mut holder = tf.command(&dir);
+    holder
+        .arg("console")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null());
+    let mut holder = holder.spawn().unwrap();
+    let lock_info = dir.join(".terraform.tfstate.lock.info");
+    for _ in 0..100 {
+        if lock_info.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        lock_info.exists(),
+        "terraform console did not take the state lock"
+    );
+    aws.open_port(&web, "22").await;
+    aws.put_cloudtrail(&cloudtrail(&web, 22, "e2e-web-22-again"))
+        .await;
+    let body = aws.receive_one(&queue).await;
+    let evaluated = pipeline.evaluate(driftreactor_aws::normalize(&body).unwrap());
+    let since = Utc::now();
+    remediator
+        .submit(
+            &evaluated.event,
+            &evaluated.decision,
+            &evaluated.routed.dependents,
+        )
+        .await
+        .unwrap();
+    // Let at least one plan hit the lock, then end the concurrent run.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    drop(holder.stdin.take());
+    let _ = tokio::task::spawn_blocking(move || holder.wait()).await;
+    tokio::time::timeout(Duration::from_secs(300), remediator.run_until_idle())
+        .await
+        .expect("remediation finished");
+    let kinds: Vec<TransitionKind> = std::iter::from_fn(|| transitions.try_recv().ok())
+        .map(|t| t.kind)
+        .collect();
+    assert!(
+        matches!(
+            kinds.as_slice(),
+            [TransitionKind::NewDrift { .. }, TransitionKind::Reverted]
+        ),
+        "{kinds:?}"
+    );
+    let key = driftreactor_remediate::WorkKey::new("prod", "aws_security_group.web");
+    let attempts = remediator.store().attempts_since(&key, since);
+    assert!(
+        attempts >= 2,
+        "expected a retry after the lock, got {attempts} attempt(s)"
+    );
+    assert_eq!(aws.ingress_ports(&web).await, [80]);
 
     remediator.shutdown().await;
     drop(moto);
