@@ -100,7 +100,6 @@ fn clear_cases_get_the_right_verdicts() {
     );
     for f in [
         "doc_signin_iam_user_checkMFA.json",
-        "doc_signin_iam_user_failure.json",
         "doc_signin_iam_user_success_noMFA_Records.json",
         "doc_signin_root_success_MFA.json",
         "raw_list_signin_ConsoleLogin.json",
