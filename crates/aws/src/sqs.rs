@@ -752,4 +752,21 @@ mod tests {
         assert_eq!(sm.format, PayloadFormat::AwsEvent);
         assert_eq!(sm.message_id, "id-1");
     }
+    /// The serve crate reads `[[sources]]` tables into an enum tagged by `type`; the
+    /// config's `deny_unknown_fields` must not trip on the tag.
+    #[test]
+    fn reads_inside_a_type_tagged_sources_table() {
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(tag = "type", rename_all = "snake_case")]
+        enum Sources {
+            #[serde(rename = "aws_sqs")]
+            This(SqsSourceConfig),
+        }
+        let Sources::This(config) = serde_json::from_str::<Sources>(
+            r#"{"type": "aws_sqs", "queue_name": "q", "receivers": 2}"#,
+        )
+        .unwrap();
+        config.validate().unwrap();
+        assert!(serde_json::from_str::<Sources>(r#"{"type": "aws_sqs", "bogus": 1}"#).is_err());
+    }
 }

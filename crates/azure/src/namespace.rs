@@ -1019,4 +1019,23 @@ mod tests {
             r#"{"specversion":"1.0","id":"e-1","source":"/s","type":"t","data":{"a": 1}}"#
         );
     }
+    /// The serve crate reads `[[sources]]` tables into an enum tagged by `type`; the
+    /// config's `deny_unknown_fields` must not trip on the tag.
+    #[test]
+    fn reads_inside_a_type_tagged_sources_table() {
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(tag = "type", rename_all = "snake_case")]
+        enum Sources {
+            #[serde(rename = "azure_event_grid_namespace")]
+            This(NamespaceSourceConfig),
+        }
+        let Sources::This(config) = serde_json::from_str::<Sources>(r#"{"type": "azure_event_grid_namespace", "endpoint": "https://ns.eventgrid.azure.net", "topic": "top", "subscription": "sub", "access_key_env": "K"}"#).unwrap();
+        config.validate().unwrap();
+        assert!(
+            serde_json::from_str::<Sources>(
+                r#"{"type": "azure_event_grid_namespace", "bogus": 1}"#
+            )
+            .is_err()
+        );
+    }
 }

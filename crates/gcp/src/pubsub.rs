@@ -410,4 +410,21 @@ mod tests {
             "2026-01-01T00:00:00Z"
         );
     }
+    /// The serve crate reads `[[sources]]` tables into an enum tagged by `type`; the
+    /// config's `deny_unknown_fields` must not trip on the tag.
+    #[test]
+    fn reads_inside_a_type_tagged_sources_table() {
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(tag = "type", rename_all = "snake_case")]
+        enum Sources {
+            #[serde(rename = "gcp_pubsub")]
+            This(PubsubSourceConfig),
+        }
+        let Sources::This(config) = serde_json::from_str::<Sources>(
+            r#"{"type": "gcp_pubsub", "subscription": "projects/p/subscriptions/s"}"#,
+        )
+        .unwrap();
+        config.validate().unwrap();
+        assert!(serde_json::from_str::<Sources>(r#"{"type": "gcp_pubsub", "bogus": 1}"#).is_err());
+    }
 }

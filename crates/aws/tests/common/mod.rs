@@ -4,8 +4,7 @@
 #![allow(dead_code)]
 
 use std::collections::HashSet;
-use std::io::Write;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aws_config::{BehaviorVersion, Region, SdkConfig};
@@ -169,33 +168,7 @@ pub fn cloudtrail_detail(
     detail
 }
 
-/// Log lines captured from every test of this binary (the source logs from spawned
-/// tasks, so a thread-local subscriber would miss them).
+/// Log lines captured from every test of this binary (driftreactor crates at DEBUG).
 pub fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
-    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let buffer = Arc::new(Mutex::new(Vec::new()));
-        let writer = buffer.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_ansi(false)
-            .with_max_level(tracing::Level::DEBUG)
-            .with_writer(move || LogWriter(writer.clone()))
-            .finish();
-        let _ = tracing::subscriber::set_global_default(subscriber);
-        buffer
-    })
-    .clone()
-}
-
-struct LogWriter(Arc<Mutex<Vec<u8>>>);
-
-impl Write for LogWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        std::io::stderr().write_all(buf)?;
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+    driftreactor_testkit::logs::capture()
 }
