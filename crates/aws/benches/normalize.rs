@@ -92,6 +92,9 @@ fn main() {
         "step", "events/s", "MB/s", "ok"
     );
 
+    // `--only=serde` / `--only=normalize` runs one step (for `perf stat`).
+    let only = std::env::args().find_map(|a| a.strip_prefix("--only=").map(str::to_owned));
+    let want = |name: &str| only.as_deref().is_none_or(|o| name.contains(o));
     let row = |name: &str, (d, ok): (Duration, usize)| {
         let s = d.as_secs_f64();
         println!(
@@ -103,22 +106,26 @@ fn main() {
         );
     };
 
-    row(
-        "serde typed parse (RawValue)",
-        best_of(3, || {
-            lines
-                .iter()
-                .filter(|l| black_box(serde_json::from_slice::<Envelope<'_>>(l)).is_ok())
-                .count()
-        }),
-    );
-    row(
-        "driftreactor_aws::normalize",
-        best_of(3, || {
-            lines
-                .iter()
-                .filter(|l| black_box(driftreactor_aws::normalize(l)).is_ok())
-                .count()
-        }),
-    );
+    if want("serde typed parse (RawValue)") {
+        row(
+            "serde typed parse (RawValue)",
+            best_of(3, || {
+                lines
+                    .iter()
+                    .filter(|l| black_box(serde_json::from_slice::<Envelope<'_>>(l)).is_ok())
+                    .count()
+            }),
+        );
+    }
+    if want("driftreactor_aws::normalize") {
+        row(
+            "driftreactor_aws::normalize",
+            best_of(3, || {
+                lines
+                    .iter()
+                    .filter(|l| black_box(driftreactor_aws::normalize(l)).is_ok())
+                    .count()
+            }),
+        );
+    }
 }

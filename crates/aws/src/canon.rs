@@ -383,12 +383,35 @@ pub(crate) fn ec2(id: &str, ctx: &Ctx<'_>) -> Option<Canon> {
     let kind = ec2_kind(id)?;
     let arn = match (kind, ctx.region, ctx.account) {
         (Some(k @ ("image" | "snapshot")), Some(r), _) => {
-            Some(arn(ctx.partition, "ec2", r, "", &format!("{k}/{id}")))
+            Some(arn2(ctx.partition, "ec2", r, "", k, '/', id))
         }
-        (Some(k), Some(r), Some(a)) => Some(arn(ctx.partition, "ec2", r, a, &format!("{k}/{id}"))),
+        (Some(k), Some(r), Some(a)) => Some(arn2(ctx.partition, "ec2", r, a, k, '/', id)),
         _ => None,
     };
     Some(Canon::new(arn, Some(key(&["ec2", id]))))
+}
+
+/// [`arn`] with the resource written as `{kind}{sep}{id}`, in one allocation.
+fn arn2(
+    p: &str,
+    service: &str,
+    region: &str,
+    account: &str,
+    kind: &str,
+    sep: char,
+    id: &str,
+) -> String {
+    let mut s = String::with_capacity(
+        14 + p.len() + service.len() + region.len() + account.len() + kind.len() + id.len(),
+    );
+    for part in ["arn", p, service, region, account] {
+        s.push_str(part);
+        s.push(':');
+    }
+    s.push_str(kind);
+    s.push(sep);
+    s.push_str(id);
+    s
 }
 
 /// An EC2 key pair by name: `aws:ec2:key-pair:{name}` (its ARN uses the `key-…` id).

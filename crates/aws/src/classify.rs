@@ -129,7 +129,7 @@ pub(crate) fn via(ua: Option<&str>, from_console: bool, invoked_by: Option<&str>
     if ua.contains("Terraform/")
         || ua.contains("OpenTofu/")
         || ua.contains("terraform-provider-")
-        || contains_ci(ua, "pulumi")
+        || ((ua.contains("ulumi") || ua.contains("ULUMI")) && contains_ci(ua, "pulumi"))
         || ua.contains("cloudformation.amazonaws.com")
         || invoked_by == Some("cloudformation.amazonaws.com")
     {
@@ -142,7 +142,8 @@ pub(crate) fn via(ua: Option<&str>, from_console: bool, invoked_by: Option<&str>
         )
         || ua.starts_with("[S3Console")
         || ua.starts_with("Mozilla/")
-        || contains_ci(ua, "console")
+        || ua.contains("onsole")
+        || (ua.contains("ONSOLE") && contains_ci(ua, "console"))
     {
         return Via::Console;
     }

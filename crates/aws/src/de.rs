@@ -32,8 +32,10 @@ pub(crate) enum Str<'a> {
     /// The key was absent.
     #[default]
     Missing,
-    /// A string (borrowed unless it had escapes).
-    Val(Cow<'a, str>),
+    /// A string borrowed from the input.
+    Val(&'a str),
+    /// A string that had escapes, unescaped.
+    Owned(Box<str>),
     /// Another JSON type: "null", "a number", "a boolean", "an object", "an array".
     Wrong(&'static str),
 }
@@ -43,6 +45,7 @@ impl<'a> Str<'a> {
     pub(crate) fn get(&self) -> Option<&str> {
         match self {
             Str::Val(s) => Some(s),
+            Str::Owned(s) => Some(s),
             _ => None,
         }
     }
@@ -57,7 +60,7 @@ impl<'a> Str<'a> {
         match self {
             Str::Missing => "is missing".to_owned(),
             Str::Wrong(t) => format!("is not a string (found {t})"),
-            Str::Val(_) => "is empty".to_owned(),
+            Str::Val(_) | Str::Owned(_) => "is empty".to_owned(),
         }
     }
 }
@@ -71,13 +74,13 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
                 f.write_str("any JSON value")
             }
             fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Str::Val(Cow::Borrowed(v)))
+                Ok(Str::Val(v))
             }
             fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Str::Val(Cow::Owned(v.to_owned())))
+                Ok(Str::Owned(v.into()))
             }
             fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Str::Val(Cow::Owned(v)))
+                Ok(Str::Owned(v.into_boxed_str()))
             }
             fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
                 Ok(Str::Wrong("a boolean"))

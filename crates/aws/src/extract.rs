@@ -9,13 +9,20 @@ use serde_json::value::RawValue;
 
 use crate::de::{Items, Obj, Str};
 use crate::record::{
-    ApiGw, CloudFront, Ec2Req, Ec2Resp, Ecs, Efs, Elb, Generic, GenericArns, Iam, Item, Kms,
-    Lambda, Logs, Rds, ResArn, S3, Secrets, Trail,
+    ApiGw, CloudFront, Ec2Item, Ec2Req, Ec2Resp, Ecs, Efs, Elb, Generic, GenericArns, Iam, Item,
+    Kms, Lambda, Logs, Rds, ResArn, S3, Secrets, Trail,
 };
 
 /// Collects [`ResourceRef`]s, each canonical id once, in order.
 #[derive(Debug, Default)]
 pub(crate) struct Refs(pub(crate) Vec<ResourceRef>);
+
+impl Refs {
+    /// An empty collector with room for the usual few refs.
+    pub(crate) fn new() -> Self {
+        Refs(Vec::with_capacity(4))
+    }
+}
 
 impl Refs {
     /// Adds one ref per canonical id of `c` (ARN first, then plain key), all sharing
@@ -46,7 +53,7 @@ fn s<'x>(v: &'x Str<'_>) -> Option<&'x str> {
     v.nonempty()
 }
 
-fn items<'x, 'a: 'x>(v: &'x Items<Obj<Item<'a>>>) -> impl Iterator<Item = &'x Item<'a>> {
+fn items<T>(v: &Items<Obj<T>>) -> impl Iterator<Item = &T> {
     v.0.iter().filter_map(|o| o.get())
 }
 
@@ -325,8 +332,8 @@ fn ec2(op: &str, req: Option<&RawValue>, resp: Option<&RawValue>, ctx: &Ctx<'_>,
         }
         // Created-object wrappers: only the wrapper's own id (`subnet.subnetId`, not
         // `subnet.vpcId`).
-        type Own = for<'x, 'y> fn(&'x Item<'y>) -> &'x Str<'y>;
-        let wrapped: [(&Obj<Box<Item<'_>>>, Own); 8] = [
+        type Own = for<'x, 'y> fn(&'x Ec2Item<'y>) -> &'x Str<'y>;
+        let wrapped: [(&Obj<Box<Ec2Item<'_>>>, Own); 8] = [
             (&resp.subnet, |i| &i.subnetId),
             (&resp.vpc, |i| &i.vpcId),
             (&resp.routeTable, |i| &i.routeTableId),

@@ -223,7 +223,7 @@ fn record(rec: &Doc<'_>, env: Option<&Doc<'_>>, path: &str) -> Result<DriftEvent
         ev.change = Some(classify::change(op));
     }
     let raw = rec.requestParameters.filter(|r| r.get() != "null");
-    let mut refs = Refs::default();
+    let mut refs = Refs::new();
     extract::resources(
         &ev.service,
         op,

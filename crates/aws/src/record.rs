@@ -86,10 +86,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for ResArn<'a> {
                 f.write_str("an ARN string or an object with `ARN`")
             }
             fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(ResArn(Str::Val(v.into())))
+                Ok(ResArn(Str::Val(v)))
             }
             fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(ResArn(Str::Val(v.to_owned().into())))
+                Ok(ResArn(Str::Owned(v.into())))
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
@@ -231,8 +231,8 @@ params!(
         groupId: Str<'a>,
         GroupId: Str<'a>,
         instanceId: Str<'a>,
-        instancesSet: Items<Obj<Item<'a>>>,
-        resourcesSet: Items<Obj<Item<'a>>>,
+        instancesSet: Items<Obj<Ec2Item<'a>>>,
+        resourcesSet: Items<Obj<Ec2Item<'a>>>,
         subnetId: Str<'a>,
         vpcId: Str<'a>,
         routeTableId: Str<'a>,
@@ -250,8 +250,8 @@ params!(
         launchTemplateId: Str<'a>,
         keyName: Str<'a>,
         flowLogIds: Items<Str<'a>>,
-        FlowLogId: Obj<Box<Item<'a>>>,
-        securityGroupRuleIds: Items<Obj<Item<'a>>>,
+        FlowLogId: Obj<Box<Ec2Item<'a>>>,
+        securityGroupRuleIds: Items<Obj<Ec2Item<'a>>>,
         DelTGwVpcAttachReq: Obj<Box<Ec2Req<'a>>>,
         DeleteFlowLogsRequest: Obj<Box<Ec2Req<'a>>>,
         ModifySecurityGroupRulesRequest: Obj<Box<Ec2Req<'a>>>,
@@ -261,7 +261,7 @@ params!(
 params!(
     /// EC2 `responseElements`: created objects and security group rule sets.
     Ec2Resp {
-        instancesSet: Items<Obj<Item<'a>>>,
+        instancesSet: Items<Obj<Ec2Item<'a>>>,
         volumeId: Str<'a>,
         snapshotId: Str<'a>,
         imageId: Str<'a>,
@@ -269,17 +269,17 @@ params!(
         keyName: Str<'a>,
         allocationId: Str<'a>,
         flowLogIds: Items<Str<'a>>,
-        subnet: Obj<Box<Item<'a>>>,
-        vpc: Obj<Box<Item<'a>>>,
-        routeTable: Obj<Box<Item<'a>>>,
-        internetGateway: Obj<Box<Item<'a>>>,
-        natGateway: Obj<Box<Item<'a>>>,
-        networkInterface: Obj<Box<Item<'a>>>,
-        launchTemplate: Obj<Box<Item<'a>>>,
-        transitGatewayVpcAttachment: Obj<Box<Item<'a>>>,
+        subnet: Obj<Box<Ec2Item<'a>>>,
+        vpc: Obj<Box<Ec2Item<'a>>>,
+        routeTable: Obj<Box<Ec2Item<'a>>>,
+        internetGateway: Obj<Box<Ec2Item<'a>>>,
+        natGateway: Obj<Box<Ec2Item<'a>>>,
+        networkInterface: Obj<Box<Ec2Item<'a>>>,
+        launchTemplate: Obj<Box<Ec2Item<'a>>>,
+        transitGatewayVpcAttachment: Obj<Box<Ec2Item<'a>>>,
         CreateTransitGatewayVpcAttachmentResponse: Obj<Box<Ec2Resp<'a>>>,
-        securityGroupRuleSet: Items<Obj<Item<'a>>>,
-        revokedSecurityGroupRuleSet: Items<Obj<Item<'a>>>,
+        securityGroupRuleSet: Items<Obj<Ec2Item<'a>>>,
+        revokedSecurityGroupRuleSet: Items<Obj<Ec2Item<'a>>>,
     }
 );
 
@@ -395,12 +395,12 @@ pub(crate) struct SignIn<'a> {
     pub CheckMfa: Str<'a>,
 }
 
-/// A nested object inside `requestParameters` / `responseElements` (an EC2 `items`
-/// entry, a created `subnet`/`role`/`distribution`, …): the id-bearing keys only.
+/// A nested EC2 object (an `items` entry, a created `subnet` / `vpc` / …, a wrapped
+/// `FlowLogId`): the id-bearing keys only.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 #[allow(non_snake_case)]
-pub(crate) struct Item<'a> {
+pub(crate) struct Ec2Item<'a> {
     #[serde(borrow)]
     pub instanceId: Str<'a>,
     #[serde(borrow)]
@@ -409,6 +409,8 @@ pub(crate) struct Item<'a> {
     pub groupId: Str<'a>,
     #[serde(borrow)]
     pub securityGroupRuleId: Str<'a>,
+    #[serde(borrow)]
+    pub content: Str<'a>,
     #[serde(borrow)]
     pub subnetId: Str<'a>,
     #[serde(borrow)]
@@ -425,8 +427,14 @@ pub(crate) struct Item<'a> {
     pub launchTemplateId: Str<'a>,
     #[serde(borrow)]
     pub transitGatewayAttachmentId: Str<'a>,
-    #[serde(borrow)]
-    pub content: Str<'a>,
+}
+
+/// A nested object inside `requestParameters` / `responseElements` (an EC2 `items`
+/// entry, a created `subnet`/`role`/`distribution`, …): the id-bearing keys only.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+#[allow(non_snake_case)]
+pub(crate) struct Item<'a> {
     #[serde(borrow)]
     pub arn: Str<'a>,
     #[serde(borrow)]
