@@ -393,7 +393,8 @@ pub async fn reconcile(batch: Arc<Batch>, ctx: Arc<Context>) -> Result<Action, E
         Mode::Import => {
             let report = batch.report(None, String::new());
             ctx.open_pr(&batch, &report).await?;
-            return Ok(ctx.recheck_action());
+            // Nothing in state to re-plan: the PR waits for a human (or more events).
+            return Ok(Action::recheck(Duration::ZERO));
         }
         Mode::PullRequest | Mode::Revert => {}
     }

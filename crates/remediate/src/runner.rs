@@ -272,6 +272,8 @@ struct Slot {
     history: Vec<Evidence>,
     /// Dependents seen over the same rounds.
     deps: BTreeSet<String>,
+    /// How the address was matched (kept for re-checks).
+    matched: &'static str,
     /// Backoff of consecutive transient failures.
     backoff: Option<ExponentialBackoff>,
     /// A scheduled PR re-check.
@@ -361,6 +363,7 @@ impl Runner {
                 running: false,
                 history: Vec::new(),
                 deps: BTreeSet::new(),
+                matched: s.matched,
                 backoff: None,
                 recheck_at: None,
                 rechecking: false,
@@ -390,7 +393,7 @@ impl Runner {
                 let mut item = WorkItem::new(Submission {
                     key: key.clone(),
                     mode: Mode::PullRequest,
-                    matched: "primary",
+                    matched: slot.matched,
                     evidence: last,
                     dependents: BTreeSet::new(),
                     unmanaged: None,
@@ -466,6 +469,7 @@ impl Runner {
                 item.dependents.extend(slot.deps.iter().cloned());
                 slot.history = item.evidence.clone();
                 slot.deps = item.dependents.clone();
+                slot.matched = item.matched;
                 items.push(item);
             }
             if items.is_empty() {

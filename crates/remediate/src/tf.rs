@@ -186,7 +186,7 @@ impl TfRunner {
         let detail = self.redactor.text(&tail[start..].join(" | ")).into_owned();
         let all = out.stderr.to_ascii_lowercase();
         if all.contains("error acquiring the state lock")
-            || all.contains("state lock") && all.contains("lock info")
+            || (all.contains("state lock") && all.contains("lock info"))
         {
             TfError::Locked { step, detail }
         } else if [

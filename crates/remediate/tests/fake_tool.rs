@@ -553,7 +553,25 @@ async fn sensitive_values_from_state_and_event_reach_no_request() {
     let tf = FakeTf::new("2", "sensitive_update.json");
     let gh = FakeGitHub::start().await;
     let slack = FakeSlack::start().await;
-    let redactor = Redactor::new([SECRET.to_owned()]);
+    // The secret is a sensitive attribute of a resource in state.
+    let state = serde_json::json!({
+        "version": 4, "terraform_version": "1.11.4", "serial": 3, "lineage": "l",
+        "outputs": {}, "check_results": null,
+        "resources": [{
+            "mode": "managed", "type": "aws_db_instance", "name": "main",
+            "provider": "provider[\"registry.terraform.io/hashicorp/aws\"]",
+            "instances": [{
+                "schema_version": 2,
+                "attributes": {"id": "main", "identifier": "main", "password": SECRET},
+                "sensitive_attributes": [[{"type": "get_attr", "value": "password"}]]
+            }]
+        }]
+    });
+    let secrets =
+        driftreactor_tfgraph::sensitive_values("prod.tfstate", state.to_string().as_bytes())
+            .unwrap();
+    assert!(secrets.iter().any(|s| s == SECRET), "{secrets:?}");
+    let redactor = Redactor::new(secrets);
     let (slack_handle, _t) = Slack::spawn(
         slack.url().into(),
         Duration::ZERO,
@@ -695,4 +713,39 @@ async fn events_within_the_settle_window_coalesce_into_one_item() {
     .unwrap();
     r.run_until_idle().await;
     assert_eq!(drain(&mut rx).len(), 1);
+}
+
+#[tokio::test]
+async fn an_open_pr_is_rechecked_and_closed_once_the_drift_is_gone() {
+    let tf = FakeTf::new("2", "sg_update.json");
+    let gh = FakeGitHub::start().await;
+    let r = Remediator::builder(RemediationConfig {
+        recheck_secs: 1,
+        ..cfg()
+    })
+    .workspaces([tf.workspace("prod")])
+    .github(Some(github(&gh, Redactor::default()).await))
+    .spawn();
+    let mut rx = r.subscribe();
+    let d = decision("prod", "aws_security_group.web", Decided::PullRequest);
+    r.submit(
+        &event("e1", "AuthorizeSecurityGroupIngress", Change::Update),
+        &d,
+        &[],
+    )
+    .await
+    .unwrap();
+    r.run_until_idle().await;
+    assert_eq!(gh.pulls()[0].state, "open");
+    // Someone fixes it without an event we see; the scheduled re-plan notices.
+    tf.set_queue("0");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    r.run_until_idle().await;
+    assert_eq!(tf.plans().len(), 2);
+    assert_eq!(gh.pulls()[0].state, "closed");
+    assert_eq!(
+        kinds(&drain(&mut rx)),
+        ["new_drift", "pr_opened", "resolved"]
+    );
+    assert_eq!(tf.applies(), 0);
 }
