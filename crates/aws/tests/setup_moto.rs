@@ -172,7 +172,7 @@ async fn the_rule_routes_only_successful_write_calls_from_chosen_sources_to_the_
     let task = tokio::spawn(Box::new(source).run(tx, shutdown.clone()));
     let answers = fake_pipeline(rx, 0);
     let sqs = aws_sdk_sqs::Client::new(&sdk);
-    let drained = eventually(Duration::from_secs(15), || async {
+    let drained = eventually(Duration::from_secs(45), || async {
         answers.lock().unwrap().len() >= 2 && queue_counts(&sqs, &report.queue_url).await == (0, 0)
     })
     .await;

@@ -95,10 +95,10 @@ async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn acknowledged_only_after_the_answer_with_locks_renewed_meanwhile() {
-    let fake = fake(2).await;
+    let fake = fake(3).await;
     fake.publish(vec![arm_event("ev-held")]);
-    let (shutdown, task, mut rx) = start(&fake, "fake-key", 2);
-    let message = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+    let (shutdown, task, mut rx) = start(&fake, "fake-key", 3);
+    let message = tokio::time::timeout(Duration::from_secs(30), rx.recv())
         .await
         .unwrap()
         .unwrap();
@@ -106,7 +106,7 @@ async fn acknowledged_only_after_the_answer_with_locks_renewed_meanwhile() {
     let payload: Value = serde_json::from_slice(&message.payload).unwrap();
     assert_eq!(payload, arm_event("ev-held"));
     // Hold it for 2.5 lock durations: not acknowledged, never redelivered, locks renewed.
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    tokio::time::sleep(Duration::from_secs(7)).await;
     assert!(fake.acknowledged(SUB).is_empty());
     assert!(rx.try_recv().is_err(), "redelivered while held");
     let renewals = fake.log().iter().filter(|o| o.op == "renewLock").count();
@@ -115,7 +115,7 @@ async fn acknowledged_only_after_the_answer_with_locks_renewed_meanwhile() {
     let answered_at = Instant::now();
     message.ack.done(Delivery::Recorded);
     assert!(
-        eventually(Duration::from_secs(5), || fake.acknowledged(SUB)
+        eventually(Duration::from_secs(20), || fake.acknowledged(SUB)
             == ["ev-held"])
         .await
     );
@@ -143,7 +143,7 @@ async fn duplicates_acknowledged_poison_rejected_failed_released() {
     let (shutdown, task, rx) = start(&fake, "fake-key", 30);
     // The first event meets a journal outage: released, redelivered.
     let answers = pipeline::spawn(rx, 1);
-    let settled = eventually(Duration::from_secs(20), || {
+    let settled = eventually(Duration::from_secs(45), || {
         fake.outstanding(SUB).is_empty() && pipeline::snapshot(&answers).len() == 5
     })
     .await;
@@ -307,7 +307,7 @@ async fn events_published_by_microsofts_sdk_reach_the_source() {
     let (shutdown, task, rx) = start(&fake, "fake-key", 30);
     let answers = pipeline::spawn(rx, 0);
     assert!(
-        eventually(Duration::from_secs(10), || fake.acknowledged(SUB)
+        eventually(Duration::from_secs(30), || fake.acknowledged(SUB)
             == ["ev-python"])
         .await
     );

@@ -117,7 +117,7 @@ async fn a_message_is_acked_only_after_the_pipeline_answers() {
         .await
         .unwrap();
     let (_shutdown, task, mut rx) = start(&emulator, "crash").await;
-    let held = tokio::time::timeout(Duration::from_secs(20), rx.recv())
+    let held = tokio::time::timeout(Duration::from_secs(60), rx.recv())
         .await
         .unwrap()
         .unwrap();
@@ -151,7 +151,7 @@ async fn a_message_is_acked_only_after_the_pipeline_answers() {
     let (shutdown, task, rx) = start(&emulator, "answered").await;
     let answers = pipeline::spawn(rx, 0);
     assert!(
-        eventually(Duration::from_secs(20), || pipeline::snapshot(&answers)
+        eventually(Duration::from_secs(60), || pipeline::snapshot(&answers)
             .len()
             == 1)
         .await
@@ -181,7 +181,7 @@ async fn duplicates_are_acked_and_recorded_once_and_failed_ones_redelivered() {
     let (shutdown, task, rx) = start(&emulator, "dupes").await;
     // The first message handed off meets a journal outage (Failed → nack → redelivery).
     let answers = pipeline::spawn(rx, 1);
-    let done = eventually(Duration::from_secs(30), || {
+    let done = eventually(Duration::from_secs(60), || {
         pipeline::snapshot(&answers)
             .iter()
             .filter(|a| a.delivery.should_ack())
@@ -245,7 +245,7 @@ async fn poison_message_is_dead_lettered_after_max_delivery_attempts_with_the_re
     let (shutdown, task, rx) = start(&emulator, "poison").await;
     let answers = pipeline::spawn(rx, 0);
     let mut dead = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + Duration::from_secs(120);
     while dead.is_empty() && Instant::now() < deadline {
         dead = emulator
             .pull_now(PROJECT, "poison-dlq-sub", 10)
