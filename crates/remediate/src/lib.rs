@@ -19,7 +19,8 @@
 //!   drift. Events that fall within our own apply and match the planned change are
 //!   ignored as our echo.
 //!
-//! Entry points: [`Remediator::builder`] (or [`Remediator::from_config`]),
+//! Entry points: [`Remediator::builder`] (or [`Remediator::from_config`] with
+//! [`state_secrets`]),
 //! [`Remediator::submit`], [`Remediator::run_until_idle`] (replay),
 //! [`Remediator::subscribe`] (transitions), [`Remediator::shutdown`].
 
@@ -37,6 +38,6 @@ pub use guard::{GuardError, GuardReport, Verdict, guard};
 pub use item::{MAX_EVIDENCE, Mode, Submission, WorkItem, WorkKey, is_own_echo, submissions};
 pub use reconcile::{Action, Batch, Context, Error, error_policy, escalate, reconcile};
 pub use runner::{Remediator, RemediatorBuilder, SubmitError, Submitted};
-pub use setup::SetupError;
+pub use setup::{SetupError, state_secrets};
 pub use store::{ApplyRecord, MemoryStore, StateStore};
 pub use tf::{PlanExit, TfError, TfRunner};

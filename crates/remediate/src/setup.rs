@@ -22,6 +22,39 @@ pub enum SetupError {
     /// The Slack client could not be built.
     #[error("slack: {0}")]
     Slack(String),
+    /// A state file could not be read for its sensitive values.
+    #[error("state file {path}: {reason}")]
+    State {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The values to redact: every sensitive value (`sensitive_attributes`, secret-looking
+/// attributes) of every workspace's state file, via
+/// `driftreactor_tfgraph::sensitive_values`. Pass them to [`Remediator::from_config`].
+///
+/// # Errors
+/// [`SetupError::State`] naming the file when it cannot be read or is not a state.
+pub fn state_secrets(cfg: &Config) -> Result<Vec<String>, SetupError> {
+    let mut out = Vec::new();
+    for ws in &cfg.workspaces {
+        let err = |reason: String| SetupError::State {
+            path: ws.state.display().to_string(),
+            reason,
+        };
+        let bytes = std::fs::read(&ws.state).map_err(|e| err(e.to_string()))?;
+        let origin = ws.state.display().to_string();
+        out.extend(
+            driftreactor_tfgraph::sensitive_values(&origin, &bytes)
+                .map_err(|e| err(e.to_string()))?,
+        );
+    }
+    out.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    out.dedup();
+    Ok(out)
 }
 
 impl Remediator {
