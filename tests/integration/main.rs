@@ -4,6 +4,7 @@
 //! `DRIFTREACTOR_CORPUS`).
 
 mod corpus_aws;
+mod corpus_azure_gcp;
 mod regression;
 mod replay_fixtures;
 mod util;

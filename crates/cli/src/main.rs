@@ -12,7 +12,11 @@ mod setup;
 
 /// Command-line interface.
 #[derive(Debug, Parser)]
-#[command(name = "driftreactor", version, about = "Event-driven drift reactor for Terraform / OpenTofu estates")]
+#[command(
+    name = "driftreactor",
+    version,
+    about = "Event-driven drift reactor for Terraform / OpenTofu estates"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

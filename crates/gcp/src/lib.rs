@@ -84,7 +84,7 @@ pub use identity::GcpIdentity;
 /// JSON value (and not the asset feed welcome text); [`NormalizeError::UnknownFormat`]
 /// when it is JSON of none of the shapes above, or wraps Pub/Sub data that is neither
 /// JSON nor the welcome text; [`NormalizeError::Field`] naming the field when a
-/// required one is missing or malformed (`insertId`, `message.data`, `asset.name`).
+/// required one is missing or malformed (`message.data`, `asset.name`; a LogEntry without `insertId` gets a `sha256:` digest id).
 pub fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
     normalize::normalize(payload)
 }

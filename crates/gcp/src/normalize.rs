@@ -429,10 +429,32 @@ fn status_code(status: Option<&Value>) -> Option<String> {
     (n != 0).then(|| n.to_string())
 }
 
+/// `sha256:<hex>` of the entry's compact JSON (keys in the order serde_json keeps them).
+fn entry_digest(obj: &Map<String, Value>) -> String {
+    use sha2::{Digest, Sha256};
+    let bytes = serde_json::to_vec(obj).unwrap_or_default();
+    let hash = Sha256::digest(&bytes);
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256:");
+    for b in hash {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
 fn log_entry(obj: &Map<String, Value>, env: &Envelope<'_>) -> Result<DriftEvent, NormalizeError> {
-    let id = str_any(obj, &["insertId", "insertid"])
-        .or(env.message_id)
-        .ok_or_else(|| NormalizeError::missing(LOG_ENTRY, "insertId"))?;
+    // Cloud Logging always sets `insertId`; exports and test data sometimes drop it. A
+    // change must never be dropped for want of an id, so fall back to the Pub/Sub message
+    // id, then to a stable digest of the entry itself (the same bytes give the same id,
+    // so a redelivery is still deduplicated).
+    let digest;
+    let id = match str_any(obj, &["insertId", "insertid"]).or(env.message_id) {
+        Some(id) => id,
+        None => {
+            digest = entry_digest(obj);
+            digest.as_str()
+        }
+    };
     let log_name = str_any(obj, &["logName", "logname"]).unwrap_or_default();
     let resource = obj_of(obj, "resource");
     let labels = resource.and_then(|r| obj_of(r, "labels"));

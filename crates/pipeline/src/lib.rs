@@ -93,6 +93,9 @@ impl Pipeline {
     }
 }
 
+/// One event's JSON value from [`split`], or why that part of the payload is unreadable.
+pub type Item<'a> = Result<&'a RawValue, NormalizeError>;
+
 /// Splits a payload that may hold several events into the JSON values of the events.
 ///
 /// Accepts one JSON value, a JSON array (Event Grid batches, CloudTrail record
@@ -105,9 +108,7 @@ impl Pipeline {
 /// # Errors
 /// [`NormalizeError::Empty`] for an empty payload, [`NormalizeError::Json`] when the
 /// first value does not parse.
-pub fn split(
-    payload: &[u8],
-) -> Result<(Vec<Result<&RawValue, NormalizeError>>, bool), NormalizeError> {
+pub fn split(payload: &[u8]) -> Result<(Vec<Item<'_>>, bool), NormalizeError> {
     let mut values: Vec<&RawValue> = Vec::new();
     let mut tail_error = None;
     for item in serde_json::Deserializer::from_slice(payload).into_iter::<&RawValue>() {

@@ -10,4 +10,5 @@ pub mod moto;
 pub mod pipeline;
 pub mod process;
 pub mod pubsub;
+pub mod synth;
 pub mod terraform;

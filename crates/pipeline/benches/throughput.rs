@@ -1,0 +1,329 @@
+//! Throughput and state-load benchmark. Prints one table; asserts nothing.
+//!
+//! Run with:
+//! ```sh
+//! python3 ../shared/bench/gen_events.py -n 200000 -o target/bench-events.jsonl
+//! cargo bench -p driftreactor-pipeline --bench throughput -- target/bench-events.jsonl
+//! ```
+//! (without an argument it generates that file itself with `gen_events.py`).
+//!
+//! Measured, single-threaded, in one run:
+//! 1. the bare serde_json parse of every EventBridge envelope into a small typed struct
+//!    with a `RawValue` detail (the practical parse limit of this machine);
+//! 2. normalize + route + decide of the same envelopes against the largest AWS state of
+//!    the shared corpus, as the SQS source's pipeline task does;
+//! 3. per provider: normalize + route + decide of Azure and GCP corpus events
+//!    (replicated with fresh ids);
+//! 4. load time and peak memory of a generated state of 100,000 resource instances,
+//!    measured in a child process so the peak is the load's alone.
+
+use std::borrow::Cow;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Instant;
+
+use driftreactor_decide::{Policy, PolicyConfig, Verdict};
+use driftreactor_pipeline::{Pipeline, identities, normalize_value, split};
+use driftreactor_tfgraph::GraphBuilder;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+const STATE_INSTANCES: usize = 100_000;
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    if args.first().map(String::as_str) == Some("--measure-state-load") {
+        measure_state_load_child(Path::new(&args[1]));
+        return;
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let corpus = std::env::var_os("DRIFTREACTOR_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo.join("../shared/corpus"));
+    let events_path = match args.first() {
+        Some(p) => PathBuf::from(p),
+        None => generate_events(&repo),
+    };
+    let data = std::fs::read(&events_path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", events_path.display()));
+    let lines: Vec<&[u8]> = data
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mb = data.len() as f64 / 1e6;
+
+    let (state_path, pipeline) = aws_pipeline(&corpus);
+
+    println!("driftreactor throughput benchmark (single thread)");
+    println!(
+        "events: {} ({:.1} MB, {}); state: {}",
+        lines.len(),
+        mb,
+        events_path.display(),
+        state_path.display()
+    );
+    println!();
+    println!(
+        "{:<52} {:>12} {:>10} {:>10}",
+        "step", "events/s", "MB/s", "vs parse"
+    );
+
+    // 1. Bare typed parse.
+    let bare = best_of(3, || {
+        let mut n = 0usize;
+        for l in &lines {
+            let env: Envelope<'_> = serde_json::from_slice(l).expect("bench input is valid JSON");
+            n += env.detail.get().len() + env.detail_type.len();
+        }
+        black_box(n);
+    });
+    let bare_rate = lines.len() as f64 / bare;
+    row(
+        "serde_json typed parse (RawValue detail)",
+        bare_rate,
+        mb / bare,
+        1.0,
+    );
+
+    // 2. normalize + route + decide.
+    let mut counts = [0usize; 5];
+    let full = best_of(3, || {
+        counts = [0; 5];
+        for l in &lines {
+            match driftreactor_aws::normalize(l) {
+                Ok(ev) => {
+                    let d = pipeline.evaluate(ev).decision;
+                    counts[match d.verdict {
+                        Verdict::Drift => 0,
+                        Verdict::Unmanaged => 1,
+                        Verdict::Ignored => 2,
+                        Verdict::Rejected => 3,
+                    }] += 1;
+                }
+                Err(_) => counts[4] += 1,
+            }
+        }
+    });
+    let full_rate = lines.len() as f64 / full;
+    row(
+        "aws: normalize + route + decide",
+        full_rate,
+        mb / full,
+        full_rate / bare_rate,
+    );
+    println!(
+        "{:<52} drift {} / unmanaged {} / ignored {} / errors {}",
+        "  verdicts", counts[0], counts[1], counts[2], counts[4]
+    );
+
+    // 3. Per provider, from corpus samples.
+    for provider in ["azure", "gcp"] {
+        let samples = provider_samples(&corpus.join(provider));
+        if samples.is_empty() {
+            println!("{provider:<52} (no valid corpus samples found)");
+            continue;
+        }
+        let reps = 200_000 / samples.len() + 1;
+        let events: Vec<Vec<u8>> = (0..reps)
+            .flat_map(|r| {
+                samples.iter().map(move |s| {
+                    s.replace("\"id\"", &format!("\"_r{r}\":0,\"id\""))
+                        .into_bytes()
+                })
+            })
+            .take(200_000)
+            .collect();
+        let bytes: usize = events.iter().map(Vec::len).sum();
+        let t = best_of(3, || {
+            for e in &events {
+                if let Ok(v) = serde_json::from_slice::<&RawValue>(e)
+                    && let Ok(ev) = normalize_value(v)
+                {
+                    black_box(pipeline.evaluate(ev));
+                }
+            }
+        });
+        let rate = events.len() as f64 / t;
+        row(
+            &format!("{provider}: sniff + normalize + route + decide"),
+            rate,
+            bytes as f64 / 1e6 / t,
+            rate / bare_rate,
+        );
+    }
+
+    // 4. State load, in a child process.
+    println!();
+    let dir = std::env::temp_dir().join(format!("driftreactor-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let state = dir.join("generated.tfstate");
+    let gen_bytes = driftreactor_testkit::synth::write_state(&state, STATE_INSTANCES)
+        .expect("write generated state");
+    let out = Command::new(std::env::current_exe().expect("current exe"))
+        .args([
+            "--measure-state-load",
+            state.to_str().expect("utf-8 temp path"),
+        ])
+        .output()
+        .expect("spawn child");
+    let report = String::from_utf8_lossy(&out.stdout);
+    println!(
+        "{:<52} {:>12} {:>10} {:>10}",
+        "state load", "instances", "seconds", "peak MB"
+    );
+    println!(
+        "{:<52} {}",
+        format!("generated state ({:.0} MB)", gen_bytes as f64 / 1e6),
+        report.trim()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    println!();
+    println!(
+        "targets: pipeline >= 50% of the typed parse; 100,000-instance state < 1 s and < 200 MB"
+    );
+}
+
+fn row(step: &str, rate: f64, mbps: f64, ratio: f64) {
+    println!(
+        "{step:<52} {rate:>12.0} {mbps:>10.1} {:>9.0}%",
+        ratio * 100.0
+    );
+}
+
+/// Best wall time of `runs` runs, seconds.
+fn best_of(runs: usize, mut f: impl FnMut()) -> f64 {
+    (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    id: Cow<'a, str>,
+    #[serde(rename = "detail-type", borrow)]
+    detail_type: Cow<'a, str>,
+    #[serde(borrow)]
+    source: Cow<'a, str>,
+    #[serde(default, borrow)]
+    account: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    time: Cow<'a, str>,
+    #[serde(borrow)]
+    region: Cow<'a, str>,
+    #[serde(borrow)]
+    detail: &'a RawValue,
+}
+
+fn generate_events(repo: &Path) -> PathBuf {
+    let out = repo.join("target/bench-events.jsonl");
+    if !out.exists() {
+        let status = Command::new("python3")
+            .arg(repo.join("../shared/bench/gen_events.py"))
+            .args(["-n", "200000", "-o"])
+            .arg(&out)
+            .status()
+            .expect("python3 is needed to generate the bench events");
+        assert!(status.success(), "gen_events.py failed");
+    }
+    out
+}
+
+/// The pipeline over the largest AWS state of the corpus, with a policy of the size
+/// real estates use.
+fn aws_pipeline(corpus: &Path) -> (PathBuf, Pipeline) {
+    let mut states: Vec<PathBuf> = std::fs::read_dir(corpus.join("tfstate"))
+        .expect("corpus tfstate folder")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("aws_"))
+        })
+        .collect();
+    states.sort_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0));
+    let state = states.pop().expect("an aws_* state in the corpus");
+    let mut builder = GraphBuilder::new(identities());
+    builder
+        .add_state_file("prod", &state)
+        .expect("load corpus state");
+    let cfg: PolicyConfig = toml::from_str(
+        r#"
+        [principals]
+        iac = ["arn:aws:iam::*:role/terraform-ci", "arn:aws:iam::*:role/atlantis"]
+        reactor = ["arn:aws:iam::*:role/driftreactor"]
+        [[policy]]
+        type = "aws_security_group*"
+        action = "revert"
+        [[policy]]
+        address = "module.*.aws_iam_*"
+        action = "pull_request"
+        [[policy]]
+        type = "aws_cloudwatch_log_group"
+        action = "ignore"
+        "#,
+    )
+    .expect("bench policy");
+    let policy = Policy::compile(&cfg).expect("bench policy compiles");
+    (state, Pipeline::new(Arc::new(builder.build()), policy))
+}
+
+/// Valid single events of a provider's corpus folder, as JSON text.
+fn provider_samples(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort();
+    for p in paths {
+        let Ok(bytes) = std::fs::read(&p) else {
+            continue;
+        };
+        let Ok((values, _)) = split(&bytes) else {
+            continue;
+        };
+        for v in values.into_iter().flatten() {
+            if normalize_value(v).is_ok() {
+                out.push(v.get().to_owned());
+            }
+        }
+    }
+    out
+}
+
+fn measure_state_load_child(path: &Path) {
+    let t = Instant::now();
+    let mut builder = GraphBuilder::new(identities());
+    let meta = builder
+        .add_state_file("generated", path)
+        .expect("load generated state");
+    let graph = builder.build();
+    let secs = t.elapsed().as_secs_f64();
+    black_box(&graph);
+    let peak_kb = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|v| v.parse::<f64>().ok())
+            })
+        })
+        .unwrap_or(f64::NAN);
+    println!(
+        "{:>12} {:>10.3} {:>10.1}",
+        meta.instances,
+        secs,
+        peak_kb / 1024.0
+    );
+}
