@@ -62,8 +62,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.format == Format::Table {
         writeln!(
             out,
-            "{:<44} {:<10} {:<13} {:<32} {}",
-            "INPUT", "VERDICT", "ACTION", "OPERATION", "RESOURCES / REASON"
+            "{:<44} {:<10} {:<13} {:<32} RESOURCES / REASON",
+            "INPUT", "VERDICT", "ACTION", "OPERATION"
         )?;
     }
     for input in &args.inputs {
