@@ -26,6 +26,9 @@ fn is_cloudtrail_detail(t: &str) -> bool {
 }
 
 pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
+    if let Some(e) = not_an_object(payload) {
+        return Err(e);
+    }
     // Validate UTF-8 once, then parse from `str` so strings are not re-validated.
     let text = match std::str::from_utf8(payload) {
         Ok(t) => t,
@@ -87,20 +90,38 @@ fn field(format: &'static str, name: &str, problem: String) -> NormalizeError {
 /// any value for every field, so a data error means the top level is not an object.
 fn diagnose(payload: &[u8], e: &serde_json::Error) -> NormalizeError {
     if e.is_data() {
-        let first = payload.iter().find(|b| !b.is_ascii_whitespace()).copied();
-        let what = match first {
-            Some(b'[') => "a JSON array (split containers before normalizing)",
-            Some(b'"') => "a JSON string",
-            Some(b'n') => "JSON null",
-            Some(b't' | b'f') => "a JSON boolean",
-            Some(b'{') => return NormalizeError::json(e),
-            _ => "a JSON number",
-        };
-        return NormalizeError::UnknownFormat(format!(
-            "expected a JSON object (an EventBridge envelope or a CloudTrail record), found {what}"
-        ));
+        return not_an_object(payload).unwrap_or_else(|| NormalizeError::json(e));
     }
     NormalizeError::json(e)
+}
+
+/// `Some(error)` when `payload` does not start with a JSON object (derived structs
+/// would otherwise accept a JSON array as a sequence of fields).
+fn not_an_object(payload: &[u8]) -> Option<NormalizeError> {
+    let first = payload.iter().find(|b| !b.is_ascii_whitespace()).copied();
+    let what = match first {
+        Some(b'{') => return None,
+        None => return Some(NormalizeError::Empty),
+        Some(b'[') => "a JSON array (split containers before normalizing)",
+        Some(b'"') => "a JSON string",
+        Some(b'n') => "JSON null",
+        Some(b't' | b'f') => "a JSON boolean",
+        Some(b'-' | b'0'..=b'9') => "a JSON number",
+        Some(_) => {
+            return Some(
+                match serde_json::from_slice::<serde::de::IgnoredAny>(payload) {
+                    Err(e) => NormalizeError::json(&e),
+                    Ok(_) => NormalizeError::UnknownFormat("not a JSON object".into()),
+                },
+            );
+        }
+    };
+    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(payload) {
+        return Some(NormalizeError::json(&e));
+    }
+    Some(NormalizeError::UnknownFormat(format!(
+        "expected a JSON object (an EventBridge envelope or a CloudTrail record), found {what}"
+    )))
 }
 
 fn time(s: Option<&str>) -> Option<DateTime<Utc>> {
@@ -294,4 +315,669 @@ fn role_of_session(arn: &str) -> Option<String> {
     let rest = a.resource.strip_prefix("assumed-role/")?;
     let (role, _session) = rest.split_once('/')?;
     (!role.is_empty()).then(|| format!("arn:{}:iam::{}:role/{role}", a.partition, a.account))
+}
+
+#[cfg(test)]
+mod tests {
+    use driftreactor_event::{Change, NormalizeError, NotAChange, Outcome, Via};
+    use serde_json::{Value, json};
+
+    use crate::normalize;
+
+    /// A bare CloudTrail record with the usual fields, overridden by `extra`.
+    fn rec(name: &str, source: &str, req: Value, extra: Value) -> Vec<u8> {
+        let mut r = json!({
+            "eventVersion": "1.09",
+            "userIdentity": {
+                "type": "IAMUser",
+                "arn": "arn:aws:iam::111122223333:user/alice",
+                "accountId": "111122223333",
+                "userName": "alice"
+            },
+            "eventTime": "2026-01-01T00:00:00Z",
+            "eventSource": source,
+            "eventName": name,
+            "awsRegion": "eu-west-1",
+            "sourceIPAddress": "203.0.113.1",
+            "userAgent": "aws-cli/2.17.60 md/awscrt#0.21.2",
+            "requestParameters": req,
+            "responseElements": null,
+            "eventID": "e-1",
+            "eventType": "AwsApiCall",
+            "recipientAccountId": "111122223333"
+        });
+        if let (Value::Object(r), Value::Object(x)) = (&mut r, extra) {
+            r.extend(x);
+        }
+        serde_json::to_vec(&r).unwrap()
+    }
+
+    fn ids(payload: &[u8]) -> Vec<String> {
+        normalize(payload)
+            .unwrap()
+            .resources
+            .into_iter()
+            .map(|r| r.id)
+            .collect()
+    }
+
+    fn envelope(detail_type: &str, detail: Value) -> Vec<u8> {
+        serde_json::to_vec(&json!({
+            "version": "0", "id": "env-1", "detail-type": detail_type, "source": "aws.ec2",
+            "account": "111122223333", "time": "2026-01-01T00:00:00Z", "region": "eu-west-1",
+            "resources": [], "detail": detail
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn assumed_role_principal_has_issuing_role_in_also() {
+        let ui = json!({"userIdentity": {
+            "type": "AssumedRole",
+            "arn": "arn:aws:sts::111122223333:assumed-role/AWSReservedSSO_Admin_0123/alice@example.com",
+            "accountId": "111122223333",
+            "sessionContext": {"sessionIssuer": {
+                "type": "Role",
+                "arn": "arn:aws:iam::111122223333:role/aws-reserved/sso.amazonaws.com/AWSReservedSSO_Admin_0123"
+            }}
+        }});
+        let ev = normalize(&rec("CreateTags", "ec2.amazonaws.com", json!({}), ui)).unwrap();
+        assert_eq!(
+            ev.principal.id,
+            "arn:aws:sts::111122223333:assumed-role/AWSReservedSSO_Admin_0123/alice@example.com"
+        );
+        assert_eq!(
+            ev.principal.also,
+            [
+                "arn:aws:iam::111122223333:role/aws-reserved/sso.amazonaws.com/AWSReservedSSO_Admin_0123"
+            ]
+        );
+        // Without sessionIssuer the role ARN is derived from the session ARN.
+        let ui = json!({"userIdentity": {
+            "type": "AssumedRole",
+            "arn": "arn:aws:sts::111122223333:assumed-role/terraform-apply/GitHubActions",
+            "accountId": "111122223333"
+        }});
+        let ev = normalize(&rec("CreateTags", "ec2.amazonaws.com", json!({}), ui)).unwrap();
+        assert_eq!(
+            ev.principal.also,
+            ["arn:aws:iam::111122223333:role/terraform-apply"]
+        );
+    }
+
+    #[test]
+    fn root_service_and_arnless_principals_are_synthesized() {
+        let ui = json!({"userIdentity": {"type": "Root", "accountId": "111122223333"}});
+        let ev = normalize(&rec("CreateTags", "ec2.amazonaws.com", json!({}), ui)).unwrap();
+        assert_eq!(ev.principal.id, "arn:aws:iam::111122223333:root");
+        let ui = json!({"userIdentity": {"type": "AWSService", "invokedBy": "autoscaling.amazonaws.com"}});
+        let ev = normalize(&rec("RunInstances", "ec2.amazonaws.com", json!({}), ui)).unwrap();
+        assert_eq!(ev.principal.id, "autoscaling.amazonaws.com");
+        assert!(ev.principal.also.is_empty());
+    }
+
+    #[test]
+    fn iam_events_from_us_east_1_build_global_arns() {
+        let r = rec(
+            "AttachRolePolicy",
+            "iam.amazonaws.com",
+            json!({"roleName": "app", "policyArn": "arn:aws:iam::aws:policy/ReadOnlyAccess"}),
+            json!({"awsRegion": "us-east-1"}),
+        );
+        assert_eq!(
+            ids(&r),
+            ["arn:aws:iam::111122223333:role/app", "aws:iam:role:app"]
+        );
+        let r = rec(
+            "AddUserToGroup",
+            "iam.amazonaws.com",
+            json!({"userName": "Bob", "groupName": "admin"}),
+            json!({"awsRegion": "us-east-1"}),
+        );
+        assert_eq!(
+            ids(&r),
+            [
+                "arn:aws:iam::111122223333:group/admin",
+                "aws:iam:group:admin",
+                "arn:aws:iam::111122223333:user/Bob",
+                "aws:iam:user:Bob"
+            ]
+        );
+        // A managed policy operation names the policy.
+        let r = rec(
+            "CreatePolicyVersion",
+            "iam.amazonaws.com",
+            json!({"policyArn": "arn:aws:iam::111122223333:policy/team/p"}),
+            json!({}),
+        );
+        assert_eq!(
+            ids(&r),
+            [
+                "arn:aws:iam::111122223333:policy/team/p",
+                "aws:iam:policy:p"
+            ]
+        );
+    }
+
+    #[test]
+    fn rds_identifier_forms() {
+        let want = [
+            "arn:aws:rds:eu-west-1:111122223333:db:mydb".to_owned(),
+            "aws:rds:db:mydb".to_owned(),
+        ];
+        for ident in ["mydb", "MyDB", "arn:aws:rds:eu-west-1:111122223333:db:mydb"] {
+            let r = rec(
+                "ModifyDBInstance",
+                "rds.amazonaws.com",
+                json!({"dBInstanceIdentifier": ident, "applyImmediately": true}),
+                json!({}),
+            );
+            assert_eq!(ids(&r), want, "{ident}");
+        }
+    }
+
+    #[test]
+    fn lambda_version_suffix_and_qualifier_are_stripped() {
+        let r = rec(
+            "UpdateFunctionConfiguration20150331v2",
+            "lambda.amazonaws.com",
+            json!({"functionName": "arn:aws:lambda:eu-west-1:111122223333:function:f:PROD"}),
+            json!({}),
+        );
+        let ev = normalize(&r).unwrap();
+        assert_eq!(ev.operation, "UpdateFunctionConfiguration");
+        assert_eq!(ev.change, Some(Change::Update));
+        assert_eq!(
+            ev.resource_ids().collect::<Vec<_>>(),
+            [
+                "arn:aws:lambda:eu-west-1:111122223333:function:f",
+                "aws:lambda:function:f"
+            ]
+        );
+    }
+
+    #[test]
+    fn security_group_nested_and_flat_ip_permissions_name_the_group() {
+        let nested = rec(
+            "AuthorizeSecurityGroupIngress",
+            "ec2.amazonaws.com",
+            json!({"groupId": "sg-0abc", "ipPermissions": {"items": [{
+                "ipProtocol": "tcp", "fromPort": 22, "toPort": 22,
+                "ipRanges": {"items": [{"cidrIp": "0.0.0.0/0"}]}, "groups": {}}]}}),
+            json!({}),
+        );
+        let flat = rec(
+            "AuthorizeSecurityGroupIngress",
+            "ec2.amazonaws.com",
+            json!({"groupId": "sg-0abc", "ipPermissions": {}, "cidrIp": "0.0.0.0/0",
+                   "fromPort": 22, "toPort": 22, "ipProtocol": "tcp"}),
+            json!({}),
+        );
+        let want = [
+            "arn:aws:ec2:eu-west-1:111122223333:security-group/sg-0abc",
+            "aws:ec2:sg-0abc",
+        ];
+        assert_eq!(ids(&nested), want);
+        assert_eq!(ids(&flat), want);
+        // Rules in the response are sub-objects of the group.
+        let revoke = rec(
+            "RevokeSecurityGroupIngress",
+            "ec2.amazonaws.com",
+            json!({"groupId": "sg-0abc"}),
+            json!({"responseElements": {"_return": true, "revokedSecurityGroupRuleSet": {"items": [
+                {"groupId": "sg-0abc", "securityGroupRuleId": "sgr-0123"}]}}}),
+        );
+        let ev = normalize(&revoke).unwrap();
+        assert_eq!(ev.change, Some(Change::Update));
+        let rule = ev
+            .resources
+            .iter()
+            .find(|r| r.id == "aws:ec2:sgr-0123")
+            .unwrap();
+        assert_eq!(rule.parents, want);
+    }
+
+    #[test]
+    fn tags_and_creates() {
+        let r = rec(
+            "CreateTags",
+            "ec2.amazonaws.com",
+            json!({"resourcesSet": {"items": [{"resourceId": "i-1"}, {"resourceId": "vol-2"}]},
+                   "tagSet": {"items": [{"key": "k", "value": "v"}]}}),
+            json!({}),
+        );
+        let ev = normalize(&r).unwrap();
+        assert_eq!(ev.change, Some(Change::Update));
+        assert_eq!(
+            ev.resource_ids().collect::<Vec<_>>(),
+            [
+                "arn:aws:ec2:eu-west-1:111122223333:instance/i-1",
+                "aws:ec2:i-1",
+                "arn:aws:ec2:eu-west-1:111122223333:volume/vol-2",
+                "aws:ec2:vol-2"
+            ]
+        );
+        // A create takes the new id from the response, not the referenced ones.
+        let r = rec(
+            "CreateSubnet",
+            "ec2.amazonaws.com",
+            json!({"vpcId": "vpc-1", "cidrBlock": "10.0.0.0/24"}),
+            json!({"responseElements": {"subnet": {"subnetId": "subnet-9", "vpcId": "vpc-1"}}}),
+        );
+        let ev = normalize(&r).unwrap();
+        assert_eq!(ev.change, Some(Change::Create));
+        assert_eq!(
+            ev.resource_ids().collect::<Vec<_>>(),
+            [
+                "arn:aws:ec2:eu-west-1:111122223333:subnet/subnet-9",
+                "aws:ec2:subnet-9"
+            ]
+        );
+    }
+
+    #[test]
+    fn s3_sub_resource_calls_name_the_bucket() {
+        for op in [
+            "PutBucketPolicy",
+            "PutBucketAcl",
+            "DeleteBucketPolicy",
+            "PutBucketTagging",
+        ] {
+            let r = rec(
+                op,
+                "s3.amazonaws.com",
+                json!({"bucketName": "b1", "Host": "b1.s3.amazonaws.com", "policy": [""]}),
+                json!({}),
+            );
+            let ev = normalize(&r).unwrap();
+            assert_eq!(ev.change, Some(Change::Update), "{op}");
+            assert_eq!(
+                ev.resource_ids().collect::<Vec<_>>(),
+                ["arn:aws:s3:::b1", "aws:s3:bucket:b1"]
+            );
+        }
+    }
+
+    #[test]
+    fn kms_logs_and_elb_forms() {
+        let r = rec(
+            "DeleteAlias",
+            "kms.amazonaws.com",
+            json!({"aliasName": "alias/app"}),
+            json!({}),
+        );
+        assert_eq!(
+            ids(&r),
+            [
+                "arn:aws:kms:eu-west-1:111122223333:alias/app",
+                "aws:kms:alias:app"
+            ]
+        );
+        let r = rec(
+            "PutRetentionPolicy",
+            "logs.amazonaws.com",
+            json!({"logGroupName": "/ecs/app", "retentionInDays": 7}),
+            json!({}),
+        );
+        assert_eq!(
+            ids(&r),
+            [
+                "arn:aws:logs:eu-west-1:111122223333:log-group:/ecs/app",
+                "aws:logs:log-group:/ecs/app"
+            ]
+        );
+        let l = "arn:aws:elasticloadbalancing:eu-west-1:111122223333:listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2";
+        let ev = normalize(&rec(
+            "ModifyListener",
+            "elasticloadbalancing.amazonaws.com",
+            json!({"listenerArn": l}),
+            json!({}),
+        ))
+        .unwrap();
+        assert_eq!(ev.resources[0].id, l);
+        assert_eq!(
+            ev.resources[0].parents,
+            [
+                "arn:aws:elasticloadbalancing:eu-west-1:111122223333:loadbalancer/app/web/50dc6c495c0c9188"
+            ]
+        );
+    }
+
+    #[test]
+    fn via_from_user_agent_and_console_flag() {
+        let tf = "APN/1.0 HashiCorp/1.0 Terraform/1.9.8 (+https://www.terraform.io) terraform-provider-aws/5.80.0 aws-sdk-go-v2/1.32.6";
+        for (ua, console, want) in [
+            (tf, None, Via::Iac),
+            (
+                "OpenTofu/1.8.2 terraform-provider-aws/5.80.0",
+                None,
+                Via::Iac,
+            ),
+            ("aws-cli/2.17.60 md/awscrt#0.21.2", None, Via::Cli),
+            ("Boto3/1.35.1 md/Botocore#1.35.1", None, Via::Sdk),
+            ("console.amazonaws.com", None, Via::Console),
+            ("AWS Internal", Some("true"), Via::Console),
+            ("Boto3/1.35.1", Some("true"), Via::Console),
+            ("stratus-red-team_1", None, Via::Unknown),
+        ] {
+            let mut extra = json!({"userAgent": ua});
+            if let Some(c) = console {
+                extra["sessionCredentialFromConsole"] = json!(c);
+            }
+            let ev = normalize(&rec("CreateTags", "ec2.amazonaws.com", json!({}), extra)).unwrap();
+            assert_eq!(ev.via, want, "{ua}");
+        }
+    }
+
+    #[test]
+    fn read_only_calls() {
+        // No readOnly flag: the verb decides.
+        let mut r: Value = serde_json::from_slice(&rec(
+            "DescribeInstances",
+            "ec2.amazonaws.com",
+            json!({"instancesSet": {"items": [{"instanceId": "i-1"}]}}),
+            json!({}),
+        ))
+        .unwrap();
+        let ev = normalize(&serde_json::to_vec(&r).unwrap()).unwrap();
+        assert!(ev.read_only);
+        assert_eq!(ev.change, None);
+        // The record's flag wins over the verb.
+        r["readOnly"] = json!(false);
+        let ev = normalize(&serde_json::to_vec(&r).unwrap()).unwrap();
+        assert!(!ev.read_only);
+        let ev = normalize(&rec(
+            "Decrypt",
+            "kms.amazonaws.com",
+            json!({}),
+            json!({"readOnly": true}),
+        ))
+        .unwrap();
+        assert!(ev.read_only);
+        for op in [
+            "GetBucketAcl",
+            "ListSecrets",
+            "HeadObject",
+            "BatchGetItem",
+            "LookupEvents",
+        ] {
+            let ev = normalize(&rec(op, "s3.amazonaws.com", json!({}), json!({}))).unwrap();
+            assert!(ev.read_only, "{op}");
+        }
+        let ev = normalize(&rec(
+            "PutBucketAcl",
+            "s3.amazonaws.com",
+            json!({}),
+            json!({}),
+        ))
+        .unwrap();
+        assert!(!ev.read_only);
+    }
+
+    #[test]
+    fn failed_call_keeps_its_change_and_code() {
+        let ev = normalize(&rec(
+            "RunInstances",
+            "ec2.amazonaws.com",
+            json!({"instancesSet": {"items": [{"imageId": "ami-1"}]}}),
+            json!({"errorCode": "Client.UnauthorizedOperation", "errorMessage": "no"}),
+        ))
+        .unwrap();
+        assert_eq!(
+            ev.outcome,
+            Outcome::Failed {
+                code: "Client.UnauthorizedOperation".into()
+            }
+        );
+        assert_eq!(ev.change, Some(Change::Create));
+        assert!(ev.resources.is_empty());
+    }
+
+    #[test]
+    fn envelope_fields_and_request() {
+        let detail: Value = serde_json::from_slice(&rec(
+            "DeleteBucket",
+            "s3.amazonaws.com",
+            json!({"bucketName": "b1"}),
+            json!({"recipientAccountId": null, "userIdentity": {"type": "IAMUser"}}),
+        ))
+        .unwrap();
+        let ev = normalize(&envelope("AWS API Call via CloudTrail", detail)).unwrap();
+        assert_eq!(ev.id, "e-1");
+        assert_eq!(ev.account.as_deref(), Some("111122223333"));
+        assert_eq!(ev.change, Some(Change::Delete));
+        assert_eq!(ev.request.as_ref().unwrap().get(), r#"{"bucketName":"b1"}"#);
+        assert_eq!(
+            ev.occurred_at.unwrap().to_rfc3339(),
+            "2026-01-01T00:00:00+00:00"
+        );
+        // moto omits `account`, old envelopes `version`; unknown keys are fine.
+        let detail: Value = serde_json::from_slice(&rec(
+            "DeleteBucket",
+            "s3.amazonaws.com",
+            json!({}),
+            json!({}),
+        ))
+        .unwrap();
+        let env = json!({"id": "x", "detail-type": "AWS API Call via CloudTrail", "source": "aws.s3",
+                         "detail": detail, "debug": true});
+        let ev = normalize(&serde_json::to_vec(&env).unwrap()).unwrap();
+        assert_eq!(ev.account.as_deref(), Some("111122223333"));
+    }
+
+    #[test]
+    fn other_detail_types_are_notifications() {
+        let mut env: Value = serde_json::from_slice(&envelope(
+            "EC2 Instance State-change Notification",
+            json!({"instance-id": "i-1", "state": "stopped"}),
+        ))
+        .unwrap();
+        env["resources"] = json!(["arn:aws:ec2:eu-west-1:111122223333:instance/i-1"]);
+        let ev = normalize(&serde_json::to_vec(&env).unwrap()).unwrap();
+        assert_eq!(ev.id, "env-1");
+        assert_eq!(ev.change, None);
+        assert_eq!(ev.not_a_change, Some(NotAChange::Notification));
+        assert_eq!(ev.service, "aws.ec2");
+        assert_eq!(ev.operation, "EC2 Instance State-change Notification");
+        assert_eq!(
+            ev.resource_ids().collect::<Vec<_>>(),
+            [
+                "arn:aws:ec2:eu-west-1:111122223333:instance/i-1",
+                "aws:ec2:i-1"
+            ]
+        );
+        let ev = normalize(&envelope("Scheduled Event", json!({}))).unwrap();
+        assert_eq!(ev.not_a_change, Some(NotAChange::Notification));
+    }
+
+    #[test]
+    fn sign_ins_are_not_changes() {
+        let detail: Value = serde_json::from_slice(&rec(
+            "ConsoleLogin",
+            "signin.amazonaws.com",
+            Value::Null,
+            json!({"eventType": "AwsConsoleSignIn", "responseElements": {"ConsoleLogin": "Failure"},
+                   "errorMessage": "Failed authentication"}),
+        ))
+        .unwrap();
+        let ev = normalize(&envelope("AWS Console Sign In via CloudTrail", detail)).unwrap();
+        assert_eq!(ev.not_a_change, Some(NotAChange::SignIn));
+        assert_eq!(ev.change, None);
+        assert!(ev.outcome.is_failed());
+        assert!(ev.resources.is_empty());
+    }
+
+    #[test]
+    fn missing_or_wrong_fields_are_named() {
+        let mut r: Value = serde_json::from_slice(&rec(
+            "CreateTags",
+            "ec2.amazonaws.com",
+            json!({}),
+            json!({}),
+        ))
+        .unwrap();
+        r.as_object_mut().unwrap().remove("eventID");
+        match normalize(&serde_json::to_vec(&r).unwrap()) {
+            Err(NormalizeError::Field { field, problem, .. }) => {
+                assert_eq!(field, "eventID");
+                assert_eq!(problem, "is missing");
+            }
+            other => panic!("{other:?}"),
+        }
+        match normalize(&envelope("AWS API Call via CloudTrail", r.clone())) {
+            Err(NormalizeError::Field { field, .. }) => assert_eq!(field, "detail.eventID"),
+            other => panic!("{other:?}"),
+        }
+        r["eventID"] = json!(42);
+        r.as_object_mut().unwrap().remove("eventName");
+        let e = normalize(&serde_json::to_vec(&r).unwrap()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("`eventID` is not a string (found a number)"),
+            "{e}"
+        );
+        r["eventID"] = json!("x");
+        let e = normalize(&serde_json::to_vec(&r).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("`eventName` is missing"), "{e}");
+        match normalize(&envelope("AWS API Call via CloudTrail", json!("text"))) {
+            Err(NormalizeError::Field { field, problem, .. }) => {
+                assert_eq!(field, "detail");
+                assert!(problem.contains("not an object"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(normalize(b""), Err(NormalizeError::Empty)));
+        let e = normalize(b"[{}]").unwrap_err();
+        assert!(matches!(e, NormalizeError::UnknownFormat(_)), "{e:?}");
+        assert!(matches!(
+            normalize(b"{\"a\":1}"),
+            Err(NormalizeError::UnknownFormat(_))
+        ));
+        assert!(matches!(
+            normalize(b"{\"a\":"),
+            Err(NormalizeError::Json { .. })
+        ));
+        assert!(normalize(b"\xff\xfe").is_err());
+        assert!(matches!(
+            normalize(b"{\"a\": \"\xff\"}"),
+            Err(NormalizeError::UnknownFormat(_))
+        ));
+        assert!(matches!(normalize(b"  "), Err(NormalizeError::Empty)));
+    }
+
+    #[test]
+    fn insights_are_notifications() {
+        let r = json!({"eventVersion": "1.07", "eventTime": "2019-11-14T00:51:00Z",
+            "awsRegion": "us-east-1", "eventID": "i-1", "eventType": "AwsCloudTrailInsight",
+            "recipientAccountId": "123456789012",
+            "insightDetails": {"state": "Start", "insightType": "ApiCallRateInsight"}});
+        let ev = normalize(&serde_json::to_vec(&r).unwrap()).unwrap();
+        assert_eq!(ev.not_a_change, Some(NotAChange::Notification));
+        assert_eq!(ev.operation, "ApiCallRateInsight");
+    }
+
+    /// Deterministic xorshift for the mutation loop.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    #[test]
+    fn mutated_and_garbage_input_never_panics() {
+        let seeds: Vec<Vec<u8>> = vec![
+            rec(
+                "AuthorizeSecurityGroupIngress",
+                "ec2.amazonaws.com",
+                json!({"groupId": "sg-1", "ipPermissions": {"items": [{"ipRanges": {"items": [{"cidrIp": "0.0.0.0/0"}]}}]}}),
+                json!({"responseElements": {"securityGroupRuleSet": {"items": [{"groupId": "sg-1", "securityGroupRuleId": "sgr-1"}]}}}),
+            ),
+            rec(
+                "CreateRole",
+                "iam.amazonaws.com",
+                json!({"roleName": "r"}),
+                json!({"responseElements": {"role": {"arn": "arn:aws:iam::1:role/p/r"}}}),
+            ),
+            rec(
+                "UpdateService",
+                "ecs.amazonaws.com",
+                json!({"cluster": "c", "service": "s"}),
+                json!({}),
+            ),
+            envelope("EC2 Instance State-change Notification", json!({})),
+            envelope(
+                "AWS API Call via CloudTrail",
+                serde_json::from_slice(&rec(
+                    "DelTGw",
+                    "ec2.amazonaws.com",
+                    json!({"DelTGwVpcAttachReq": {"TransitGatewayAttachmentId": "tgw-attach-1"}}),
+                    json!({}),
+                ))
+                .unwrap(),
+            ),
+        ];
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let alphabet = b"{}[]\":,0123456789aeflnrstu\\ \n-";
+        for seed in &seeds {
+            assert!(normalize(seed).is_ok());
+            for _ in 0..2000 {
+                let mut m = seed.clone();
+                for _ in 0..(1 + rng.next() % 4) {
+                    let i = (rng.next() as usize) % m.len();
+                    match rng.next() % 4 {
+                        0 => m[i] = alphabet[(rng.next() as usize) % alphabet.len()],
+                        1 => {
+                            m.remove(i);
+                        }
+                        2 => m.insert(i, alphabet[(rng.next() as usize) % alphabet.len()]),
+                        _ => m.truncate(i),
+                    }
+                    if m.is_empty() {
+                        break;
+                    }
+                }
+                let _ = normalize(&m);
+            }
+        }
+        // Wrong types everywhere.
+        for v in [
+            json!(null),
+            json!(1),
+            json!("s"),
+            json!([]),
+            json!({}),
+            json!([1, {"a": []}]),
+        ] {
+            let mut r: Value = serde_json::from_slice(&rec(
+                "CreateTags",
+                "ec2.amazonaws.com",
+                json!({}),
+                json!({}),
+            ))
+            .unwrap();
+            for k in [
+                "userIdentity",
+                "requestParameters",
+                "responseElements",
+                "eventSource",
+                "awsRegion",
+                "readOnly",
+                "resources",
+                "userAgent",
+                "errorCode",
+                "eventTime",
+            ] {
+                r[k] = v.clone();
+                let _ = normalize(&serde_json::to_vec(&r).unwrap());
+                let _ = normalize(&envelope("AWS API Call via CloudTrail", r.clone()));
+            }
+            let _ = normalize(&serde_json::to_vec(&v).unwrap());
+            let _ = normalize(&envelope("AWS API Call via CloudTrail", v.clone()));
+            let _ = normalize(&envelope("Other", v));
+        }
+    }
 }

@@ -143,3 +143,46 @@ fn corpus_matches_golden_files() {
     assert!(seen > 40, "only {seen} corpus files");
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+#[test]
+fn mutated_corpus_bytes_never_panic() {
+    let dir = corpus_dir();
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let alphabet = b"{}[]\":,0123456789aeflnrstu\\ -";
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        let mut records = if serde_json::from_slice::<Value>(&bytes).is_ok() {
+            split(&bytes)
+        } else {
+            Vec::new()
+        };
+        records.push(bytes);
+        for rec in records {
+            let _ = normalize(&rec);
+            for _ in 0..150 {
+                let mut m = rec.clone();
+                for _ in 0..(1 + next() % 3) {
+                    if m.is_empty() {
+                        break;
+                    }
+                    let i = (next() as usize) % m.len();
+                    match next() % 4 {
+                        0 => m[i] = alphabet[(next() as usize) % alphabet.len()],
+                        1 => {
+                            m.remove(i);
+                        }
+                        2 => m.insert(i, alphabet[(next() as usize) % alphabet.len()]),
+                        _ => m.truncate(i),
+                    }
+                }
+                let _ = normalize(&m);
+            }
+        }
+    }
+}
