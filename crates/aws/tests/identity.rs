@@ -224,10 +224,10 @@ fn route<'a>(event: &[u8], state: &'a [Inst]) -> Vec<(&'a str, &'static str)> {
     let mut out = Vec::new();
     for i in state {
         let acct = AwsIdentity.account(&inst(&i.ty, &i.attrs));
-        if let (Some(a), Some(b)) = (&ev.account, &acct) {
-            if a != b {
-                continue;
-            }
+        if let (Some(a), Some(b)) = (&ev.account, &acct)
+            && a != b
+        {
+            continue;
         }
         let ids = identities(&i.ty, &i.attrs);
         let ps = parents(&i.ty, &i.attrs);
