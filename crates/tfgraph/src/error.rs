@@ -43,6 +43,20 @@ impl Error {
     /// A [`Error::NotAState`] for `origin` from a serde_json error, in plain words with
     /// the JSON line and column (1-based) of the problem.
     pub(crate) fn from_json(origin: &str, err: &serde_json::Error) -> Self {
+        if err.is_eof() && err.line() <= 1 && err.column() == 0 {
+            return Error::not_a_state(origin, "the file is empty");
+        }
+        Self::from_json_at(origin, err, err.line(), err.column())
+    }
+
+    /// As [`Error::from_json`], with the position given in the whole file (for errors
+    /// of a fragment parsed on its own).
+    pub(crate) fn from_json_at(
+        origin: &str,
+        err: &serde_json::Error,
+        line: usize,
+        column: usize,
+    ) -> Self {
         use serde_json::error::Category;
         // serde_json's message ends with " at line L column C"; we say it our way.
         let full = err.to_string();
@@ -50,9 +64,8 @@ impl Error {
             Some(cut) if err.line() > 0 => &full[..cut],
             _ => full.as_str(),
         };
-        let (line, column) = (err.line(), err.column().max(1));
+        let column = column.max(1);
         let reason = match err.classify() {
-            Category::Eof if line <= 1 && err.column() == 0 => "the file is empty".to_owned(),
             Category::Eof => format!(
                 "the JSON ends early at line {line}, column {column} (truncated file?): {message}"
             ),

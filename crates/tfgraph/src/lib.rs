@@ -11,22 +11,27 @@
 //! Building is I/O at the edge ([`GraphBuilder::add_state_file`]); everything after is
 //! pure lookups.
 
-use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use driftreactor_event::{StateIdentity, StateInstance};
 use petgraph::Direction;
 use petgraph::graph::{DiGraph, NodeIndex};
-use serde::de::DeserializeSeed;
+
+/// Hash map with a fast (foldhash), per-process randomly seeded hasher.
+pub(crate) type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+/// Hash set with the hasher of [`Map`].
+pub(crate) type Set<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 mod error;
 mod parse;
+mod reader;
 mod sensitive;
 pub use error::{Error, Result};
 pub use sensitive::sensitive_values;
 
-use parse::{Interner, Loader, ResourcesSeed, StateSeed};
+use parse::{Interner, Loader};
+use reader::Reader;
 
 /// Index of a node in a [`Graph`]; stable for the graph's lifetime only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -100,7 +105,7 @@ impl Slot {
 }
 
 /// Identifier → nodes multi-map.
-type Index = HashMap<Arc<str>, Slot>;
+type Index = Map<Arc<str>, Slot>;
 
 fn index_insert(index: &mut Index, key: &Arc<str>, id: NodeId) {
     match index.get_mut(&**key) {
@@ -131,7 +136,7 @@ pub struct GraphBuilder {
     edges: Vec<(u32, u32)>,
     primary: Index,
     related: Index,
-    by_workspace: HashMap<Arc<str>, HashMap<Arc<str>, NodeId>>,
+    by_workspace: Map<Arc<str>, Map<Arc<str>, NodeId>>,
     states: Vec<StateMeta>,
 }
 
@@ -154,17 +159,17 @@ impl GraphBuilder {
             interner: Interner::default(),
             nodes: Vec::new(),
             edges: Vec::new(),
-            primary: Index::new(),
-            related: Index::new(),
-            by_workspace: HashMap::new(),
+            primary: Index::default(),
+            related: Index::default(),
+            by_workspace: Map::default(),
             states: Vec::new(),
         }
     }
 
     /// Reads and adds the state file at `path` as workspace `workspace`.
     ///
-    /// The whole file is read into memory once; nothing of it but addresses,
-    /// identifiers and edges is kept after the call.
+    /// The file is read in chunks (a few MB at a time); nothing of it but addresses,
+    /// identifiers and edges is kept, so memory does not grow with attribute sizes.
     ///
     /// # Errors
     /// [`Error::Read`] when the file cannot be read, [`Error::NotAState`] when it is
@@ -175,13 +180,13 @@ impl GraphBuilder {
         if self.by_workspace.contains_key(workspace) {
             return Err(Error::DuplicateWorkspace(workspace.to_owned()));
         }
-        let bytes = std::fs::read(path).map_err(|source| Error::Read {
+        let file = std::fs::File::open(path).map_err(|source| Error::Read {
             path: path.to_owned(),
             source,
         })?;
         let origin = path.display().to_string();
-        let mut meta = self.add_state_bytes(workspace, &origin, &bytes)?;
-        drop(bytes);
+        let size = file.metadata().ok().map(|m| m.len());
+        let mut meta = self.add_state(workspace, &origin, Some(path), file, size)?;
         meta.path = Some(path.to_owned());
         if let Some(last) = self.states.last_mut() {
             last.path = Some(path.to_owned());
@@ -200,24 +205,45 @@ impl GraphBuilder {
         origin: &str,
         bytes: &[u8],
     ) -> Result<StateMeta> {
+        self.add_state(
+            workspace,
+            origin,
+            None,
+            bytes,
+            u64::try_from(bytes.len()).ok(),
+        )
+    }
+
+    /// Adds the state read from `src` (Terraform state format version 4 JSON);
+    /// `origin` names it in errors. Reads `src` to its end in chunks.
+    ///
+    /// # Errors
+    /// As [`GraphBuilder::add_state_file`]; a read error of `src` is reported as
+    /// [`Error::NotAState`] with the I/O error as the reason.
+    pub fn add_state_reader(
+        &mut self,
+        workspace: &str,
+        origin: &str,
+        src: impl std::io::Read,
+    ) -> Result<StateMeta> {
+        self.add_state(workspace, origin, None, src, None)
+    }
+
+    fn add_state(
+        &mut self,
+        workspace: &str,
+        origin: &str,
+        path: Option<&Path>,
+        src: impl std::io::Read,
+        size_hint: Option<u64>,
+    ) -> Result<StateMeta> {
         if self.by_workspace.contains_key(workspace) {
             return Err(Error::DuplicateWorkspace(workspace.to_owned()));
         }
-        let text = state_text(origin, bytes)?;
         let ws: Arc<str> = Arc::from(workspace);
         let mut loader = Loader::new(&self.identities, &mut self.interner, Arc::clone(&ws));
-        let mut de = serde_json::Deserializer::from_str(text);
-        StateSeed(&mut loader)
-            .deserialize(&mut de)
-            .and_then(|()| de.end())
-            .map_err(|e| Error::from_json(origin, &e))?;
+        Reader::new(origin, path, src, size_hint).read_state(&mut loader)?;
         check_version(origin, &loader.header)?;
-        if let Some(raw) = loader.deferred.take() {
-            let mut de = serde_json::Deserializer::from_str(raw.get());
-            ResourcesSeed(&mut loader)
-                .deserialize(&mut de)
-                .map_err(|e| in_resources(origin, &e))?;
-        }
         let header = std::mem::take(&mut loader.header);
         let loaded = loader.finish();
         Ok(self.commit(ws, header, loaded))
@@ -248,7 +274,7 @@ impl GraphBuilder {
             .by_address
             .into_iter()
             .map(|(address, local)| (address, global(local)))
-            .collect();
+            .collect::<Map<_, _>>();
         self.by_workspace.insert(Arc::clone(&ws), by_address);
         let meta = StateMeta {
             workspace: ws.to_string(),
@@ -286,20 +312,6 @@ impl GraphBuilder {
     }
 }
 
-/// The input as UTF-8 text without a byte-order mark.
-fn state_text<'a>(origin: &str, bytes: &'a [u8]) -> Result<&'a str> {
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    std::str::from_utf8(bytes).map_err(|e| {
-        Error::not_a_state(
-            origin,
-            format!(
-                "the file is not UTF-8 text (invalid byte at offset {})",
-                e.valid_up_to()
-            ),
-        )
-    })
-}
-
 /// Checks the `version` field and that `resources` was present.
 fn check_version(origin: &str, header: &parse::Header) -> Result<()> {
     match &header.version {
@@ -329,17 +341,6 @@ fn check_version(origin: &str, header: &parse::Header) -> Result<()> {
     }
 }
 
-/// A JSON error in a deferred `resources` array (positions are relative to it).
-fn in_resources(origin: &str, err: &serde_json::Error) -> Error {
-    match Error::from_json(origin, err) {
-        Error::NotAState { origin, reason } => Error::NotAState {
-            origin,
-            reason: format!("in `resources`: {reason}"),
-        },
-        other => other,
-    }
-}
-
 /// The read-only state graph over all loaded workspaces. Cheap to share behind an `Arc`.
 #[derive(Debug, Default)]
 pub struct Graph {
@@ -348,7 +349,7 @@ pub struct Graph {
     deps: DiGraph<(), (), u32>,
     primary: Index,
     related: Index,
-    by_workspace: HashMap<Arc<str>, HashMap<Arc<str>, NodeId>>,
+    by_workspace: Map<Arc<str>, Map<Arc<str>, NodeId>>,
     states: Vec<StateMeta>,
 }
 
@@ -381,7 +382,7 @@ impl Graph {
         if node.0 as usize >= self.deps.node_count() {
             return out;
         }
-        let mut seen = HashSet::from([node]);
+        let mut seen = Set::from_iter([node]);
         let mut frontier = vec![node];
         let mut next = Vec::new();
         while !frontier.is_empty() && out.len() < MAX_DEPENDENTS {

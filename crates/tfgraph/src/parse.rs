@@ -9,16 +9,15 @@
 //! ([`RawValue`]) and are only handed to the [`StateIdentity`] plug-ins.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
 use std::fmt::{self, Write as _};
 use std::ops::Deref;
 use std::sync::Arc;
 
 use serde::Deserialize;
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, Visitor};
 use serde_json::value::RawValue;
 
-use crate::{Node, StateIdentity, StateInstance};
+use crate::{Map, Node, Set, StateIdentity, StateInstance};
 
 // ---------------------------------------------------------------------------------
 // Raw shapes (state format version 4, `resources[]` and `resources[].instances[]`)
@@ -110,7 +109,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for IndexKey<'a> {
 
 /// One element of `resources[]`. Unknown fields (`each`, future ones) are ignored.
 #[derive(Deserialize)]
-struct RawResource<'a> {
+pub(crate) struct RawResource<'a> {
     #[serde(borrow, default)]
     module: Option<Str<'a>>,
     #[serde(borrow, default)]
@@ -289,7 +288,7 @@ pub(crate) fn dependency_config_key(dep: &str) -> Option<String> {
 
 /// Interned strings shared by all workspaces of a builder (resource types, accounts).
 #[derive(Debug, Default)]
-pub(crate) struct Interner(HashSet<Arc<str>>);
+pub(crate) struct Interner(Set<Arc<str>>);
 
 impl Interner {
     pub(crate) fn get(&mut self, s: &str) -> Arc<str> {
@@ -304,7 +303,7 @@ impl Interner {
 
 /// Nodes of one configuration address grouped by the instance keys of their leading
 /// module steps.
-type KeyGroups<'k> = HashMap<Vec<Option<&'k str>>, Vec<u32>>;
+type KeyGroups<'k> = Map<Vec<Option<&'k str>>, Vec<u32>>;
 
 /// The instances of one resource block in one module instance.
 struct Entry {
@@ -315,7 +314,7 @@ struct Entry {
 /// What one state file contributed; node ids are local (0-based) until committed.
 pub(crate) struct Loaded {
     pub nodes: Vec<Node>,
-    pub by_address: HashMap<Arc<str>, u32>,
+    pub by_address: Map<Arc<str>, u32>,
     /// (parent identifier, local node): the related index entries.
     pub related: Vec<(String, u32)>,
     /// (dependent, dependency) pairs, local ids, each once.
@@ -332,20 +331,18 @@ pub(crate) struct Header {
     pub saw_resources: bool,
 }
 
-pub(crate) struct Loader<'de, 'b> {
+pub(crate) struct Loader<'b> {
     plugins: &'b [Box<dyn StateIdentity>],
     interner: &'b mut Interner,
     workspace: Arc<str>,
     pub header: Header,
-    /// `resources` captured unparsed when it came before `version`.
-    pub deferred: Option<&'de RawValue>,
     out: Loaded,
     modules: Vec<Vec<ModuleStep>>,
-    module_ids: HashMap<Cow<'de, str>, u32>,
+    module_ids: Map<String, u32>,
     /// Configuration address → resource blocks (one per module instance).
-    resources: HashMap<String, Vec<Entry>>,
-    deps: Vec<Cow<'de, str>>,
-    dep_ids: HashMap<Cow<'de, str>, u32>,
+    resources: Map<String, Vec<Entry>>,
+    deps: Vec<String>,
+    dep_ids: Map<String, u32>,
     /// (dependent node, its module, dependency string id).
     pending: Vec<(u32, u32, u32)>,
     buf: Vec<String>,
@@ -353,7 +350,7 @@ pub(crate) struct Loader<'de, 'b> {
     cfg: String,
 }
 
-impl<'de, 'b> Loader<'de, 'b> {
+impl<'b> Loader<'b> {
     pub(crate) fn new(
         plugins: &'b [Box<dyn StateIdentity>],
         interner: &'b mut Interner,
@@ -364,19 +361,18 @@ impl<'de, 'b> Loader<'de, 'b> {
             interner,
             workspace,
             header: Header::default(),
-            deferred: None,
             out: Loaded {
                 nodes: Vec::new(),
-                by_address: HashMap::new(),
+                by_address: Map::default(),
                 related: Vec::new(),
                 edges: Vec::new(),
             },
             // Module 0 is the root module.
             modules: vec![Vec::new()],
-            module_ids: HashMap::new(),
-            resources: HashMap::new(),
+            module_ids: Map::default(),
+            resources: Map::default(),
             deps: Vec::new(),
-            dep_ids: HashMap::new(),
+            dep_ids: Map::default(),
             pending: Vec::new(),
             buf: Vec::new(),
             addr: String::new(),
@@ -384,32 +380,31 @@ impl<'de, 'b> Loader<'de, 'b> {
         }
     }
 
-    fn module_id(&mut self, module: Option<Str<'de>>) -> u32 {
-        let Some(Str(m)) = module else { return 0 };
-        if m.is_empty() {
+    fn module_id(&mut self, module: Option<&str>) -> u32 {
+        let Some(m) = module.filter(|m| !m.is_empty()) else {
             return 0;
-        }
-        if let Some(&id) = self.module_ids.get(m.as_ref()) {
+        };
+        if let Some(&id) = self.module_ids.get(m) {
             return id;
         }
         let id = u32::try_from(self.modules.len()).unwrap_or(u32::MAX);
-        self.modules.push(split_modules(&m).0);
-        self.module_ids.insert(m, id);
+        self.modules.push(split_modules(m).0);
+        self.module_ids.insert(m.to_owned(), id);
         id
     }
 
-    fn dep_id(&mut self, dep: Str<'de>) -> u32 {
-        if let Some(&id) = self.dep_ids.get(dep.0.as_ref()) {
+    fn dep_id(&mut self, dep: &str) -> u32 {
+        if let Some(&id) = self.dep_ids.get(dep) {
             return id;
         }
         let id = u32::try_from(self.deps.len()).unwrap_or(u32::MAX);
-        self.deps.push(dep.0.clone());
-        self.dep_ids.insert(dep.0, id);
+        self.deps.push(dep.to_owned());
+        self.dep_ids.insert(dep.to_owned(), id);
         id
     }
 
     /// Turns one `resources[]` element into nodes (managed resources only).
-    fn add_resource(&mut self, r: RawResource<'de>) {
+    pub(crate) fn add_resource(&mut self, r: RawResource<'_>) {
         if r.mode.as_deref().is_some_and(|m| m != "managed") {
             return; // `data` sources (and any future non-managed mode) are never nodes
         }
@@ -419,9 +414,8 @@ impl<'de, 'b> Loader<'de, 'b> {
         }
         let resource_type = self.interner.get(&r.resource_type);
         let provider: &str = r.provider.as_deref().unwrap_or("");
-        let module_text: Cow<'de, str> =
-            r.module.as_ref().map_or(Cow::Borrowed(""), |m| m.0.clone());
-        let module = self.module_id(r.module);
+        let module_text: &str = r.module.as_deref().unwrap_or("");
+        let module = self.module_id(r.module.as_deref());
 
         // Configuration address (no instance keys) for dependency resolution.
         self.cfg.clear();
@@ -445,7 +439,7 @@ impl<'de, 'b> Loader<'de, 'b> {
         for inst in instances {
             self.addr.clear();
             if !module_text.is_empty() {
-                self.addr.push_str(&module_text);
+                self.addr.push_str(module_text);
                 self.addr.push('.');
             }
             self.addr.push_str(&r.resource_type);
@@ -494,7 +488,7 @@ impl<'de, 'b> Loader<'de, 'b> {
             let deps = inst.dependencies.into_iter().flatten();
             let depends_on = inst.depends_on.into_iter().flatten();
             for dep in deps.chain(depends_on) {
-                let dep = self.dep_id(dep);
+                let dep = self.dep_id(&dep);
                 self.pending.push((id, module, dep));
             }
         }
@@ -569,10 +563,10 @@ impl<'de, 'b> Loader<'de, 'b> {
         self.pending.dedup();
 
         // (module, dep) → index into `results`.
-        let mut memo: HashMap<(u32, u32), usize> = HashMap::new();
+        let mut memo: Map<(u32, u32), usize> = Map::default();
         let mut results: Vec<Vec<u32>> = Vec::new();
         // (dep, shared depth) → keys of the shared steps → nodes.
-        let mut groups: HashMap<(u32, usize), KeyGroups<'_>> = HashMap::new();
+        let mut groups: Map<(u32, usize), KeyGroups<'_>> = Map::default();
         let modules = &self.modules;
         let keys = |m: u32, depth: usize| -> Vec<Option<&str>> {
             modules[m as usize][..depth]
@@ -604,7 +598,7 @@ impl<'de, 'b> Loader<'de, 'b> {
                         .collect()
                 } else {
                     let by_keys = groups.entry((dep, depth)).or_insert_with(|| {
-                        let mut map = KeyGroups::new();
+                        let mut map = KeyGroups::default();
                         for e in entries {
                             map.entry(keys(e.module, depth))
                                 .or_default()
@@ -632,112 +626,6 @@ impl<'de, 'b> Loader<'de, 'b> {
         drop(groups);
         self.out.edges = edges;
         self.out
-    }
-}
-
-// ---------------------------------------------------------------------------------
-// Streaming deserialization
-// ---------------------------------------------------------------------------------
-
-#[derive(Deserialize)]
-#[serde(field_identifier, rename_all = "snake_case")]
-enum Field {
-    Version,
-    Serial,
-    Lineage,
-    TerraformVersion,
-    Resources,
-    #[serde(other)]
-    Other,
-}
-
-/// Deserializes the whole state document into a [`Loader`].
-pub(crate) struct StateSeed<'l, 'de, 'b>(pub &'l mut Loader<'de, 'b>);
-
-impl<'de> DeserializeSeed<'de> for StateSeed<'_, 'de, '_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for StateSeed<'_, 'de, '_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a Terraform state (a JSON object with `version` and `resources`)")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let loader = self.0;
-        while let Some(field) = map.next_key::<Field>()? {
-            match field {
-                Field::Version => loader.header.version = Some(map.next_value()?),
-                Field::Serial => {
-                    let v: serde_json::Value = map.next_value()?;
-                    loader.header.serial = v.as_u64().unwrap_or(0);
-                }
-                Field::Lineage => {
-                    let v: Option<Str<'de>> = map.next_value()?;
-                    loader.header.lineage = v.map(|s| s.0.into_owned()).unwrap_or_default();
-                }
-                Field::TerraformVersion => {
-                    let v: Option<Str<'de>> = map.next_value()?;
-                    loader.header.terraform_version =
-                        v.map(|s| s.0.into_owned()).unwrap_or_default();
-                }
-                Field::Resources => {
-                    loader.header.saw_resources = true;
-                    match loader
-                        .header
-                        .version
-                        .as_ref()
-                        .map(serde_json::Value::as_u64)
-                    {
-                        Some(Some(4)) => map.next_value_seed(ResourcesSeed(&mut *loader))?,
-                        // Another version: the caller reports it; skip the body.
-                        Some(_) => {
-                            map.next_value::<IgnoredAny>()?;
-                        }
-                        // `version` not seen yet: keep the text and read it afterwards.
-                        None => loader.deferred = Some(map.next_value()?),
-                    }
-                }
-                Field::Other => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Deserializes `resources` element by element into the loader.
-pub(crate) struct ResourcesSeed<'l, 'de, 'b>(pub &'l mut Loader<'de, 'b>);
-
-impl<'de> DeserializeSeed<'de> for ResourcesSeed<'_, 'de, '_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ResourcesSeed<'_, 'de, '_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("`resources`, an array of resource objects")
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        Ok(()) // `resources: null`, as written by some tools for an empty state
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(resource) = seq.next_element::<RawResource<'de>>()? {
-            self.0.add_resource(resource);
-        }
-        Ok(())
     }
 }
 

@@ -434,7 +434,7 @@ fn non_state_json_and_truncated_files_name_the_file() {
         .expect_err("array")
         .to_string();
     assert!(
-        msg.contains("array.json") && msg.contains("line 1"),
+        msg.contains("array.json") && msg.contains("is an array, not a JSON object"),
         "{msg}"
     );
 
@@ -656,4 +656,100 @@ fn sensitive_values_from_sensitive_attributes_and_secret_keys() {
     assert!(matches!(err, Error::Version { version: 3, .. }), "{err:?}");
     let err = sensitive_values("bad.json", b"{\"version\": 4, \"resources\": [").expect_err("cut");
     assert!(err.to_string().contains("bad.json"), "{err}");
+}
+
+/// Hands out at most `step` bytes per `read`, so every chunk boundary case of the
+/// chunked reader (inside strings, escapes, keys, between elements) is exercised.
+struct Trickle<'a> {
+    bytes: &'a [u8],
+    step: usize,
+}
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.step.min(out.len()).min(self.bytes.len());
+        out[..n].copy_from_slice(&self.bytes[..n]);
+        self.bytes = &self.bytes[n..];
+        Ok(n)
+    }
+}
+
+/// (workspace/address, identities, dependencies, account) of one node.
+type NodePrint = (String, Vec<String>, Vec<String>, Option<String>);
+
+fn fingerprint(g: &Graph) -> Vec<NodePrint> {
+    g.nodes()
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let id = NodeId(u32::try_from(i).expect("small"));
+            (
+                format!("{}/{}", n.workspace, n.address),
+                n.identities.iter().map(|s| s.to_string()).collect(),
+                g.dependencies(id).into_iter().map(|d| addr(g, d)).collect(),
+                n.account.as_deref().map(str::to_owned),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn chunk_boundaries_do_not_change_the_graph() {
+    for file in [EKS, PROD, AZURE, EMPTY, GKE012, GCE, GMOD] {
+        let bytes = std::fs::read(state(file)).expect("read");
+        let mut whole = GraphBuilder::new(vec![Box::new(IdArn)]);
+        whole.add_state_bytes("ws", file, &bytes).expect("bytes");
+        let expected = fingerprint(&whole.build());
+        for step in [1, 7, 4093] {
+            let mut b = GraphBuilder::new(vec![Box::new(IdArn)]);
+            b.add_state_reader(
+                "ws",
+                file,
+                Trickle {
+                    bytes: &bytes,
+                    step,
+                },
+            )
+            .unwrap_or_else(|e| panic!("{file} step {step}: {e}"));
+            assert_eq!(fingerprint(&b.build()), expected, "{file} step {step}");
+        }
+    }
+}
+
+#[test]
+fn error_positions_are_positions_in_the_whole_file() {
+    let mut bytes = std::fs::read(state(PROD)).expect("read");
+    // Corrupt a byte deep inside the resources (a value, not a key).
+    let at = bytes.len() * 2 / 3;
+    let at = at
+        + bytes[at..]
+            .iter()
+            .position(|&b| b == b':')
+            .expect("a colon")
+        + 2;
+    bytes[at] = b'#';
+    let serde_err = serde_json::from_slice::<serde_json::Value>(&bytes).expect_err("corrupt");
+    let expected = format!("line {}, column {}", serde_err.line(), serde_err.column());
+    for step in [1, 5, 1 << 20] {
+        let mut b = GraphBuilder::new(vec![]);
+        let err = b
+            .add_state_reader(
+                "ws",
+                "corrupt.json",
+                Trickle {
+                    bytes: &bytes,
+                    step,
+                },
+            )
+            .expect_err("corrupt");
+        let msg = err.to_string();
+        assert!(
+            msg.contains(&expected),
+            "step {step}: {msg} (expected {expected})"
+        );
+        assert!(
+            msg.starts_with("corrupt.json is not a Terraform state: invalid JSON"),
+            "{msg}"
+        );
+    }
 }
