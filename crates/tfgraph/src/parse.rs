@@ -1,11 +1,9 @@
-//! Borrowed, streaming reader of Terraform state format version 4
-//! (`terraform show`-independent: the JSON Terraform and OpenTofu write to the backend).
+//! Terraform state format version 4: the raw shapes of `resources[]` elements, the
+//! instance addresses, and the [`Loader`] that turns resource elements into nodes,
+//! identifiers and dependency edges.
 //!
-//! One pass over the bytes: the top-level object is read key by key; when `version`
-//! comes before `resources` (Terraform always writes it first) each element of
-//! `resources` is deserialized, turned into nodes and dropped before the next one, so
-//! no copy of the state is ever held besides the input buffer. Strings are borrowed
-//! from the input where they have no escapes; `attributes` stay unparsed
+//! Elements are deserialized one at a time by [`crate::reader`]; strings are borrowed
+//! from the read buffer where they have no escapes; `attributes` stay unparsed
 //! ([`RawValue`]) and are only handed to the [`StateIdentity`] plug-ins.
 
 use std::borrow::Cow;

@@ -753,3 +753,39 @@ fn error_positions_are_positions_in_the_whole_file() {
         );
     }
 }
+
+#[test]
+fn byte_order_mark_and_null_resources_are_accepted() {
+    let mut b = GraphBuilder::new(vec![Box::new(IdArn)]);
+    let mut doc = b"\xEF\xBB\xBF".to_vec();
+    doc.extend_from_slice(std::fs::read(state(GCE)).expect("read").as_slice());
+    let meta = b
+        .add_state_bytes("bom", "bom.json", &doc)
+        .expect("BOM state");
+    assert_eq!(meta.instances, 1);
+    let meta = b
+        .add_state_bytes(
+            "null",
+            "null.json",
+            br#"{"version": 4, "serial": 2, "lineage": "x", "resources": null}"#,
+        )
+        .expect("null resources");
+    assert_eq!(meta.instances, 0);
+    let err = b
+        .add_state_bytes(
+            "junk",
+            "junk.json",
+            b"{\"version\": 4, \"resources\": []} x",
+        )
+        .expect_err("trailing junk");
+    assert!(err.to_string().contains("trailing characters"), "{err}");
+    let g = b.build();
+    assert_eq!(addr(&g, NodeId(0)), "google_compute_instance.default");
+}
+
+#[test]
+fn graph_is_shareable_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Graph>();
+    assert_send_sync::<GraphBuilder>();
+}
