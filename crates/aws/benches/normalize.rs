@@ -61,6 +61,70 @@ fn best_of<F: FnMut() -> usize>(runs: usize, mut f: F) -> (Duration, usize) {
     (best, n)
 }
 
+/// State indexing: `identities` + `parents` + `account` over the AWS instances of the
+/// corpus states, repeated to 100,000 instances.
+fn state_identity() {
+    use driftreactor_event::{StateIdentity, StateInstance};
+    let base = std::env::var_os("DRIFTREACTOR_CORPUS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus")
+        });
+    let mut insts: Vec<(String, Box<RawValue>)> = Vec::new();
+    for f in [
+        "aws_prod_10_modules_for_each.tfstate.json",
+        "aws_eks_vpc_modules_for_each_large.tfstate.json",
+    ] {
+        let Ok(bytes) = std::fs::read(base.join("tfstate").join(f)) else {
+            eprintln!(
+                "corpus state {f} not found under {}; skipping",
+                base.display()
+            );
+            return;
+        };
+        let v: serde_json::Value = serde_json::from_slice(&bytes).expect("state JSON");
+        for r in v["resources"].as_array().into_iter().flatten() {
+            for i in r["instances"].as_array().into_iter().flatten() {
+                let ty = r["type"].as_str().unwrap_or_default().to_owned();
+                let attrs = serde_json::value::to_raw_value(&i["attributes"]).expect("raw");
+                insts.push((ty, attrs));
+            }
+        }
+    }
+    if insts.is_empty() {
+        return;
+    }
+    let n = 100_000;
+    let bytes: usize = (0..n).map(|k| insts[k % insts.len()].1.get().len()).sum();
+    let (d, ids) = best_of(3, || {
+        let mut out = Vec::new();
+        let mut count = 0;
+        for k in 0..n {
+            let (ty, attrs) = &insts[k % insts.len()];
+            let inst = StateInstance {
+                resource_type: ty,
+                provider: "provider[\"registry.terraform.io/hashicorp/aws\"]",
+                attributes: attrs,
+            };
+            out.clear();
+            driftreactor_aws::AwsIdentity.identities(&inst, &mut out);
+            driftreactor_aws::AwsIdentity.parents(&inst, &mut out);
+            black_box(driftreactor_aws::AwsIdentity.account(&inst));
+            count += out.len();
+        }
+        count
+    });
+    println!(
+        "{:<34} {:>12.0} {:>10.0} {:>8}   ({n} instances in {:.3} s, {:.1} MB of attributes)",
+        "AwsIdentity (instances/s)",
+        n as f64 / d.as_secs_f64(),
+        bytes as f64 / 1e6 / d.as_secs_f64(),
+        ids,
+        d.as_secs_f64(),
+        bytes as f64 / 1e6
+    );
+}
+
 fn main() {
     let path = std::env::args()
         .skip(1)
@@ -127,5 +191,8 @@ fn main() {
                     .count()
             }),
         );
+    }
+    if want("AwsIdentity") {
+        state_identity();
     }
 }

@@ -13,57 +13,58 @@ use crate::de::{Flag, Items, Obj, Str};
 /// or a bare CloudTrail record (`eventID`, `eventName`, …). The envelope's `detail`
 /// is the same type, so an envelope is read in one pass.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
 #[allow(non_snake_case)]
 pub(crate) struct Doc<'a> {
     // --- EventBridge envelope ---
-    #[serde(rename = "detail-type", borrow)]
+    #[serde(rename = "detail-type", borrow, default)]
     pub detail_type: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub detail: Obj<Box<Doc<'a>>>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub source: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub account: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub region: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub id: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub time: Str<'a>,
     /// Envelope: ARN strings; CloudTrail record: objects with upper-case `ARN`.
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub resources: Items<ResArn<'a>>,
     // --- CloudTrail record ---
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub eventID: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub eventName: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub eventSource: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub eventTime: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub eventType: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub awsRegion: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub recipientAccountId: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub sourceIPAddress: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub userAgent: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub errorCode: Str<'a>,
+    #[serde(default)]
     pub readOnly: Flag,
+    #[serde(default)]
     pub sessionCredentialFromConsole: Flag,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub userIdentity: Obj<Identity<'a>>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub requestParameters: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub responseElements: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub insightDetails: Obj<Insight<'a>>,
 }
 
@@ -127,48 +128,44 @@ impl<'de: 'a, 'a> Deserialize<'de> for ResArn<'a> {
 
 /// The CloudTrail record's `userIdentity` element.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
 #[allow(non_snake_case)]
 pub(crate) struct Identity<'a> {
-    #[serde(rename = "type", borrow)]
+    #[serde(rename = "type", borrow, default)]
     pub kind: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub arn: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub accountId: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub userName: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub principalId: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub invokedBy: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub sessionContext: Obj<SessionContext<'a>>,
 }
 
 /// `userIdentity.sessionContext`.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
 #[allow(non_snake_case)]
 pub(crate) struct SessionContext<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub sessionIssuer: Obj<Issuer<'a>>,
 }
 
 /// `userIdentity.sessionContext.sessionIssuer`.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
 pub(crate) struct Issuer<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub arn: Str<'a>,
 }
 
 /// `insightDetails` of a CloudTrail Insights event.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
 #[allow(non_snake_case)]
 pub(crate) struct Insight<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub insightType: Str<'a>,
 }
 
@@ -178,21 +175,20 @@ macro_rules! params {
     ($(#[$m:meta])* $name:ident { $($field:ident : $ty:ty),* $(,)? }) => {
         $(#[$m])*
         #[derive(Debug, Default, Deserialize)]
-        #[serde(default)]
         #[allow(non_snake_case)]
         pub(crate) struct $name<'a> {
-            $( #[serde(borrow)] pub $field: $ty, )*
-            #[serde(borrow)]
+            $( #[serde(borrow, default)] pub $field: $ty, )*
+            #[serde(borrow, default)]
             pub resourceArn: Str<'a>,
-            #[serde(borrow)]
+            #[serde(borrow, default)]
             pub resourceARN: Str<'a>,
-            #[serde(borrow)]
+            #[serde(borrow, default)]
             pub ResourceArn: Str<'a>,
-            #[serde(borrow)]
+            #[serde(borrow, default)]
             pub resource: Str<'a>,
-            #[serde(borrow)]
+            #[serde(borrow, default)]
             pub topicArn: Str<'a>,
-            #[serde(borrow)]
+            #[serde(borrow, default)]
             pub resourceArns: Items<Str<'a>>,
         }
 
@@ -386,86 +382,83 @@ params!(
 
 /// The result keys of console sign-in events (`responseElements.ConsoleLogin`).
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
 #[allow(non_snake_case)]
 pub(crate) struct SignIn<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub ConsoleLogin: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub CheckMfa: Str<'a>,
 }
 
 /// A nested EC2 object (an `items` entry, a created `subnet` / `vpc` / …, a wrapped
 /// `FlowLogId`): the id-bearing keys only.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
 #[allow(non_snake_case)]
 pub(crate) struct Ec2Item<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub instanceId: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub resourceId: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub groupId: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub securityGroupRuleId: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub content: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub subnetId: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub vpcId: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub routeTableId: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub internetGatewayId: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub natGatewayId: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub networkInterfaceId: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub launchTemplateId: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub transitGatewayAttachmentId: Str<'a>,
 }
 
 /// A nested object inside `requestParameters` / `responseElements` (an EC2 `items`
 /// entry, a created `subnet`/`role`/`distribution`, …): the id-bearing keys only.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
 #[allow(non_snake_case)]
 pub(crate) struct Item<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub arn: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub aRN: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub id: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub roleName: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub userName: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub groupName: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub instanceProfileName: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub accessKeyId: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub keyId: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub serviceArn: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub clusterArn: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub taskDefinitionArn: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub loadBalancerArn: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub targetGroupArn: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub listenerArn: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, default)]
     pub stageName: Str<'a>,
 }
 
