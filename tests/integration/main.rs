@@ -6,5 +6,6 @@
 mod corpus_aws;
 mod corpus_azure_gcp;
 mod regression;
+mod remediate_replay;
 mod replay_fixtures;
 mod util;

@@ -33,6 +33,12 @@ pub struct Args {
     /// Report format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// After the report, run the remediator on the decisions (guarded targeted
+    /// plan/apply in each workspace's `dir`, pull requests, Slack), exactly as `serve`
+    /// would, with the settle window from `[remediation]` (default 0 in replay).
+    /// Needs `--config`. Remediation transitions are printed to stderr.
+    #[arg(long, requires = "config")]
+    pub remediate: bool,
     /// Recorded event files (one event, a JSON array, JSON Lines, a CloudTrail log
     /// file or a Pub/Sub push envelope), or directories of `*.json` / `*.jsonl` files.
     #[arg(value_name = "EVENTS", required = true)]
@@ -54,7 +60,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let graph = load_graph(&config, &args.states)?;
     let policy = Policy::compile(&config.policy_config())
         .with_context(|| format!("invalid policy in {}", display_config(&config)))?;
-    let mut replay = Replay::new(Pipeline::new(Arc::new(graph), policy));
+    let mut replay =
+        Replay::new(Pipeline::new(Arc::new(graph), policy)).keep_evaluated(args.remediate);
 
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
@@ -90,11 +97,65 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )?;
     }
     out.flush()?;
+    drop(out);
+    if args.remediate {
+        remediate(&config, replay.take_evaluated())?;
+    }
     Ok(if summary.rejected > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Runs the remediator over the evaluated events until every item is reverted,
+/// resolved, turned into a pull request, notified or escalated.
+fn remediate(
+    config: &Config,
+    evaluated: Vec<driftreactor_pipeline::Evaluated>,
+) -> anyhow::Result<()> {
+    use driftreactor_remediate::{Remediator, state_secrets};
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("failed to start the async runtime")?;
+    runtime.block_on(async {
+        let secrets = state_secrets(config)?;
+        let remediator = Remediator::from_config(config, secrets, true)?;
+        let mut transitions = remediator.subscribe();
+        let printer = tokio::spawn(async move {
+            let mut n = 0usize;
+            while let Ok(t) = transitions.recv().await {
+                eprintln!("remediation: {}", describe(&t));
+                n += 1;
+            }
+            n
+        });
+        for ev in &evaluated {
+            remediator
+                .submit(&ev.event, &ev.decision, &ev.routed.dependents)
+                .await?;
+        }
+        remediator.run_until_idle().await;
+        remediator.shutdown().await;
+        let n = printer.await.unwrap_or(0);
+        eprintln!("remediation: done, {n} transitions");
+        anyhow::Ok(())
+    })
+}
+
+/// One transition in plain words.
+fn describe(t: &driftreactor_notify::Transition) -> String {
+    use driftreactor_notify::TransitionKind as K;
+    let what = match &t.kind {
+        K::NewDrift { action, .. } => format!("new drift ({action})"),
+        K::Reverted => "reverted".to_owned(),
+        K::PullRequestOpened { url } => format!("pull request opened: {url}"),
+        K::Resolved => "resolved".to_owned(),
+        K::Escalated { reason } => format!("escalated: {reason}"),
+        _ => format!("{:?}", t.kind),
+    };
+    format!("{} {} {}", t.workspace, t.addresses.join(", "), what)
 }
 
 fn display_config(config: &Config) -> String {
