@@ -192,6 +192,24 @@ fn main() {
             }),
         );
     }
+    if want("coverage") {
+        // Coverage: successful changes from which no resource could be identified.
+        let mut changes = 0;
+        let mut unattributed = std::collections::BTreeMap::<String, usize>::new();
+        for l in &lines {
+            if let Ok(ev) = driftreactor_aws::normalize(l)
+                && ev.change.is_some()
+                && !ev.outcome.is_failed()
+            {
+                changes += 1;
+                if ev.resources.is_empty() {
+                    *unattributed.entry(ev.operation).or_default() += 1;
+                }
+            }
+        }
+        let n: usize = unattributed.values().sum();
+        println!("coverage: {n} of {changes} successful changes unattributed {unattributed:?}");
+    }
     if want("AwsIdentity") {
         state_identity();
     }

@@ -491,6 +491,9 @@ fn iam(op: &str, req: Option<&RawValue>, resp: Option<&RawValue>, ctx: &Ctx<'_>,
         out.add(user_c, u);
         any = true;
     }
+    if let Some(m) = s(&req.serialNumber).filter(|m| m.starts_with("arn:")) {
+        out.add_arn(m);
+    }
     if !any {
         if let Some(p) = s(&req.policyArn) {
             out.add_arn(p);

@@ -644,6 +644,48 @@ mod tests {
     }
 
     #[test]
+    fn ecs_services_hang_off_their_cluster() {
+        let ev = normalize(&rec(
+            "UpdateService",
+            "ecs.amazonaws.com",
+            json!({"cluster": "arn:aws:ecs:eu-west-1:111122223333:cluster/c1", "service": "web",
+                   "desiredCount": 3}),
+            json!({}),
+        ))
+        .unwrap();
+        assert_eq!(
+            ev.resource_ids().collect::<Vec<_>>(),
+            [
+                "arn:aws:ecs:eu-west-1:111122223333:service/c1/web",
+                "aws:ecs:service:c1/web"
+            ]
+        );
+        assert_eq!(
+            ev.resources[0].parents,
+            [
+                "arn:aws:ecs:eu-west-1:111122223333:cluster/c1",
+                "aws:ecs:cluster:c1"
+            ]
+        );
+        let ev = normalize(&rec(
+            "RegisterTaskDefinition",
+            "ecs.amazonaws.com",
+            json!({"family": "app", "containerDefinitions": []}),
+            json!({"responseElements": {"taskDefinition": {
+                "taskDefinitionArn": "arn:aws:ecs:eu-west-1:111122223333:task-definition/app:7"}}}),
+        ))
+        .unwrap();
+        assert_eq!(ev.change, Some(Change::Create));
+        assert_eq!(
+            ev.resource_ids().collect::<Vec<_>>(),
+            [
+                "aws:ecs:task-definition:app",
+                "arn:aws:ecs:eu-west-1:111122223333:task-definition/app:7"
+            ]
+        );
+    }
+
+    #[test]
     fn via_from_user_agent_and_console_flag() {
         let tf = "APN/1.0 HashiCorp/1.0 Terraform/1.9.8 (+https://www.terraform.io) terraform-provider-aws/5.80.0 aws-sdk-go-v2/1.32.6";
         for (ua, console, want) in [

@@ -293,6 +293,7 @@ params!(
         policyArn: Str<'a>,
         instanceProfileName: Str<'a>,
         accessKeyId: Str<'a>,
+        serialNumber: Str<'a>,
         role: Obj<Box<Item<'a>>>,
         user: Obj<Box<Item<'a>>>,
         group: Obj<Box<Item<'a>>>,
