@@ -19,6 +19,26 @@ use crate::parse::{Loader, RawResource};
 /// Bytes read from the source at a time.
 const CHUNK: usize = 4 << 20;
 
+/// Number of `\n` bytes in `bytes`, counted in byte lanes the compiler vectorizes.
+fn count_newlines(bytes: &[u8]) -> usize {
+    const LANES: usize = 64;
+    let mut total = 0usize;
+    // At most 255 blocks per round, so a lane's u8 counter cannot overflow.
+    for round in bytes.chunks(255 * LANES) {
+        let mut lanes = [0u8; LANES];
+        let blocks = round.chunks_exact(LANES);
+        let rest = blocks.remainder();
+        for block in blocks {
+            for (lane, &b) in lanes.iter_mut().zip(block) {
+                *lane += u8::from(b == b'\n');
+            }
+        }
+        total += lanes.iter().map(|&n| usize::from(n)).sum::<usize>();
+        total += rest.iter().filter(|&&b| b == b'\n').count();
+    }
+    total
+}
+
 fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\n' | b'\r' | b'\t')
 }
@@ -75,8 +95,8 @@ impl<'o, R: Read> Reader<'o, R> {
         }
         if self.pos > 0 {
             let consumed = &self.buf[..self.pos];
-            let newlines = consumed.iter().filter(|&&b| b == b'\n').count();
-            match consumed.iter().rposition(|&b| b == b'\n') {
+            let newlines = count_newlines(consumed);
+            match memchr::memrchr(b'\n', consumed) {
                 Some(last) => {
                     self.base_line += newlines;
                     self.base_col = consumed.len() - last - 1;
@@ -119,8 +139,8 @@ impl<'o, R: Read> Reader<'o, R> {
     /// 1-based line and column of `buf[at]`.
     fn line_col(&self, at: usize) -> (usize, usize) {
         let before = &self.buf[..at.min(self.end)];
-        let newlines = before.iter().filter(|&&b| b == b'\n').count();
-        match before.iter().rposition(|&b| b == b'\n') {
+        let newlines = count_newlines(before);
+        match memchr::memrchr(b'\n', before) {
             Some(last) => (self.base_line + newlines, before.len() - last),
             None => (self.base_line, self.base_col + before.len() + 1),
         }
@@ -426,5 +446,32 @@ impl<'o, R: Read> Reader<'o, R> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::count_newlines;
+
+    #[test]
+    fn counts_newlines_in_any_length() {
+        for len in [
+            0,
+            1,
+            63,
+            64,
+            65,
+            255 * 64 - 1,
+            255 * 64,
+            255 * 64 + 1,
+            100_000,
+        ] {
+            let bytes: Vec<u8> = (0..len)
+                .map(|i| if i % 7 == 0 { b'\n' } else { b'x' })
+                .collect();
+            let expected = bytes.iter().filter(|&&b| b == b'\n').count();
+            assert_eq!(count_newlines(&bytes), expected, "len {len}");
+        }
+        assert_eq!(count_newlines(&[b'\n'; 300 * 64]), 300 * 64);
     }
 }

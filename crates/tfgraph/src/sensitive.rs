@@ -12,14 +12,15 @@ use crate::{Error, Result};
 /// mangle unrelated text.
 const MIN_LEN: usize = 4;
 
-/// Key fragments that mark an attribute as secret (matched case-insensitively, at any
-/// depth of `attributes`).
-const SECRET_KEY_PARTS: &[&str] = &[
-    "password",
-    "passwd",
-    "secret",
-    "token",
+/// Words that mark an attribute as secret when one of the key's `_`-separated words
+/// equals them (`admin_password`, `client_secret`, `sas_token`; not `http_tokens`).
+const SECRET_WORDS: &[&str] = &["password", "passwd", "passphrase", "secret", "token", "sas"];
+
+/// Multi-word fragments that mark an attribute as secret anywhere in its key
+/// (`private_key_pem`, `primary_connection_string`, `kube_config_raw`).
+const SECRET_FRAGMENTS: &[&str] = &[
     "private_key",
+    "secret_key",
     "key_material",
     "connection_string",
     "client_key",
@@ -88,11 +89,12 @@ struct Output<'a> {
 ///   form: a list of paths, each a list of steps `{"type":"get_attr","value":"name"}`
 ///   or `{"type":"index","value":{"value":0,"type":"number"}}`); a path that ends on a
 ///   list or object contributes every string inside it;
-/// * the strings under any attribute, at any depth, whose key looks like a secret
-///   (contains `password`, `secret`, `token`, `private_key`, `key_material`,
-///   `connection_string`, `client_key`, `client_certificate`, `kube_config`,
-///   `access_key`, or has the word `sas`), unless its last word says it is a
-///   reference or a flag (`secret_arn`, `password_wo_version`, `token_expiry`);
+/// * the strings under any attribute, at any depth, whose key looks like a secret:
+///   one of its `_`-separated words is `password`, `passwd`, `passphrase`, `secret`,
+///   `token` or `sas`, or it contains `private_key`, `secret_key`, `key_material`,
+///   `connection_string`, `client_key`, `client_certificate`, `kube_config` or
+///   `access_key`; unless its last word says it is a reference or a flag
+///   (`secret_arn`, `password_wo_version`, `token_expiry`, `access_key_id`);
 /// * the strings of every output marked `"sensitive": true`.
 ///
 /// Empty strings and strings shorter than 4 bytes are skipped. The result holds each
@@ -234,8 +236,9 @@ impl Found {
 /// True when an attribute name looks like it holds a secret. See [`sensitive_values`].
 fn is_secret_key(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
-    let secretish = SECRET_KEY_PARTS.iter().any(|p| key.contains(p))
-        || key.split(['_', '-', '.']).any(|w| w == "sas");
+    let mut words = key.split(['_', '-', '.']);
+    let secretish = SECRET_FRAGMENTS.iter().any(|f| key.contains(f))
+        || words.any(|w| SECRET_WORDS.contains(&w));
     secretish
         && !key
             .rsplit('_')
@@ -285,6 +288,10 @@ mod tests {
             "sas_url",
             "access_key",
             "secret",
+            "sas_token",
+            "primary_access_key",
+            "secret_key",
+            "tls_private_key",
         ] {
             assert!(is_secret_key(k), "{k} should look secret");
         }
@@ -297,6 +304,9 @@ mod tests {
             "disassociate",
             "token_expiry",
             "subnet_id",
+            "http_tokens",
+            "key_vault_secrets_provider",
+            "access_key_id",
         ] {
             assert!(!is_secret_key(k), "{k} should not look secret");
         }
