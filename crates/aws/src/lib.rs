@@ -64,9 +64,13 @@
 //! `aws_s3_bucket_*` resources *related* matches of it.
 //!
 //! [`AwsIdentity`] indexes the same forms: the instance's `arn` attribute (normalized,
-//! plus the plain key derivable from it) and plain keys built from `id` / name
-//! attributes per type (e.g. `aws_db_instance`: `identifier`, so `ModifyDBInstance`
-//! with `dBInstanceIdentifier: mydb` finds an instance whose `id` is `db-ABC…`).
+//! plus the plain key derivable from it) and the ids built from `id` / name
+//! attributes per type the way an event would build them (e.g. `aws_db_instance`:
+//! `identifier`, so `ModifyDBInstance` with `dBInstanceIdentifier: mydb` finds an
+//! instance whose `id` is `db-ABC…`; an IAM role with a path is also indexed under the
+//! pathless ARN an event naming only `roleName` builds, role names being unique per
+//! account). Its `account` is the account field of the instance's ARN (or the EC2
+//! `owner_id`); instances without either (rules, attachments) have no known account.
 //!
 //! # Change kinds
 //!
