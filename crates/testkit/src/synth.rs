@@ -62,7 +62,14 @@ impl<W: Write> Gen<W> {
             }
             writeln!(self.out, "          \"schema_version\": 1,")?;
             writeln!(self.out, "          \"attributes\": {attrs},")?;
-            writeln!(self.out, "          \"sensitive_attributes\": [],")?;
+            if attrs.contains("\"user_data\"") {
+                writeln!(
+                    self.out,
+                    "          \"sensitive_attributes\": [\n            [\n              {{\n                \"type\": \"get_attr\",\n                \"value\": \"user_data\"\n              }}\n            ]\n          ],"
+                )?;
+            } else {
+                writeln!(self.out, "          \"sensitive_attributes\": [],")?;
+            }
             write!(
                 self.out,
                 "          \"private\": \"eyJlMmJmYjczMC1lY2FhLTExZTYtOGY4OC0zNDM2M2JjN2M0YzAiOnsiY3JlYXRlIjo2MDAwMDAwMDAwMDAsImRlbGV0ZSI6MTIwMDAwMDAwMDAwMH0sInNjaGVtYV92ZXJzaW9uIjoiMSJ9\""
@@ -490,4 +497,3 @@ pub fn write_state(path: &Path, instances: usize) -> std::io::Result<usize> {
     g.out.flush()?;
     Ok(count)
 }
-
