@@ -101,6 +101,10 @@ pub struct GcpPushConfig {
     /// carries as `?token=…` (an alternative to OIDC).
     #[serde(default)]
     pub token_env: Option<String>,
+    /// A file holding that shared secret (e.g. a mounted Kubernetes secret), instead of
+    /// `token_env`. Surrounding white space is ignored.
+    #[serde(default)]
+    pub token_file: Option<std::path::PathBuf>,
     /// Accept pushes with neither OIDC nor a token configured. Default false: such a
     /// config is refused at start-up.
     #[serde(default)]
@@ -126,6 +130,10 @@ pub struct AzurePushConfig {
     /// `<secret_header>: …`.
     #[serde(default)]
     pub secret_env: Option<String>,
+    /// A file holding the shared secret (e.g. a mounted Kubernetes secret), instead of
+    /// `secret_env`. Surrounding white space is ignored.
+    #[serde(default)]
+    pub secret_file: Option<std::path::PathBuf>,
     /// Query parameter carrying the secret. Default `code`.
     #[serde(default = "default_secret_query")]
     pub secret_query: String,

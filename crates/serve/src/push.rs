@@ -77,6 +77,39 @@ fn env_secret(field: String, var: &str) -> Result<String, ServeError> {
     }
 }
 
+fn file_secret(field: String, path: &std::path::Path) -> Result<String, ServeError> {
+    match std::fs::read_to_string(path) {
+        Ok(v) if !v.trim().is_empty() => Ok(v.trim().to_owned()),
+        Ok(_) => Err(ServeError::config(
+            field,
+            format!("secret file {} is empty", path.display()),
+        )),
+        Err(e) => Err(ServeError::config(
+            field,
+            format!("cannot read secret file {}: {e}", path.display()),
+        )),
+    }
+}
+
+/// The secret from `env` or `file` (at most one may be set).
+fn secret(
+    field: &str,
+    env_key: &str,
+    env: Option<&str>,
+    file_key: &str,
+    file: Option<&std::path::Path>,
+) -> Result<Option<String>, ServeError> {
+    match (env, file) {
+        (Some(_), Some(_)) => Err(ServeError::config(
+            field.to_owned(),
+            format!("set either `{env_key}` or `{file_key}`, not both"),
+        )),
+        (Some(v), None) => env_secret(format!("{field}.{env_key}"), v).map(Some),
+        (None, Some(p)) => file_secret(format!("{field}.{file_key}"), p).map(Some),
+        (None, None) => Ok(None),
+    }
+}
+
 fn check_path(field: &str, path: &str) -> Result<(), ServeError> {
     if !path.starts_with('/')
         || path.starts_with("/v1/")
@@ -104,15 +137,17 @@ impl GcpPush {
             .map(|o| OidcVerifier::new(o, &google, Some(GOOGLE_JWKS_URL.to_owned())))
             .transpose()
             .map_err(|r| ServeError::config(format!("{field}.oidc"), r))?;
-        let token = cfg
-            .token_env
-            .as_deref()
-            .map(|v| env_secret(format!("{field}.token_env"), v))
-            .transpose()?;
+        let token = secret(
+            field,
+            "token_env",
+            cfg.token_env.as_deref(),
+            "token_file",
+            cfg.token_file.as_deref(),
+        )?;
         if oidc.is_none() && token.is_none() && !cfg.allow_unauthenticated {
             return Err(ServeError::config(
                 field.to_owned(),
-                "set `oidc` or `token_env` (or `allow_unauthenticated = true` on a private network)",
+                "set `oidc`, `token_env` or `token_file` (or `allow_unauthenticated = true` on a private network)",
             ));
         }
         Ok(Self {
@@ -156,15 +191,17 @@ impl AzurePush {
                 })
                 .transpose()
                 .map_err(|r| ServeError::config(format!("{field}.entra"), r))?;
-        let secret = cfg
-            .secret_env
-            .as_deref()
-            .map(|v| env_secret(format!("{field}.secret_env"), v))
-            .transpose()?;
+        let secret = secret(
+            field,
+            "secret_env",
+            cfg.secret_env.as_deref(),
+            "secret_file",
+            cfg.secret_file.as_deref(),
+        )?;
         if secret.is_none() && entra.is_none() {
             return Err(ServeError::config(
                 field.to_owned(),
-                "an Event Grid push endpoint needs `secret_env` or `entra`",
+                "an Event Grid push endpoint needs `secret_env`, `secret_file` or `entra`",
             ));
         }
         let secret_header = HeaderName::try_from(cfg.secret_header.as_str())
