@@ -11,8 +11,9 @@
 //! sign-in, service-event and Insight detail-types too) or a bare CloudTrail record.
 //! Other detail-types (EC2 state-change notifications, Scheduled Events, …) become a
 //! [`DriftEvent`] with `change: None` and [`NotAChange::Notification`]; console
-//! sign-ins ([`NotAChange::SignIn`]) and CloudTrail Insights
-//! ([`NotAChange::Notification`]) are recognized likewise.
+//! sign-ins ([`NotAChange::SignIn`]), CloudTrail Insights and AWS service events
+//! (`eventType: AwsServiceEvent`, actions AWS takes itself; both
+//! [`NotAChange::Notification`]) are recognized likewise.
 //!
 //! Parsing is typed and borrowing: the record is read into structs of just the keys
 //! used, every field lenient (a value of an unexpected type reads as "unknown" rather

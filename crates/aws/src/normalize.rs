@@ -240,7 +240,11 @@ fn record(rec: &Doc<'_>, env: Option<&Doc<'_>>, path: &str) -> Result<DriftEvent
     }
 
     ev.read_only = rec.readOnly.0.unwrap_or_else(|| classify::read_verb(op));
-    if !ev.read_only {
+    if event_type == "AwsServiceEvent" {
+        // Done by AWS itself (key rotation, certificate renewal, …), not an API call
+        // anyone made: reported with its resources, never as a change.
+        ev.not_a_change = Some(NotAChange::Notification);
+    } else if !ev.read_only {
         ev.change = Some(classify::change(op));
     }
     let raw = rec.requestParameters.filter(|r| r.get() != "null");
@@ -905,6 +909,28 @@ mod tests {
             Err(NormalizeError::UnknownFormat(_))
         ));
         assert!(matches!(normalize(b"  "), Err(NormalizeError::Empty)));
+    }
+
+    #[test]
+    fn service_events_are_notifications() {
+        let ev = normalize(&rec(
+            "RotateKey",
+            "kms.amazonaws.com",
+            Value::Null,
+            json!({"eventType": "AwsServiceEvent", "userIdentity": {"accountId": "111122223333", "invokedBy": "kms.amazonaws.com"},
+                   "resources": [{"ARN": "arn:aws:kms:eu-west-1:111122223333:key/k1", "type": "AWS::KMS::Key"}]}),
+        ))
+        .unwrap();
+        assert_eq!(ev.not_a_change, Some(NotAChange::Notification));
+        assert_eq!(ev.change, None);
+        assert_eq!(ev.principal.id, "kms.amazonaws.com");
+        assert_eq!(
+            ev.resource_ids().collect::<Vec<_>>(),
+            [
+                "arn:aws:kms:eu-west-1:111122223333:key/k1",
+                "aws:kms:key:k1"
+            ]
+        );
     }
 
     #[test]
