@@ -4,7 +4,13 @@
 //! `python3 ../shared/bench/gen_events.py -n 200000 -o /tmp/events.jsonl`.
 //! The path is the first argument, else `$DRIFTREACTOR_BENCH_EVENTS`, else
 //! `/tmp/events.jsonl`. Run: `cargo bench -p driftreactor-aws --bench normalize -- FILE`.
-//! Prints one table row per measurement (best of 3 runs, one thread).
+//! Prints one table row per measurement (best of 3 runs, one thread), the events whose
+//! change could not be attributed to any resource, and the `AwsIdentity` indexing rate.
+//! `--only=STEP` runs one step (for profilers).
+//!
+//! Reference (200,000 generated events, 2.16 KB mean, one thread, noisy VM):
+//! typed serde parse ≈ 480 k events/s, `normalize` ≈ 260 k events/s (≈ 0.54×, about
+//! 20 allocations per event), `AwsIdentity` ≈ 440 k instances/s.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
