@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod replay;
+mod serve;
 mod setup;
 
 /// Command-line interface.
@@ -28,6 +29,8 @@ enum Command {
     Replay(replay::Args),
     /// Create the cloud wiring a source reads (`setup aws`: EventBridge rule → SQS).
     Setup(setup::Args),
+    /// Run the sidecar: receive live events, journal them, serve the HTTP API.
+    Serve(serve::Args),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +39,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Replay(args) => replay::run(args),
         Command::Setup(args) => setup::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     match result {
         Ok(code) => code,

@@ -41,6 +41,8 @@ mod sources;
 mod worker;
 
 pub use config::{AzurePushConfig, GcpPushConfig, OidcConfig, ServerConfig, SourceSpec};
+pub use driftreactor_journal::{MatchRecord, ResourceKey};
+pub use driftreactor_source as source;
 pub use model::{Input, Loaded, Model, ModelLoader, Processed, ResourceInfo, StateInfo};
 pub use push::{PushedMessage, parse_pubsub_push};
 pub use sources::{BuildFuture, SourceBuilder, SourceRegistry};
