@@ -114,7 +114,7 @@ pub use identity::AwsIdentity;
 /// JSON ([`NormalizeError::Json`], [`NormalizeError::Empty`]), not a JSON object or
 /// not an event of this provider ([`NormalizeError::UnknownFormat`]), or lacks a
 /// required field ([`NormalizeError::Field`]: envelope `detail` not an object,
-/// `detail-type` / notification `id` missing, record `eventID` / `eventName` missing
+/// `detail-type` / notification `id` missing, record `eventName` missing or `eventID` not a string
 /// or not a string).
 pub fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
     normalize::normalize(payload)

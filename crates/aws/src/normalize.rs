@@ -61,7 +61,7 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
             }
         };
         if is_cloudtrail_detail(dt) {
-            return record(detail, Some(&doc), "detail.");
+            return record(detail, Some(&doc), "detail.", payload);
         }
         return notification(&doc, dt);
     }
@@ -69,13 +69,24 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
         || !matches!(doc.eventName, Str::Missing)
         || !matches!(doc.eventType, Str::Missing)
     {
-        return record(&doc, None, "");
+        return record(&doc, None, "", payload);
     }
     Err(NormalizeError::UnknownFormat(
         "a JSON object that is neither an EventBridge envelope (no `detail-type`) nor a \
          CloudTrail record (no `eventID`/`eventName`)"
             .into(),
     ))
+}
+
+/// `sha256:<hex>` of the payload bytes: the fallback event id.
+fn payload_digest(payload: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut out = String::from("sha256:");
+    for b in Sha256::digest(payload) {
+        out.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
+        out.push(char::from_digit(u32::from(b & 0xf), 16).unwrap_or('0'));
+    }
+    out
 }
 
 fn field(format: &'static str, name: &str, problem: String) -> NormalizeError {
@@ -158,10 +169,26 @@ fn notification(env: &Doc<'_>, detail_type: &str) -> Result<DriftEvent, Normaliz
 
 /// A CloudTrail record, bare (`env` = None) or from an envelope's `detail` (`path` =
 /// `"detail."`, used in error field paths).
-fn record(rec: &Doc<'_>, env: Option<&Doc<'_>>, path: &str) -> Result<DriftEvent, NormalizeError> {
+///
+/// A record without `eventID` (early documentation samples, eventVersion 1.0) is still
+/// a change that must not be dropped: it gets the stable id `sha256:<digest of the
+/// payload>`, so a redelivery of the same bytes is still deduplicated. An `eventID` of
+/// the wrong type is an error.
+fn record(
+    rec: &Doc<'_>,
+    env: Option<&Doc<'_>>,
+    path: &str,
+    payload: &[u8],
+) -> Result<DriftEvent, NormalizeError> {
     let fmt = if env.is_some() { ENVELOPE } else { RECORD };
-    let Some(id) = rec.eventID.nonempty() else {
-        return Err(field(fmt, &format!("{path}eventID"), rec.eventID.problem()));
+    let digest;
+    let id = match (&rec.eventID, rec.eventID.nonempty()) {
+        (_, Some(id)) => id,
+        (Str::Missing, None) => {
+            digest = payload_digest(payload);
+            digest.as_str()
+        }
+        (_, None) => return Err(field(fmt, &format!("{path}eventID"), rec.eventID.problem())),
     };
     let event_type = rec.eventType.get().unwrap_or("");
     let mut ev = DriftEvent::new(Provider::Aws, id);
@@ -863,13 +890,16 @@ mod tests {
         ))
         .unwrap();
         r.as_object_mut().unwrap().remove("eventID");
-        match normalize(&serde_json::to_vec(&r).unwrap()) {
-            Err(NormalizeError::Field { field, problem, .. }) => {
-                assert_eq!(field, "eventID");
-                assert_eq!(problem, "is missing");
-            }
-            other => panic!("{other:?}"),
-        }
+        // A record without eventID is kept, under a stable digest id.
+        let bytes = serde_json::to_vec(&r).unwrap();
+        let a = normalize(&bytes).unwrap();
+        assert!(
+            a.id.starts_with("sha256:") && a.id.len() == 7 + 64,
+            "{}",
+            a.id
+        );
+        assert_eq!(normalize(&bytes).unwrap().id, a.id);
+        r["eventID"] = json!(7);
         match normalize(&envelope("AWS API Call via CloudTrail", r.clone())) {
             Err(NormalizeError::Field { field, .. }) => assert_eq!(field, "detail.eventID"),
             other => panic!("{other:?}"),
