@@ -38,6 +38,18 @@ async fn events_are_listed_and_filtered_and_bad_filters_are_400() {
 
     let (status, body) = h.get_json("/v1/resources/prod/aws_instance.nope").await;
     assert_eq!(status, 404, "{body}");
+    // Addresses with for_each keys travel URL-encoded and may hold `/`.
+    let (status, body) = h
+        .get_json("/v1/resources/prod/module.a.aws_instance.b%5B%22x%2Fy%22%5D")
+        .await;
+    assert_eq!(status, 404);
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains(r#"module.a.aws_instance.b["x/y"]"#),
+        "{body}"
+    );
 
     let metrics = h
         .client
