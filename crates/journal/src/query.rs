@@ -121,6 +121,19 @@ fn event_row(r: &Row<'_>, at: usize) -> rusqlite::Result<EventRow> {
     })
 }
 
+fn drift_row(r: &Row<'_>) -> rusqlite::Result<DriftRow> {
+    Ok(DriftRow {
+        workspace: r.get(0)?,
+        address: r.get(1)?,
+        kind: r.get(2)?,
+        action: r.get(3)?,
+        first_seen: r.get(4)?,
+        last_seen: r.get(5)?,
+        events: r.get(6)?,
+        last_event: event_row(r, 7)?,
+    })
+}
+
 fn limit(n: usize) -> i64 {
     match n {
         0 => 100,
@@ -170,18 +183,7 @@ impl Journal {
                  {EVENT_COLUMNS} FROM drift d JOIN events e ON e.seq = d.last_seq \
                  WHERE ?1 IS NULL OR d.workspace = ?1 ORDER BY d.workspace, d.address"
             ))?;
-            let rows = st.query_map([workspace], |r| {
-                Ok(DriftRow {
-                    workspace: r.get(0)?,
-                    address: r.get(1)?,
-                    kind: r.get(2)?,
-                    action: r.get(3)?,
-                    first_seen: r.get(4)?,
-                    last_seen: r.get(5)?,
-                    events: r.get(6)?,
-                    last_event: event_row(r, 7)?,
-                })
-            })?;
+            let rows = st.query_map([workspace], drift_row)?;
             rows.collect()
         })
         .await
@@ -217,7 +219,15 @@ impl Journal {
     /// # Errors
     /// [`crate::Error::Sqlite`] when the query fails.
     pub async fn drift_of(&self, workspace: String, address: String) -> Result<Option<DriftRow>> {
-        let rows = self.drift(Some(workspace)).await?;
-        Ok(rows.into_iter().find(|r| r.address == address))
+        self.read("query drift", move |conn| {
+            let mut st = conn.prepare(&format!(
+                "SELECT d.workspace, d.address, d.kind, d.action, d.first_seen, d.last_seen, d.events, \
+                 {EVENT_COLUMNS} FROM drift d JOIN events e ON e.seq = d.last_seq \
+                 WHERE d.workspace = ?1 AND d.address = ?2"
+            ))?;
+            let mut rows = st.query_map(rusqlite::params![workspace, address], drift_row)?;
+            rows.next().transpose()
+        })
+        .await
     }
 }

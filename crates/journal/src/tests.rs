@@ -164,3 +164,24 @@ fn payload_hash_is_lowercase_hex_sha256() {
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     );
 }
+
+#[tokio::test]
+async fn drift_of_one_resource_is_looked_up_directly() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = journal(&dir);
+    j.append(vec![drift_entry("e1", "aws_security_group.web")])
+        .await
+        .unwrap();
+    let row = j
+        .drift_of("prod".into(), "aws_security_group.web".into())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(row.last_event.event_id, "e1");
+    assert!(
+        j.drift_of("prod".into(), "aws_s3_bucket.b".into())
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
