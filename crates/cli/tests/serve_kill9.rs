@@ -1,0 +1,219 @@
+//! The real `driftreactor serve` binary killed with SIGKILL mid-stream and restarted,
+//! twice, while a sender pushes Event Grid batches and retries every push not
+//! answered 200 (as Event Grid does). In the end every published event is in the
+//! journal exactly once, and SIGTERM stops the server with exit status 0.
+//!
+//! Plain HTTP/1.1 over `TcpStream`, so the test needs nothing but the binary.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+const SECRET: &str = "kill9-secret";
+const LISTENING: &str = "driftreactor serve: listening on ";
+
+fn corpus() -> PathBuf {
+    std::env::var_os("DRIFTREACTOR_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"))
+}
+
+/// One HTTP/1.1 request with `Connection: close`; the status and the body.
+fn http(addr: &str, method: &str, path: &str, body: &[u8]) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )?;
+    s.write_all(body)?;
+    let mut resp = Vec::new();
+    s.read_to_end(&mut resp)?;
+    let text = String::from_utf8_lossy(&resp).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("no status line in {text:?}")))?;
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    Ok((status, body))
+}
+
+fn spawn(config: &Path) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_driftreactor"))
+        .args(["serve", "--config"])
+        .arg(config)
+        .args(["--listen", "127.0.0.1:0"])
+        .env("DRIFTREACTOR_KILL9_SECRET", SECRET)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("driftreactor serve exited before listening")
+            .unwrap();
+        if let Some(a) = line.strip_prefix(LISTENING) {
+            break a.trim().to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (child, addr)
+}
+
+#[test]
+fn serve_binary_killed_with_sigkill_mid_stream_journals_every_event_once() {
+    let template: Vec<serde_json::Value> = serde_json::from_slice(
+        &std::fs::read(corpus().join("azure/doc_eventgrid_schema_ResourceWriteSuccess.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("prod.tfstate"),
+        r#"{"version": 4, "terraform_version": "1.11.4", "serial": 1, "lineage": "k9", "outputs": {}, "resources": []}"#,
+    )
+    .unwrap();
+    let config = dir.path().join("driftreactor.toml");
+    std::fs::write(
+        &config,
+        "[[workspaces]]\nname = \"prod\"\nstate = \"prod.tfstate\"\n\n[journal]\npath = \"journal.sqlite\"\n\n\
+         [[sources]]\ntype = \"azure_event_grid_push\"\nsecret_env = \"DRIFTREACTOR_KILL9_SECRET\"\n",
+    )
+    .unwrap();
+
+    // 120 batches of 1–4 events.
+    let batches: Vec<Vec<u8>> = (0..120)
+        .map(|b| {
+            let events: Vec<serde_json::Value> = (0..1 + b % 4)
+                .map(|i| {
+                    let mut e = template[0].clone();
+                    e["id"] = serde_json::json!(format!("bin-k9-{b}-{i}"));
+                    e
+                })
+                .collect();
+            serde_json::to_vec(&events).unwrap()
+        })
+        .collect();
+    let total_events: usize = (0..120).map(|b| 1 + b % 4).sum();
+    let total_batches = batches.len();
+    let queue = Arc::new(Mutex::new(batches));
+
+    let (child, addr) = spawn(&config);
+    let child = Arc::new(Mutex::new(child));
+    let addr = Arc::new(RwLock::new(addr));
+    let acked = Arc::new(AtomicUsize::new(0));
+    let retries = Arc::new(AtomicUsize::new(0));
+    let path = format!("/push/azure?code={SECRET}");
+
+    let senders: Vec<_> = (0..8)
+        .map(|_| {
+            let (queue, addr, acked, retries, path) = (
+                queue.clone(),
+                addr.clone(),
+                acked.clone(),
+                retries.clone(),
+                path.clone(),
+            );
+            std::thread::spawn(move || {
+                loop {
+                    let Some(batch) = queue.lock().unwrap().pop() else {
+                        return;
+                    };
+                    let deadline = Instant::now() + Duration::from_secs(60);
+                    loop {
+                        assert!(Instant::now() < deadline, "a push was never accepted");
+                        let a = addr.read().unwrap().clone();
+                        match http(&a, "POST", &path, &batch) {
+                            Ok((200, _)) => break,
+                            Ok((s, body)) if (400..500).contains(&s) => {
+                                panic!("push refused: {s} {body}")
+                            }
+                            _ => {
+                                retries.fetch_add(1, Ordering::Relaxed);
+                                std::thread::sleep(Duration::from_millis(50));
+                            }
+                        }
+                    }
+                    acked.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+
+    for threshold in [total_batches / 3, 2 * total_batches / 3] {
+        while acked.load(Ordering::Relaxed) < threshold {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let mut c = child.lock().unwrap();
+        c.kill().unwrap(); // SIGKILL
+        c.wait().unwrap();
+        let (new_child, new_addr) = spawn(&config);
+        *c = new_child;
+        *addr.write().unwrap() = new_addr;
+    }
+    for s in senders {
+        s.join().unwrap();
+    }
+    assert!(
+        retries.load(Ordering::Relaxed) > 0,
+        "the kills hit no push in flight"
+    );
+
+    let a = addr.read().unwrap().clone();
+    let (_, events) = http(&a, "GET", "/v1/events?limit=1000", b"").unwrap();
+    let events: serde_json::Value = serde_json::from_str(&events).unwrap();
+    let rows = events["events"].as_array().unwrap();
+    let ids: BTreeSet<&str> = rows
+        .iter()
+        .map(|e| e["event_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        rows.len(),
+        total_events,
+        "every published event journaled exactly once"
+    );
+    assert_eq!(ids.len(), total_events);
+    let (_, metrics) = http(&a, "GET", "/metrics", b"").unwrap();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == format!("driftreactor_journal_events {total_events}")),
+        "{metrics}"
+    );
+
+    let mut c = Arc::try_unwrap(child).unwrap().into_inner().unwrap();
+    let pid = c.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = c.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "no exit within 20 s of SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "exit after SIGTERM: {status}");
+    eprintln!(
+        "serve kill -9: {total_batches} batches, {total_events} events, 2 kills, {} retried pushes",
+        retries.load(Ordering::Relaxed)
+    );
+}
