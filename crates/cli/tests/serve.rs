@@ -1,9 +1,7 @@
-//! The real `driftreactor serve` binary killed with SIGKILL mid-stream and restarted,
-//! twice, while a sender pushes Event Grid batches and retries every push not
-//! answered 200 (as Event Grid does). In the end every published event is in the
-//! journal exactly once, and SIGTERM stops the server with exit status 0.
+//! The real `driftreactor serve` binary: the real pipeline behind the push endpoints,
+//! state reload through the real state graph, and SIGKILL mid-stream.
 //!
-//! Plain HTTP/1.1 over `TcpStream`, so the test needs nothing but the binary.
+//! Plain HTTP/1.1 over `TcpStream`, so the tests need nothing but the binary.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -73,6 +71,10 @@ fn spawn(config: &Path) -> (Child, String) {
     (child, addr)
 }
 
+/// The real binary killed with SIGKILL mid-stream and restarted, twice, while a
+/// sender pushes Event Grid batches and retries every push not answered 200 (as Event
+/// Grid does). In the end every published event is in the journal exactly once, and
+/// SIGTERM stops the server with exit status 0.
 #[test]
 fn serve_binary_killed_with_sigkill_mid_stream_journals_every_event_once() {
     let template: Vec<serde_json::Value> = serde_json::from_slice(
@@ -194,7 +196,14 @@ fn serve_binary_killed_with_sigkill_mid_stream_journals_every_event_once() {
         "{metrics}"
     );
 
-    let mut c = Arc::try_unwrap(child).unwrap().into_inner().unwrap();
+    sigterm_and_wait(Arc::try_unwrap(child).unwrap().into_inner().unwrap());
+    eprintln!(
+        "serve kill -9: {total_batches} batches, {total_events} events, 2 kills, {} retried pushes",
+        retries.load(Ordering::Relaxed)
+    );
+}
+
+fn sigterm_and_wait(mut c: Child) {
     let pid = c.id().to_string();
     assert!(
         Command::new("kill")
@@ -204,16 +213,101 @@ fn serve_binary_killed_with_sigkill_mid_stream_journals_every_event_once() {
             .success()
     );
     let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
+    loop {
         if let Some(s) = c.try_wait().unwrap() {
-            break s;
+            assert!(s.success(), "exit after SIGTERM: {s}");
+            return;
         }
         assert!(Instant::now() < deadline, "no exit within 20 s of SIGTERM");
         std::thread::sleep(Duration::from_millis(50));
-    };
-    assert!(status.success(), "exit after SIGTERM: {status}");
-    eprintln!(
-        "serve kill -9: {total_batches} batches, {total_events} events, 2 kills, {} retried pushes",
-        retries.load(Ordering::Relaxed)
+    }
+}
+
+const AKS_ID: &str = "/subscriptions/00000000-0000-4000-8000-000000000001/resourceGroups/tql-aks-rg/providers/Microsoft.ContainerService/managedClusters/tql-aks";
+
+/// An ARM write of the AKS cluster of the corpus state, as Event Grid pushes it.
+fn aks_write(id: &str) -> Vec<u8> {
+    let template: Vec<serde_json::Value> = serde_json::from_slice(
+        &std::fs::read(corpus().join("azure/doc_eventgrid_schema_ResourceWriteSuccess.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let mut e = template[0].clone();
+    e["id"] = serde_json::json!(id);
+    e["subject"] = serde_json::json!(AKS_ID);
+    e["topic"] = serde_json::json!("/subscriptions/00000000-0000-4000-8000-000000000001");
+    e["data"]["resourceUri"] = serde_json::json!(AKS_ID);
+    e["data"]["subscriptionId"] = serde_json::json!("00000000-0000-4000-8000-000000000001");
+    e["data"]["operationName"] =
+        serde_json::json!("Microsoft.ContainerService/managedClusters/write");
+    e["data"]["authorization"]["scope"] = serde_json::json!(AKS_ID);
+    e["data"]["authorization"]["action"] =
+        serde_json::json!("Microsoft.ContainerService/managedClusters/write");
+    serde_json::to_vec(&vec![e]).unwrap()
+}
+
+/// After an `apply` writes a new serial, the running service routes against the new
+/// state: a change that was unmanaged becomes drift of `azurerm_kubernetes_cluster.aks`,
+/// and `/v1/resources/…` shows the resource with its dependents.
+#[test]
+fn serve_binary_reloads_state_and_routes_through_the_real_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("prod.tfstate");
+    std::fs::write(
+        &state,
+        r#"{"version": 4, "terraform_version": "1.11.4", "serial": 19, "lineage": "7cd58111-018e-cb23-dae6-fbb8ed15815f", "outputs": {}, "resources": []}"#,
+    )
+    .unwrap();
+    let config = dir.path().join("driftreactor.toml");
+    std::fs::write(
+        &config,
+        "[[workspaces]]\nname = \"prod\"\nstate = \"prod.tfstate\"\n\n[server]\nstate_reload_secs = 1\n\n\
+         [journal]\npath = \"journal.sqlite\"\n\n\
+         [[sources]]\ntype = \"azure_event_grid_push\"\nsecret_env = \"DRIFTREACTOR_KILL9_SECRET\"\n",
+    )
+    .unwrap();
+    let (child, addr) = spawn(&config);
+    let push = format!("/push/azure?code={SECRET}");
+    let resource = "/v1/resources/prod/azurerm_kubernetes_cluster.aks";
+
+    let (status, body) = http(&addr, "POST", &push, &aks_write("before-apply")).unwrap();
+    assert_eq!(status, 200, "{body}");
+    let (_, events) = http(&addr, "GET", "/v1/events", b"").unwrap();
+    let events: serde_json::Value = serde_json::from_str(&events).unwrap();
+    assert_eq!(events["events"][0]["verdict"], "unmanaged", "{events}");
+    assert_eq!(http(&addr, "GET", resource, b"").unwrap().0, 404);
+
+    // `terraform apply` writes serial 20, which manages the cluster.
+    std::fs::copy(
+        corpus().join("tfstate/azurerm_aks_acr_helm.tfstate.json"),
+        &state,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (_, ready) = http(&addr, "GET", "/readyz", b"").unwrap();
+        if ready.contains("\"serial\":20") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "serial 20 not loaded: {ready}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (status, body) = http(&addr, "GET", resource, b"").unwrap();
+    assert_eq!(status, 200, "{body}");
+    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["managed"], true);
+    assert_eq!(body["resource_type"], "azurerm_kubernetes_cluster");
+
+    let (status, body) = http(&addr, "POST", &push, &aks_write("after-apply")).unwrap();
+    assert_eq!(status, 200, "{body}");
+    let (_, drift) = http(&addr, "GET", "/v1/drift", b"").unwrap();
+    let drift: serde_json::Value = serde_json::from_str(&drift).unwrap();
+    let rows = drift["drift"].as_array().unwrap();
+    assert!(
+        rows.iter()
+            .any(|r| r["address"] == "azurerm_kubernetes_cluster.aks"
+                && r["last_event"]["event_id"] == "after-apply"),
+        "{drift}"
     );
+    sigterm_and_wait(child);
 }
