@@ -50,13 +50,20 @@ pub(crate) async fn run(mut rx: mpsc::Receiver<Envelope>, ctx: Arc<Ctx>) {
             ])
             .inc();
         let loaded = ctx.state.load_full();
-        let results = loaded.model.process(&Input {
+        let input = Input {
             provider,
             format,
             message_id: &message_id,
             payload: &payload,
             attributes: &attributes,
-        });
+        };
+        // `Model::process` must not panic; if a bug makes it, that one message is
+        // rejected (left for the dead-letter queue) and the service keeps running.
+        let results = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| loaded.model.process(&input)))
+            .unwrap_or_else(|_| {
+                tracing::error!(source = %source, message_id = %message_id, "The pipeline panicked on a message; it is rejected.");
+                vec![Err("internal error: the pipeline panicked on this message".to_owned())]
+            });
         let entries = match to_entries(results, &source, &message_id, &payload, received_at) {
             Ok(entries) => entries,
             Err(reason) => {

@@ -161,10 +161,15 @@ async fn malformed_pushes_get_400_with_a_reason_and_nothing_is_journaled() {
         body["error"].as_str().unwrap().contains("event #1"),
         "{body}"
     );
+    // A pipeline bug (a panic) rejects that message only; the service goes on.
+    let r = h.push_azure(br#"[{"id": "PANIC-ME"}]"#, &q).await;
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("internal error"));
     // Over the body limit (64 KiB in the test config).
     let r = h.push_azure(&eg_batch("big", 200), &q).await;
     assert_eq!(r.status(), 413);
     assert_eq!(h.journal_rows(), 0);
+    assert_eq!(h.push_azure(&eg_batch("fine", 1), &q).await.status(), 200);
     h.stop().await;
 }
 

@@ -120,6 +120,11 @@ impl TestModel {
 
 impl Model for TestModel {
     fn process(&self, input: &Input<'_>) -> Vec<Result<Processed, String>> {
+        // Simulates a pipeline bug, to check the service survives it.
+        assert!(
+            !String::from_utf8_lossy(input.payload).contains("PANIC-ME"),
+            "test model bug triggered"
+        );
         let v: Value = match serde_json::from_slice(input.payload) {
             Ok(v) => v,
             Err(e) => return vec![Err(format!("invalid JSON: {e}"))],
