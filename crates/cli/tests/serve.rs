@@ -311,3 +311,81 @@ fn serve_binary_reloads_state_and_routes_through_the_real_pipeline() {
     );
     sigterm_and_wait(child);
 }
+
+/// Standard base64 with padding (Pub/Sub push `message.data`).
+fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ABC[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// A Pub/Sub push of a real audit LogEntry goes through the GCP normalizer and is
+/// journaled; a push whose data is not an event is a 400; a wrong token a 401.
+#[test]
+fn serve_binary_journals_a_pubsub_push_of_an_audit_log_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("prod.tfstate"),
+        r#"{"version": 4, "terraform_version": "1.11.4", "serial": 1, "lineage": "ps", "outputs": {}, "resources": []}"#,
+    )
+    .unwrap();
+    let config = dir.path().join("driftreactor.toml");
+    std::fs::write(
+        &config,
+        "[[workspaces]]\nname = \"prod\"\nstate = \"prod.tfstate\"\n\n[journal]\npath = \"journal.sqlite\"\n\n\
+         [[sources]]\ntype = \"gcp_pubsub_push\"\ntoken_env = \"DRIFTREACTOR_KILL9_SECRET\"\n",
+    )
+    .unwrap();
+    let (child, addr) = spawn(&config);
+    let entry =
+        std::fs::read(corpus().join("gcp/auditlog_compute_firewalls_insert_first.json")).unwrap();
+    let mut envelope: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(corpus().join("gcp/pubsub_push_MessagePublishedData_text.json")).unwrap(),
+    )
+    .unwrap();
+    envelope["message"]["data"] = serde_json::json!(base64(&entry));
+    let body = serde_json::to_vec(&envelope).unwrap();
+
+    let (status, _) = http(&addr, "POST", "/push/gcp?token=wrong", &body).unwrap();
+    assert_eq!(status, 401);
+    let (status, resp) = http(&addr, "POST", &format!("/push/gcp?token={SECRET}"), &body).unwrap();
+    assert_eq!(status, 200, "{resp}");
+    let (status, resp) = http(&addr, "POST", &format!("/push/gcp?token={SECRET}"), &body).unwrap();
+    assert_eq!((status, resp.contains("duplicate")), (200, true), "{resp}");
+    // The corpus push sample's data is plain text, not an event.
+    let text =
+        std::fs::read(corpus().join("gcp/pubsub_push_MessagePublishedData_text.json")).unwrap();
+    let (status, resp) = http(&addr, "POST", &format!("/push/gcp?token={SECRET}"), &text).unwrap();
+    assert_eq!(status, 400, "{resp}");
+
+    let (_, events) = http(&addr, "GET", "/v1/events", b"").unwrap();
+    let events: serde_json::Value = serde_json::from_str(&events).unwrap();
+    let rows = events["events"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{events}");
+    assert_eq!(rows[0]["provider"], "gcp");
+    assert_eq!(rows[0]["source"], "gcp_pubsub_push");
+    assert_eq!(rows[0]["verdict"], "unmanaged");
+    assert!(
+        rows[0]["operation"]
+            .as_str()
+            .unwrap()
+            .contains("firewalls.insert"),
+        "{events}"
+    );
+    sigterm_and_wait(child);
+}
