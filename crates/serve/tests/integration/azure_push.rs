@@ -206,3 +206,52 @@ async fn a_duplicate_delivery_is_processed_once() {
     );
     h.stop().await;
 }
+
+#[tokio::test]
+async fn an_entra_bearer_token_authenticates_an_event_grid_push() {
+    let jwks = jwks_server().await;
+    let h = Harness::start(&format!(
+        r#"
+[[sources]]
+type = "azure_event_grid_push"
+name = "eg_entra"
+path = "/push/azure-entra"
+entra = {{ audience = "api://driftreactor", issuers = ["https://login.microsoftonline.com/tenant-1/v2.0"], jwks_url = "{jwks}" }}
+"#
+    ))
+    .await;
+    let now = now_secs();
+    let token = |aud: &str| {
+        id_token(&serde_json::json!({
+            "aud": aud, "iss": "https://login.microsoftonline.com/tenant-1/v2.0",
+            "iat": now, "exp": now + 300, "appid": "eventgrid"
+        }))
+    };
+    let push = |token: Option<String>| {
+        let mut req = h
+            .client
+            .post(h.url("/push/azure-entra"))
+            .body(eg_batch("entra", 1));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        req.send()
+    };
+    assert_eq!(push(None).await.unwrap().status(), 401);
+    assert_eq!(
+        push(Some(token("api://other"))).await.unwrap().status(),
+        401
+    );
+    assert_eq!(h.journal_rows(), 0);
+    assert_eq!(
+        push(Some(token("api://driftreactor")))
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    assert!(journal_has(&h.journal_path(), "azure", "entra-0"));
+    let (_, events) = h.get_json("/v1/events").await;
+    assert_eq!(events["events"][0]["source"], "eg_entra");
+    h.stop().await;
+}
