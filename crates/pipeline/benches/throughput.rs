@@ -46,6 +46,9 @@ fn main() {
         .map(PathBuf::from)
         .unwrap_or_else(|| repo.join("../shared/corpus"));
     let events_path = match args.first() {
+        // `cargo bench` runs benches in the package folder: resolve a relative path
+        // against the repository root too, where the README's command writes it.
+        Some(p) if !Path::new(p).exists() && repo.join(p).exists() => repo.join(p),
         Some(p) => PathBuf::from(p),
         None => generate_events(&repo),
     };
