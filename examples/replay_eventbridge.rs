@@ -23,14 +23,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         action = "revert"
         "#,
     )?;
-    let mut replay = Replay::new(Pipeline::new(Arc::new(graph.build()), Policy::compile(&policy)?));
+    let mut replay = Replay::new(Pipeline::new(
+        Arc::new(graph.build()),
+        Policy::compile(&policy)?,
+    ));
 
     let mut files: Vec<_> = std::fs::read_dir(fixtures.join("events"))?
         .map(|e| e.map(|e| e.path()))
         .collect::<Result<_, _>>()?;
     files.sort();
     for file in files {
-        let name = file.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let name = file
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
         for line in replay.process_input(&name, &std::fs::read(&file)?) {
             let addresses: Vec<String> = line.resources.iter().map(|r| r.address.clone()).collect();
             println!(
@@ -38,7 +45,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 line.input,
                 line.verdict.as_str(),
                 line.action.as_str(),
-                if addresses.is_empty() { line.reason.unwrap_or_default() } else { addresses.join(", ") }
+                if addresses.is_empty() {
+                    line.reason.unwrap_or_default()
+                } else {
+                    addresses.join(", ")
+                }
             );
         }
     }

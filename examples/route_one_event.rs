@@ -16,7 +16,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let payload = std::fs::read(fixtures.join("events/01_sg_open_ssh_console.json"))?;
     let event = driftreactor_aws::normalize(&payload)?;
-    println!("{} {} by {} via {:?}", event.service, event.operation, event.principal.id, event.via);
+    println!(
+        "{} {} by {} via {:?}",
+        event.service, event.operation, event.principal.id, event.via
+    );
     for r in &event.resources {
         println!("  changed: {}", r.id);
     }

@@ -202,11 +202,14 @@ impl Config {
     ) -> Result<T> {
         match table {
             None => Ok(T::default()),
-            Some(t) => t.clone().try_into().map_err(|e: toml::de::Error| Error::Invalid {
-                path: self.path.clone().unwrap_or_default(),
-                field: name.to_owned(),
-                reason: e.to_string().trim_end().to_owned(),
-            }),
+            Some(t) => t
+                .clone()
+                .try_into()
+                .map_err(|e: toml::de::Error| Error::Invalid {
+                    path: self.path.clone().unwrap_or_default(),
+                    field: name.to_owned(),
+                    reason: e.to_string().trim_end().to_owned(),
+                }),
         }
     }
 }
@@ -222,7 +225,10 @@ mod tests {
             Path::new("/etc/dr/driftreactor.toml"),
         )
         .unwrap();
-        assert_eq!(cfg.workspaces[0].state, Path::new("/etc/dr/states/prod.tfstate"));
+        assert_eq!(
+            cfg.workspaces[0].state,
+            Path::new("/etc/dr/states/prod.tfstate")
+        );
     }
 
     #[test]

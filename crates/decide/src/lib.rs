@@ -252,7 +252,9 @@ impl Policy {
             .map(|(i, r)| {
                 let m = |name: &str, g: &Option<String>| -> Result<Option<GlobMatcher>> {
                     g.as_deref()
-                        .map(|p| glob(&format!("policy[{i}].{name}"), p).map(|g| g.compile_matcher()))
+                        .map(|p| {
+                            glob(&format!("policy[{i}].{name}"), p).map(|g| g.compile_matcher())
+                        })
                         .transpose()
                 };
                 Ok(CompiledRule {
@@ -360,10 +362,7 @@ pub fn decide(
     if routed.matches.is_empty() {
         return Decision {
             verdict: Verdict::Unmanaged,
-            reason: event
-                .resources
-                .is_empty()
-                .then_some(Reason::Unattributed),
+            reason: event.resources.is_empty().then_some(Reason::Unattributed),
             action: Action::Notify,
             targets: Vec::new(),
         };
@@ -387,7 +386,11 @@ pub fn decide(
             }
         })
         .collect();
-    let action = targets.iter().map(|t| t.action).max().unwrap_or(Action::None);
+    let action = targets
+        .iter()
+        .map(|t| t.action)
+        .max()
+        .unwrap_or(Action::None);
     if action == Action::None {
         return Decision {
             targets,
