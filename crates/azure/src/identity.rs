@@ -1,10 +1,10 @@
 //! [`AzureIdentity`]: Terraform `azurerm_*` / `azapi_*` instances → canonical ARM IDs.
 
+use driftreactor_event::lenient::lenient_str;
 use driftreactor_event::{StateIdentity, StateInstance};
 use serde::Deserialize;
 
 use crate::arm_id;
-use crate::lenient::lenient_str;
 
 /// Indexes Terraform resources of the `azurerm` and `azapi` providers under the
 /// canonical ARM resource IDs [`crate::normalize`] emits (see [`crate::arm_id`] for the

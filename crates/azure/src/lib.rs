@@ -40,7 +40,6 @@
 
 pub mod arm_id;
 mod identity;
-mod lenient;
 #[cfg(feature = "namespace")]
 pub mod namespace;
 mod normalize;

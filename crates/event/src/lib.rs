@@ -7,7 +7,8 @@
 //!
 //! This crate also defines [`StateIdentity`], the plug-in each provider crate
 //! implements so the state graph can index Terraform resource instances under the
-//! same canonical identifiers the normalizers emit.
+//! same canonical identifiers the normalizers emit, and [`lenient`], the forgiving
+//! serde helpers those implementations read state attributes with.
 //!
 //! No I/O and no cloud SDK lives here.
 
@@ -19,6 +20,7 @@ use serde_json::value::RawValue;
 
 mod error;
 mod identity;
+pub mod lenient;
 
 pub use error::{NormalizeError, Result};
 pub use identity::{StateIdentity, StateInstance};

@@ -1,9 +1,9 @@
 //! [`GcpIdentity`]: Terraform `google_*` instances → canonical GCP resource names.
 
+use driftreactor_event::lenient::lenient_str;
 use driftreactor_event::{StateIdentity, StateInstance};
 use serde::Deserialize;
 
-use crate::lenient::lenient_str;
 use crate::resource_name::{self as rn, canonical};
 
 /// Indexes Terraform resources of the `google` / `google-beta` providers under the

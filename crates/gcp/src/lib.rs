@@ -60,7 +60,6 @@
 //! for drift and use the feed for coverage.
 
 mod identity;
-mod lenient;
 mod normalize;
 #[cfg(feature = "pubsub")]
 pub mod pubsub;
