@@ -51,11 +51,14 @@ fn main() -> ExitCode {
 }
 
 /// Logs go to stderr (reports go to stdout); `RUST_LOG` sets the filter, default `warn`.
+/// Colours only when stderr is a terminal (not in journald / container logs).
 fn init_tracing() {
+    use std::io::IsTerminal as _;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }

@@ -2,7 +2,18 @@
 //!
 //! Wires the library pieces together: the pipeline crate (normalize → route → decide)
 //! as the service's model, the cloud crates' pull adapters in the source registry,
-//! and the SIGTERM / SIGINT handler.
+//! the remediator behind the service's after-commit hook, and the SIGTERM / SIGINT
+//! handler.
+//!
+//! Remediation: the model attaches each event's [`Decided`] (decision and blast radius)
+//! to its `Processed` as an opaque value; after the journal commit and the bus
+//! acknowledgement the service hands every newly recorded event to [`RemediationHook`],
+//! which queues it (bounded, never waiting: a full queue drops the hand-off, logs it and
+//! counts `remediation_handoffs_total{result="dropped"}`; the event stays in the
+//! journal). One forwarder task owns the [`Remediator`] and submits from that queue;
+//! it also serves `POST /v1/resources/{ws}/{address}/clear`. On SIGTERM it is stopped
+//! after the sources and the pipeline task, and the remediator shuts down gracefully
+//! (running plans / applies finish; items still settling are dropped).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -11,14 +22,26 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use driftreactor_config::{Config, WorkspaceConfig};
-use driftreactor_decide::{Policy, PolicyConfig};
+use driftreactor_decide::{Action, Decision, Policy, PolicyConfig};
+use driftreactor_event::DriftEvent;
+use driftreactor_notify::Redactor;
 use driftreactor_pipeline::{Pipeline, ReportLine, normalize_message};
+use driftreactor_remediate::{Remediator, state_secrets};
+use driftreactor_router::Dependent;
 use driftreactor_serve::source::Source;
 use driftreactor_serve::{
-    Input, Loaded, MatchRecord, Model, ModelLoader, Processed, ResourceInfo, ResourceKey,
-    ServeOptions, SourceRegistry, StateInfo,
+    AfterCommit, BoxFuture, Handoff, Input, Loaded, MatchRecord, Model, ModelLoader, Opaque,
+    Processed, ResourceInfo, ResourceKey, ServeOptions, SourceRegistry, StateInfo,
 };
 use driftreactor_tfgraph::GraphBuilder;
+use tokio::sync::{mpsc, oneshot};
+
+/// Journaled events waiting for the remediator, beyond which hand-offs are dropped
+/// (logged and counted) rather than delaying acknowledgements.
+const HANDOFF_QUEUE: usize = 1024;
+
+/// How long `POST …/clear` waits for a place in the remediator's queue, in seconds.
+const CLEAR_TIMEOUT_SECS: u64 = 10;
 
 /// Arguments of `driftreactor serve`.
 #[derive(Debug, clap::Args)]
@@ -45,24 +68,205 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
+        let remediation = if remediation_enabled(&config) {
+            let secrets = state_secrets(&config)?;
+            let remediator = Remediator::from_config(&config, secrets, false)
+                .context("cannot set up remediation")?;
+            Some(Forwarder::spawn(remediator))
+        } else {
+            tracing::info!(
+                "Remediation is off (no workspace has a `dir` and there is no [remediation] section): detect-only."
+            );
+            None
+        };
         let loader = Arc::new(PipelineLoader {
             workspaces: config.workspaces.clone(),
             policy: config.policy_config(),
+            redactor: remediation.as_ref().map(|f| f.redactor.clone()),
         });
-        let running = driftreactor_serve::start(ServeOptions {
+        let after_commit = remediation
+            .as_ref()
+            .map(|f| Arc::new(f.hook.clone()) as Arc<dyn AfterCommit>);
+        let running = match driftreactor_serve::start(ServeOptions {
             config,
             loader,
             registry: registry(),
             listen: args.listen,
+            after_commit,
         })
-        .await?;
+        .await
+        {
+            Ok(r) => r,
+            Err(e) => {
+                if let Some(f) = remediation {
+                    f.stop().await;
+                }
+                return Err(e.into());
+            }
+        };
         println!("driftreactor serve: listening on {}", running.local_addr());
         tokio::spawn(driftreactor_serve::shutdown_on_signal(
             running.shutdown_token(),
         ));
-        running.wait().await?;
+        let result = running.wait().await;
+        // The sources and the pipeline task have stopped: nothing more is handed on.
+        if let Some(f) = remediation {
+            f.stop().await;
+        }
+        result?;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Remediation runs when some workspace can be planned (`dir`) or `[remediation]` is
+/// present; otherwise serve is detect-only.
+fn remediation_enabled(config: &Config) -> bool {
+    config.remediation.is_some() || config.workspaces.iter().any(|w| w.dir.is_some())
+}
+
+/// What the model hands to the remediator with each event (the service carries it
+/// opaquely from `Model::process` to the after-commit hook).
+#[derive(Clone)]
+struct Decided {
+    decision: Decision,
+    dependents: Vec<Dependent>,
+}
+
+/// A request to the forwarder task.
+enum Cmd {
+    Submit(Box<(DriftEvent, Decided)>),
+    Clear {
+        workspace: String,
+        address: String,
+        done: oneshot::Sender<()>,
+    },
+}
+
+/// The service's after-commit hook: queues decided events for the forwarder.
+#[derive(Clone)]
+struct RemediationHook {
+    tx: mpsc::Sender<Cmd>,
+}
+
+impl AfterCommit for RemediationHook {
+    fn committed(&self, source: &str, item: Processed) -> Handoff {
+        // The journal stored later entries of an already recorded change as ignored.
+        if item.verdict == "ignored" {
+            return Handoff::Skipped;
+        }
+        let Some(decided) = item
+            .opaque
+            .as_ref()
+            .and_then(|o| o.downcast_ref::<Decided>())
+            .cloned()
+        else {
+            return Handoff::Skipped;
+        };
+        if decided.decision.action == Action::None {
+            return Handoff::Skipped;
+        }
+        let event_id = item.event.id.clone();
+        match self
+            .tx
+            .try_send(Cmd::Submit(Box::new((item.event, decided))))
+        {
+            Ok(()) => Handoff::Queued,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                tracing::warn!(source = %source, event_id = %event_id, capacity = HANDOFF_QUEUE,
+                    "The remediation queue is full; this event is journaled but not remediated.");
+                Handoff::Dropped
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                tracing::warn!(source = %source, event_id = %event_id,
+                    "Remediation has stopped; this event is journaled but not remediated.");
+                Handoff::Dropped
+            }
+        }
+    }
+
+    fn clear<'a>(
+        &'a self,
+        workspace: &'a str,
+        address: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let (done, rx) = oneshot::channel();
+            let cmd = Cmd::Clear {
+                workspace: workspace.to_owned(),
+                address: address.to_owned(),
+                done,
+            };
+            let timeout = std::time::Duration::from_secs(CLEAR_TIMEOUT_SECS);
+            match tokio::time::timeout(timeout, self.tx.send(cmd)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return Err("remediation has stopped".to_owned()),
+                Err(_) => return Err("the remediation queue is full; retry later".to_owned()),
+            }
+            rx.await.map_err(|_| "remediation has stopped".to_owned())
+        })
+    }
+}
+
+/// The task that owns the [`Remediator`] and feeds it from the hook's queue.
+struct Forwarder {
+    hook: RemediationHook,
+    redactor: Redactor,
+    stop: oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Forwarder {
+    fn spawn(remediator: Remediator) -> Self {
+        let (tx, mut rx) = mpsc::channel::<Cmd>(HANDOFF_QUEUE);
+        let (stop, mut stopped) = oneshot::channel::<()>();
+        let redactor = remediator.redactor().clone();
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    biased;
+                    _ = &mut stopped => break,
+                    cmd = rx.recv() => match cmd {
+                        Some(Cmd::Submit(b)) => {
+                            let (event, d) = *b;
+                            if let Err(e) = remediator.submit(&event, &d.decision, &d.dependents).await {
+                                tracing::error!(event_id = %event.id, error = %e, "Cannot submit to the remediator.");
+                            }
+                        }
+                        Some(Cmd::Clear { workspace, address, done }) => {
+                            remediator.clear(&workspace, &address).await;
+                            let _ = done.send(());
+                        }
+                        None => break,
+                    },
+                }
+            }
+            let pending = rx.len();
+            if pending > 0 {
+                tracing::warn!(
+                    pending,
+                    "Stopping: journaled events not yet handed to the remediator are not remediated."
+                );
+            }
+            tracing::info!("Stopping remediation: waiting for running plans / applies.");
+            remediator.shutdown().await;
+            tracing::info!("Remediation stopped.");
+        });
+        Self {
+            hook: RemediationHook { tx },
+            redactor,
+            stop,
+            task,
+        }
+    }
+
+    /// Stops taking work and shuts the remediator down (running IaC commands finish).
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        drop(self.hook);
+        if let Err(e) = self.task.await {
+            tracing::error!(error = %e, "The remediation task ended unexpectedly.");
+        }
+    }
 }
 
 /// The pull source types compiled into this binary.
@@ -89,10 +293,13 @@ fn registry() -> SourceRegistry {
     r
 }
 
-/// Loads the workspaces' states into a [`Pipeline`].
+/// Loads the workspaces' states into a [`Pipeline`]; with remediation on, also adds
+/// each state's sensitive values to the remediator's redactor (so secrets of resources
+/// added or rotated since start-up never reach a PR, Slack or a log line).
 struct PipelineLoader {
     workspaces: Vec<WorkspaceConfig>,
     policy: PolicyConfig,
+    redactor: Option<Redactor>,
 }
 
 impl ModelLoader for PipelineLoader {
@@ -110,6 +317,19 @@ impl ModelLoader for PipelineLoader {
                 serial: meta.serial,
                 lineage: meta.lineage,
             });
+        }
+        if let Some(redactor) = &self.redactor {
+            for ws in &self.workspaces {
+                let origin = ws.state.display().to_string();
+                let secrets = std::fs::read(&ws.state)
+                    .map_err(|e| e.to_string())
+                    .and_then(|b| {
+                        driftreactor_tfgraph::sensitive_values(&origin, &b)
+                            .map_err(|e| e.to_string())
+                    })
+                    .map_err(|e| format!("state file {origin}: {e}"))?;
+                redactor.add_secrets(secrets);
+            }
         }
         let pipeline = Pipeline::new(Arc::new(builder.build()), policy);
         Ok(Loaded {
@@ -136,6 +356,11 @@ impl Model for PipelineModel {
             let event = r.map_err(|e| e.to_string())?;
             let ev = self.pipeline.evaluate(event);
             let line = ReportLine::from_evaluated(String::new(), &ev);
+            let driftreactor_pipeline::Evaluated {
+                event,
+                routed,
+                decision,
+            } = ev;
             let matches = line
                 .resources
                 .iter()
@@ -143,8 +368,7 @@ impl Model for PipelineModel {
                     workspace: m.workspace.clone(),
                     address: m.address.clone(),
                     kind: m.kind.clone(),
-                    action: ev
-                        .decision
+                    action: decision
                         .targets
                         .iter()
                         .find(|t| *t.workspace == *m.workspace && *t.address == *m.address)
@@ -165,7 +389,11 @@ impl Model for PipelineModel {
                         address: d.address.clone(),
                     })
                     .collect(),
-                event: ev.event,
+                event,
+                opaque: Some(Opaque::new(Decided {
+                    decision,
+                    dependents: routed.dependents,
+                })),
             })
         })
         .collect()

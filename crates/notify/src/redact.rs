@@ -13,7 +13,8 @@
 //!   such a key have their value replaced.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::collections::BTreeSet;
+use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
@@ -61,59 +62,115 @@ pub fn is_secret_key(key: &str) -> bool {
     SECRET_KEY_FRAGMENTS.iter().any(|f| norm.contains(f))
 }
 
-/// Redacts known secret values and secret-looking keys. Cheap to clone (shared).
-#[derive(Debug, Clone, Default)]
+/// Redacts known secret values and secret-looking keys. Cheap to clone; clones share
+/// their secrets, so [`Redactor::add_secrets`] (e.g. after a state reload) reaches every
+/// holder (the PR client, Slack, the remediator).
+#[derive(Clone, Default)]
 pub struct Redactor {
+    inner: Arc<RwLock<Known>>,
+}
+
+#[derive(Default)]
+struct Known {
+    /// The secrets as given (at least [`MIN_SECRET_LEN`] bytes).
+    raw: BTreeSet<String>,
     /// Secrets to search for, longest first, each with its JSON-escaped spelling when
     /// that differs.
     needles: Arc<[String]>,
+}
+
+impl std::fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Redactor")
+            .field("needles", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every spelling of `raw` to search for, longest first.
+fn spellings(raw: &BTreeSet<String>) -> Arc<[String]> {
+    let mut needles: Vec<String> = Vec::new();
+    for s in raw {
+        // The JSON-escaped spelling, as the secret appears inside serialized JSON.
+        if let Ok(escaped) = serde_json::to_string(s) {
+            let inner = &escaped[1..escaped.len() - 1];
+            if inner != s {
+                needles.push(inner.to_owned());
+            }
+        }
+        needles.push(s.clone());
+    }
+    needles.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    needles.dedup();
+    needles.into()
 }
 
 impl Redactor {
     /// A redactor for `secrets` (values from state's `sensitive_attributes`, tokens).
     /// Empty strings and secrets shorter than [`MIN_SECRET_LEN`] bytes are dropped.
     pub fn new(secrets: impl IntoIterator<Item = String>) -> Self {
-        let mut needles: Vec<String> = Vec::new();
-        for s in secrets {
-            if s.len() < MIN_SECRET_LEN {
-                continue;
-            }
-            // The JSON-escaped spelling, as the secret appears inside serialized JSON.
-            if let Ok(escaped) = serde_json::to_string(&s) {
-                let inner = &escaped[1..escaped.len() - 1];
-                if inner != s {
-                    needles.push(inner.to_owned());
-                }
-            }
-            needles.push(s);
-        }
-        needles.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        needles.dedup();
+        let raw: BTreeSet<String> = secrets
+            .into_iter()
+            .filter(|s| s.len() >= MIN_SECRET_LEN)
+            .collect();
+        let needles = spellings(&raw);
         Self {
-            needles: needles.into(),
+            inner: Arc::new(RwLock::new(Known { raw, needles })),
         }
     }
 
-    /// A redactor that also knows `more` secrets.
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Known> {
+        // A poisoned lock still holds a consistent set (writers replace it whole).
+        self.inner
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn needles(&self) -> Arc<[String]> {
+        self.read().needles.clone()
+    }
+
+    /// A new, separate redactor that also knows `more` secrets (this one is unchanged).
     pub fn with_secrets(&self, more: impl IntoIterator<Item = String>) -> Self {
-        Self::new(self.needles.iter().cloned().chain(more))
+        let raw: Vec<String> = self.read().raw.iter().cloned().collect();
+        Self::new(raw.into_iter().chain(more))
+    }
+
+    /// Adds `more` secrets to this redactor and every clone of it (secrets are never
+    /// forgotten: an old value may still appear in evidence). Cheap when nothing is new.
+    pub fn add_secrets(&self, more: impl IntoIterator<Item = String>) {
+        let new: Vec<String> = {
+            let known = self.read();
+            more.into_iter()
+                .filter(|s| s.len() >= MIN_SECRET_LEN && !known.raw.contains(s))
+                .collect()
+        };
+        if new.is_empty() {
+            return;
+        }
+        let mut known = self
+            .inner
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        known.raw.extend(new);
+        known.needles = spellings(&known.raw);
     }
 
     /// How many secret spellings this redactor searches for.
     pub fn len(&self) -> usize {
-        self.needles.len()
+        self.read().needles.len()
     }
 
     /// True when no secret values are known (key-based rules still apply).
     pub fn is_empty(&self) -> bool {
-        self.needles.is_empty()
+        self.read().needles.is_empty()
     }
 
     /// `text` with every known secret and every value of a secret-looking `key=value` /
     /// `key: value` pair replaced by [`REDACTED`].
     pub fn text<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out = Cow::Borrowed(text);
-        for n in self.needles.iter() {
+        for n in self.needles().iter() {
             if out.contains(n.as_str()) {
                 out = Cow::Owned(out.replace(n.as_str(), REDACTED));
             }
@@ -231,6 +288,36 @@ const fn is_key_byte(b: u8) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn added_secrets_reach_every_clone_and_repeats_add_nothing() {
+        let r = Redactor::new(["first-secret-1".to_owned()]);
+        let held_by_github = r.clone();
+        let separate = r.with_secrets(["other-secret-9".to_owned()]);
+        assert_eq!(
+            held_by_github.text("x rotated-pass\"word y"),
+            "x rotated-pass\"word y"
+        );
+        r.add_secrets(["rotated-pass\"word".to_owned(), "abc".to_owned()]);
+        let n = r.len();
+        assert_eq!(n, 3, "the secret, its JSON spelling, the first one");
+        assert_eq!(
+            held_by_github.text("x rotated-pass\"word y"),
+            format!("x {REDACTED} y")
+        );
+        assert_eq!(
+            held_by_github.text(r#"{"p":"rotated-pass\"word"}"#),
+            format!(r#"{{"p":"{REDACTED}"}}"#)
+        );
+        assert_eq!(held_by_github.text("first-secret-1"), REDACTED);
+        // A separate redactor does not see it; re-adding (each state reload) is a no-op.
+        assert_eq!(separate.text("rotated-pass\"word"), "rotated-pass\"word");
+        for _ in 0..3 {
+            r.add_secrets(["rotated-pass\"word".to_owned()]);
+        }
+        assert_eq!(r.len(), n);
+        assert!(!format!("{r:?}").contains("first-secret-1"));
+    }
 
     #[test]
     fn secret_looking_keys() {

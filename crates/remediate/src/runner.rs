@@ -239,6 +239,12 @@ impl Remediator {
         self.transitions.subscribe()
     }
 
+    /// The redactor shared with the PR client and Slack: secrets added to it
+    /// ([`Redactor::add_secrets`], e.g. after a state reload) are redacted everywhere.
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
     /// The remediation memory (attempts, escalations, applies).
     pub fn store(&self) -> &Arc<dyn StateStore> {
         &self.store

@@ -19,7 +19,8 @@
 //! * a concurrent run (`terraform console`) holds the state lock: the plan fails on
 //!   the lock, is retried with backoff, and applies once the lock is free.
 //!
-//! One root and one apply serve all phases: each real plan costs ~10 s.
+//! One root and one apply serve all phases: each real plan costs ~10 s. The root and the
+//! moto client are shared with the binary test (`driftreactor_testkit::aws_e2e`).
 //!
 //! Needs terraform, the provider mirror and moto_server; fails naming what is missing
 //! unless `DRIFTREACTOR_SKIP_TERRAFORM=1` / `DRIFTREACTOR_SKIP_MOTO=1`.
@@ -28,336 +29,18 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{SecondsFormat, Utc};
+use chrono::Utc;
 use driftreactor_decide::{Action as Decided, Policy, PolicyConfig, Verdict};
 use driftreactor_notify::fake::FakeGitHub;
 use driftreactor_notify::{GitHub, GitHubConfig, Redactor, TransitionKind};
 use driftreactor_pipeline::Pipeline;
 use driftreactor_remediate::{RemediationConfig, Remediator, Workspace};
+use driftreactor_testkit::aws_e2e::{
+    BUCKET, MotoApi, cloudtrail_delete_bucket, cloudtrail_open_port as cloudtrail, terraform_root,
+};
 use driftreactor_testkit::moto::MotoServer;
 use driftreactor_testkit::terraform::{Terraform, temp_dir};
 use driftreactor_tfgraph::GraphBuilder;
-use serde_json::{Value, json};
-
-const REGION: &str = "us-east-1";
-const ACCOUNT: &str = "123456789012";
-/// The bucket of the root.
-const BUCKET: &str = "driftreactor-e2e-logs";
-/// An AMI moto ships by default.
-const AMI: &str = "ami-03cf127a";
-
-fn root(endpoint: &str) -> String {
-    format!(
-        r#"terraform {{
-  required_providers {{
-    aws = {{ source = "hashicorp/aws" }}
-  }}
-}}
-
-{provider}
-resource "aws_vpc" "main" {{
-  cidr_block = "10.0.0.0/16"
-}}
-
-resource "aws_subnet" "main" {{
-  vpc_id     = aws_vpc.main.id
-  cidr_block = "10.0.1.0/24"
-}}
-
-resource "aws_security_group" "web" {{
-  name        = "web"
-  description = "web"
-  vpc_id      = aws_vpc.main.id
-  ingress {{
-    from_port   = 80
-    to_port     = 80
-    protocol    = "tcp"
-    cidr_blocks = ["10.0.0.0/16"]
-  }}
-  egress {{
-    from_port   = 0
-    to_port     = 0
-    protocol    = "-1"
-    cidr_blocks = ["0.0.0.0/0"]
-  }}
-}}
-
-resource "aws_security_group" "admin" {{
-  name        = "admin"
-  description = "admin"
-  vpc_id      = aws_vpc.main.id
-  ingress {{
-    from_port   = 443
-    to_port     = 443
-    protocol    = "tcp"
-    cidr_blocks = ["10.0.0.0/16"]
-  }}
-}}
-
-resource "aws_instance" "app" {{
-  ami                    = "{AMI}"
-  instance_type          = "t3.micro"
-  subnet_id              = aws_subnet.main.id
-  vpc_security_group_ids = [aws_security_group.web.id]
-}}
-
-resource "aws_s3_bucket" "logs" {{
-  bucket = "{BUCKET}"
-}}
-
-output "web_id" {{
-  value = aws_security_group.web.id
-}}
-
-output "admin_id" {{
-  value = aws_security_group.admin.id
-}}
-"#,
-        provider = Terraform::moto_provider_block(endpoint, REGION)
-    )
-}
-
-/// A minimal AWS API client for moto: any credentials work, moto routes by the
-/// credential scope's service name.
-struct Aws {
-    http: reqwest::Client,
-    endpoint: String,
-}
-
-impl Aws {
-    fn auth(service: &str) -> String {
-        format!(
-            "AWS4-HMAC-SHA256 Credential=test/20260101/{REGION}/{service}/aws4_request, SignedHeaders=host, Signature=0"
-        )
-    }
-
-    async fn query(&self, service: &str, params: &[(&str, &str)]) -> String {
-        let resp = self
-            .http
-            .post(&self.endpoint)
-            .header("Authorization", Self::auth(service))
-            .header("Content-Type", "application/x-www-form-urlencoded")
-            .body(form(params))
-            .send()
-            .await
-            .unwrap();
-        let status = resp.status();
-        let text = resp.text().await.unwrap();
-        assert!(status.is_success(), "{service} {params:?}: {status} {text}");
-        text
-    }
-
-    async fn json(&self, service: &str, version: &str, target: &str, body: Value) -> Value {
-        let resp = self
-            .http
-            .post(&self.endpoint)
-            .header("Authorization", Self::auth(service))
-            .header("Content-Type", format!("application/x-amz-json-{version}"))
-            .header("X-Amz-Target", target)
-            .body(body.to_string())
-            .send()
-            .await
-            .unwrap();
-        let status = resp.status();
-        let text = resp.text().await.unwrap();
-        assert!(status.is_success(), "{target}: {status} {text}");
-        serde_json::from_str(&text).unwrap()
-    }
-
-    async fn open_port(&self, group_id: &str, port: &str) {
-        self.query(
-            "ec2",
-            &[
-                ("Action", "AuthorizeSecurityGroupIngress"),
-                ("Version", "2016-11-15"),
-                ("GroupId", group_id),
-                ("IpPermissions.1.IpProtocol", "tcp"),
-                ("IpPermissions.1.FromPort", port),
-                ("IpPermissions.1.ToPort", port),
-                ("IpPermissions.1.IpRanges.1.CidrIp", "0.0.0.0/0"),
-            ],
-        )
-        .await;
-    }
-
-    async fn group_xml(&self, group_id: &str) -> String {
-        self.query(
-            "ec2",
-            &[
-                ("Action", "DescribeSecurityGroups"),
-                ("Version", "2016-11-15"),
-                ("GroupId.1", group_id),
-            ],
-        )
-        .await
-    }
-
-    /// Ingress `fromPort`s of a group (the `ipPermissions` element; egress is
-    /// `ipPermissionsEgress`).
-    async fn ingress_ports(&self, group_id: &str) -> Vec<u16> {
-        let xml = self.group_xml(group_id).await;
-        let ingress = xml
-            .split("<ipPermissions>")
-            .nth(1)
-            .and_then(|s| s.split("</ipPermissions>").next())
-            .unwrap_or_default()
-            .to_owned();
-        let mut ports: Vec<u16> = ingress
-            .split("<fromPort>")
-            .skip(1)
-            .filter_map(|s| s.split('<').next()?.parse().ok())
-            .collect();
-        ports.sort_unstable();
-        ports
-    }
-
-    async fn delete_bucket(&self, bucket: &str) {
-        let resp = self
-            .http
-            .delete(format!("{}/{bucket}", self.endpoint))
-            .header("Authorization", Self::auth("s3"))
-            .send()
-            .await
-            .unwrap();
-        assert!(
-            resp.status().is_success(),
-            "DeleteBucket: {}",
-            resp.status()
-        );
-    }
-
-    async fn bucket_exists(&self, bucket: &str) -> bool {
-        let resp = self
-            .http
-            .head(format!("{}/{bucket}", self.endpoint))
-            .header("Authorization", Self::auth("s3"))
-            .send()
-            .await
-            .unwrap();
-        resp.status().is_success()
-    }
-
-    /// An SQS queue targeted by an EventBridge rule for CloudTrail API calls; returns
-    /// the queue URL.
-    async fn wire_eventbridge(&self) -> String {
-        let q = self
-            .json(
-                "sqs",
-                "1.0",
-                "AmazonSQS.CreateQueue",
-                json!({"QueueName": "driftreactor-e2e"}),
-            )
-            .await;
-        let url = q["QueueUrl"].as_str().unwrap().to_owned();
-        self.json(
-            "events",
-            "1.1",
-            "AWSEvents.PutRule",
-            json!({"Name": "driftreactor", "EventPattern": json!({"detail-type": ["AWS API Call via CloudTrail"]}).to_string()}),
-        )
-        .await;
-        self.json(
-            "events",
-            "1.1",
-            "AWSEvents.PutTargets",
-            json!({"Rule": "driftreactor", "Targets": [{"Id": "q", "Arn": format!("arn:aws:sqs:{REGION}:{ACCOUNT}:driftreactor-e2e")}]}),
-        )
-        .await;
-        url
-    }
-
-    async fn put_cloudtrail(&self, record: &Value) {
-        let r = self
-            .json(
-                "events",
-                "1.1",
-                "AWSEvents.PutEvents",
-                json!({"Entries": [{"Source": "aws.ec2", "DetailType": "AWS API Call via CloudTrail", "Detail": record.to_string()}]}),
-            )
-            .await;
-        assert_eq!(r["FailedEntryCount"], 0, "{r}");
-    }
-
-    async fn receive_one(&self, queue_url: &str) -> Vec<u8> {
-        for _ in 0..20 {
-            let r = self
-                .json(
-                    "sqs",
-                    "1.0",
-                    "AmazonSQS.ReceiveMessage",
-                    json!({"QueueUrl": queue_url, "MaxNumberOfMessages": 1, "WaitTimeSeconds": 1}),
-                )
-                .await;
-            if let Some(m) = r["Messages"].as_array().and_then(|a| a.first()) {
-                self.json(
-                    "sqs",
-                    "1.0",
-                    "AmazonSQS.DeleteMessage",
-                    json!({"QueueUrl": queue_url, "ReceiptHandle": m["ReceiptHandle"]}),
-                )
-                .await;
-                return m["Body"].as_str().unwrap().as_bytes().to_vec();
-            }
-        }
-        panic!("no message arrived on {queue_url}");
-    }
-}
-
-fn form(params: &[(&str, &str)]) -> String {
-    let enc = |s: &str| {
-        s.bytes()
-            .map(|b| {
-                if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-                    (b as char).to_string()
-                } else {
-                    format!("%{b:02X}")
-                }
-            })
-            .collect::<String>()
-    };
-    params
-        .iter()
-        .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
-        .collect::<Vec<_>>()
-        .join("&")
-}
-
-/// The CloudTrail record of opening `port` on `group_id` from the console.
-fn cloudtrail(group_id: &str, port: u16, event_id: &str) -> Value {
-    json!({
-        "eventVersion": "1.10",
-        "userIdentity": {"type": "IAMUser", "principalId": "AIDAEXAMPLE", "arn": format!("arn:aws:iam::{ACCOUNT}:user/oncall"),
-                         "accountId": ACCOUNT, "userName": "oncall", "sessionContext": {"attributes": {"mfaAuthenticated": "true"}}},
-        "eventTime": Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true),
-        "eventSource": "ec2.amazonaws.com",
-        "eventName": "AuthorizeSecurityGroupIngress",
-        "awsRegion": REGION,
-        "sourceIPAddress": "198.51.100.23",
-        "userAgent": "AWS Internal",
-        "requestParameters": {"groupId": group_id, "ipPermissions": {"items": [{"ipProtocol": "tcp", "fromPort": port, "toPort": port,
-                              "groups": {}, "ipRanges": {"items": [{"cidrIp": "0.0.0.0/0"}]}, "ipv6Ranges": {}, "prefixListIds": {}}]}},
-        "responseElements": {"_return": true},
-        "requestID": "req-1",
-        "eventID": event_id,
-        "readOnly": false,
-        "eventType": "AwsApiCall",
-        "managementEvent": true,
-        "recipientAccountId": ACCOUNT,
-        "eventCategory": "Management",
-        "sessionCredentialFromConsole": "true"
-    })
-}
-
-/// The CloudTrail record of deleting `bucket` from the console.
-fn cloudtrail_delete_bucket(bucket: &str, event_id: &str) -> Value {
-    let mut r = cloudtrail("unused", 0, event_id);
-    r["eventSource"] = json!("s3.amazonaws.com");
-    r["eventName"] = json!("DeleteBucket");
-    r["requestParameters"] =
-        json!({"bucketName": bucket, "Host": format!("{bucket}.s3.amazonaws.com")});
-    r["resources"] = json!([{"type": "AWS::S3::Bucket", "ARN": format!("arn:aws:s3:::{bucket}")}]);
-    r
-}
 
 fn output(tf: &Terraform, dir: &Path, name: &str) -> String {
     let out = tf.run_ok(dir, &["output", "-raw", name]);
@@ -374,7 +57,7 @@ async fn real_terraform_against_moto_reverts_opens_a_pr_recreates_and_waits_for_
     };
     let endpoint = moto.endpoint();
     let dir = temp_dir("driftreactor-e2e").unwrap();
-    std::fs::write(dir.join("main.tf"), root(&endpoint)).unwrap();
+    std::fs::write(dir.join("main.tf"), terraform_root(&endpoint)).unwrap();
 
     // The estate as the code says (init ≈ 3 s, apply ≈ 30 s).
     let tf = Arc::new(tf);
@@ -391,12 +74,9 @@ async fn real_terraform_against_moto_reverts_opens_a_pr_recreates_and_waits_for_
     let web = output(&tf, &dir, "web_id");
     let admin = output(&tf, &dir, "admin_id");
 
-    let aws = Aws {
-        http: reqwest::Client::new(),
-        endpoint: endpoint.clone(),
-    };
+    let aws = MotoApi::new(&endpoint);
     assert_eq!(aws.ingress_ports(&web).await, [80]);
-    let queue = aws.wire_eventbridge().await;
+    let queue = aws.wire_eventbridge("driftreactor-e2e").await;
 
     // The state graph, the policy, and secrets to redact, as serve / replay build them.
     let state_path = dir.join("terraform.tfstate");

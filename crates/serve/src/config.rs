@@ -35,6 +35,11 @@ pub struct ServerConfig {
     /// How long a push request waits for its turn and its journal commit before it is
     /// answered 503 (retry), in seconds. Default 20.
     pub push_timeout_secs: u64,
+    /// The environment variable holding the bearer token that `POST
+    /// /v1/resources/{workspace}/{address}/clear` requires (`Authorization: Bearer
+    /// TOKEN`). Unset: the endpoint is as open as the rest of the API (keep the server
+    /// on a private network).
+    pub admin_token_env: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -47,6 +52,7 @@ impl Default for ServerConfig {
             state_reload_secs: 10,
             shutdown_grace_secs: 25,
             push_timeout_secs: 20,
+            admin_token_env: None,
         }
     }
 }

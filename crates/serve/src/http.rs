@@ -37,7 +37,10 @@ pub(crate) fn router(state: AppState, pushes: Vec<PushEndpoint>, body_limit: usi
         .route("/metrics", get(metrics))
         .route("/v1/events", get(events))
         .route("/v1/drift", get(drift))
-        .route("/v1/resources/{workspace}/{*address}", get(resource));
+        .route(
+            "/v1/resources/{workspace}/{*address}",
+            get(resource).post(clear),
+        );
     for p in pushes {
         r = push::route(r, p);
     }
@@ -198,6 +201,49 @@ async fn resource(
         "events": events,
     }))
     .into_response()
+}
+
+/// `POST /v1/resources/{workspace}/{address}/clear`: lifts an escalation of the
+/// address (the remediator resumes auto-revert and forgets its attempts).
+async fn clear(
+    State(s): State<AppState>,
+    Path((workspace, path)): Path<(String, String)>,
+    headers: header::HeaderMap,
+) -> Response {
+    let Some(address) = path.strip_suffix("/clear").filter(|a| !a.is_empty()) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "only POST /v1/resources/{workspace}/{address}/clear is defined",
+        );
+    };
+    if let Some(var) = &s.ctx.server.admin_token_env {
+        let expected = std::env::var(var).unwrap_or_default();
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        if expected.is_empty() || !crate::auth::secret_eq(given, &expected) {
+            return error(
+                StatusCode::UNAUTHORIZED,
+                "a valid admin bearer token is required",
+            );
+        }
+    }
+    let Some(hook) = &s.ctx.after_commit else {
+        return error(
+            StatusCode::CONFLICT,
+            "remediation is off (detect-only): no workspace has a `dir` and there is no [remediation] section",
+        );
+    };
+    match hook.clear(&workspace, address).await {
+        Ok(()) => {
+            tracing::info!(workspace = %workspace, address = %address, "Escalation cleared through the API.");
+            axum::Json(json!({ "cleared": true, "workspace": workspace, "address": address }))
+                .into_response()
+        }
+        Err(reason) => error(StatusCode::SERVICE_UNAVAILABLE, reason),
+    }
 }
 
 impl SourceStatus {

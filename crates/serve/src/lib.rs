@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 pub mod auth;
 pub mod config;
+pub mod hook;
 mod http;
 pub mod metrics;
 pub mod model;
@@ -43,6 +44,7 @@ mod worker;
 pub use config::{AzurePushConfig, GcpPushConfig, OidcConfig, ServerConfig, SourceSpec};
 pub use driftreactor_journal::{MatchRecord, ResourceKey};
 pub use driftreactor_source as source;
+pub use hook::{AfterCommit, BoxFuture, Handoff, Opaque};
 pub use model::{Input, Loaded, Model, ModelLoader, Processed, ResourceInfo, StateInfo};
 pub use push::{PushedMessage, parse_pubsub_push};
 pub use sources::{BuildFuture, SourceBuilder, SourceRegistry};
@@ -138,6 +140,7 @@ pub(crate) struct Ctx {
     sources: std::sync::Mutex<BTreeMap<String, SourceStatus>>,
     loader: Arc<dyn ModelLoader>,
     server: ServerConfig,
+    after_commit: Option<Arc<dyn AfterCommit>>,
 }
 
 /// Everything [`start`] needs.
@@ -150,6 +153,9 @@ pub struct ServeOptions {
     pub registry: SourceRegistry,
     /// Overrides `[server] listen` (e.g. `127.0.0.1:0` in tests).
     pub listen: Option<SocketAddr>,
+    /// Gets every newly journaled event after its commit and acknowledgement (the
+    /// remediator); `None`: detect-only.
+    pub after_commit: Option<Arc<dyn AfterCommit>>,
 }
 
 impl std::fmt::Debug for ServeOptions {
@@ -157,6 +163,7 @@ impl std::fmt::Debug for ServeOptions {
         f.debug_struct("ServeOptions")
             .field("registry", &self.registry)
             .field("listen", &self.listen)
+            .field("after_commit", &self.after_commit.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -261,6 +268,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         loader,
         registry,
         listen,
+        after_commit,
     } = opts;
     let server: ServerConfig = config.section("server", config.server.as_ref())?;
     let journal_cfg = journal_config(&config)?;
@@ -343,6 +351,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         sources: std::sync::Mutex::new(statuses),
         loader,
         server: server.clone(),
+        after_commit,
     });
     let token = CancellationToken::new();
     let (tx, rx) = mpsc::channel(server.queue_capacity.max(1));

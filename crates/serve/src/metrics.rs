@@ -36,6 +36,9 @@ pub mod names {
     pub const STATE_RELOADS: &str = "state_reloads";
     /// Pushes refused for authentication, by source.
     pub const PUSH_UNAUTHORIZED: &str = "push_unauthorized";
+    /// Journaled events handed to the after-commit hook (the remediator), by result
+    /// (`queued`, `dropped`: its queue was full).
+    pub const REMEDIATION_HANDOFFS: &str = "remediation_handoffs";
 }
 
 fn histogram() -> Histogram {
@@ -59,6 +62,7 @@ pub struct Metrics {
     pub(crate) journal_events: Gauge,
     pub(crate) journal_bytes: Gauge,
     pub(crate) reloads: Family<Labels, Counter>,
+    pub(crate) handoffs: Family<Labels, Counter>,
 }
 
 impl Metrics {
@@ -78,6 +82,7 @@ impl Metrics {
             journal_events: Gauge::default(),
             journal_bytes: Gauge::default(),
             reloads: Family::default(),
+            handoffs: Family::default(),
             registry: Registry::default(),
         };
         use names::*;
@@ -140,6 +145,11 @@ impl Metrics {
             STATE_RELOADS,
             "State graph reloads, by result",
             m.reloads.clone(),
+        );
+        registry.register(
+            REMEDIATION_HANDOFFS,
+            "Journaled events handed to the remediator, by result (queued, dropped)",
+            m.handoffs.clone(),
         );
         Self { registry, ..m }
     }

@@ -47,6 +47,9 @@ pub struct Processed {
     pub matches: Vec<MatchRecord>,
     /// Dependents of the matches (blast radius).
     pub dependents: Vec<ResourceKey>,
+    /// Whatever the model wants the [`crate::AfterCommit`] hook to get back with this
+    /// event (the service never looks inside).
+    pub opaque: Option<crate::Opaque>,
 }
 
 /// What the state graph knows about one managed resource (`/v1/resources/…`).

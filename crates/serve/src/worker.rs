@@ -6,6 +6,10 @@
 //! the journal in one atomic append. The [`driftreactor_source::Ack`] is answered only
 //! after the append's `COMMIT`. Appends of different messages run concurrently (up to
 //! `max_in_flight`) so the journal can group-commit them.
+//!
+//! After the acknowledgement, each newly recorded event goes to the
+//! [`crate::AfterCommit`] hook (the remediator), which only queues it: remediation never
+//! delays an acknowledgement, and nothing reaches it before its journal commit.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -17,6 +21,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 use crate::Ctx;
+use crate::hook::Handoff;
 use crate::model::{Input, Processed};
 
 /// A message with the name of the source that delivered it.
@@ -64,6 +69,13 @@ pub(crate) async fn run(mut rx: mpsc::Receiver<Envelope>, ctx: Arc<Ctx>) {
                 tracing::error!(source = %source, message_id = %message_id, "The pipeline panicked on a message; it is rejected.");
                 vec![Err("internal error: the pipeline panicked on this message".to_owned())]
             });
+        // The hook gets the events back after the commit (cloned only when there is one).
+        let processed: Option<Vec<Processed>> = ctx.after_commit.as_ref().map(|_| {
+            results
+                .iter()
+                .filter_map(|r| r.as_ref().ok().cloned())
+                .collect()
+        });
         let entries = match to_entries(results, &source, &message_id, &payload, received_at) {
             Ok(entries) => entries,
             Err(reason) => {
@@ -79,9 +91,12 @@ pub(crate) async fn run(mut rx: mpsc::Receiver<Envelope>, ctx: Arc<Ctx>) {
         };
         let ctx2 = ctx.clone();
         tasks.spawn(async move {
-            let delivery = journal(&ctx2, &source, entries).await;
+            let (delivery, written) = journal(&ctx2, &source, entries).await;
             observe_latency(&ctx2, &source, received_at);
             ack.done(delivery);
+            if let Some(items) = processed {
+                after_commit(&ctx2, &source, items, written);
+            }
             drop(permit);
         });
         while tasks.try_join_next().is_some() {}
@@ -149,7 +164,32 @@ fn to_entries(
         .collect())
 }
 
-async fn journal(ctx: &Ctx, source: &str, entries: Vec<Entry>) -> Delivery {
+/// Hands the newly recorded events (with the verdict the journal stored) to the hook.
+fn after_commit(ctx: &Ctx, source: &str, items: Vec<Processed>, written: Vec<Written>) {
+    let Some(hook) = &ctx.after_commit else {
+        return;
+    };
+    for (mut item, w) in items.into_iter().zip(written) {
+        let Written::Recorded { verdict, reason } = w else {
+            continue;
+        };
+        item.verdict = verdict;
+        item.reason = reason;
+        let result = match hook.committed(source, item) {
+            Handoff::Queued => "queued",
+            Handoff::Dropped => "dropped",
+            Handoff::Skipped => continue,
+        };
+        ctx.metrics
+            .handoffs
+            .get_or_create(&vec![("result", result.to_owned())])
+            .inc();
+    }
+}
+
+/// Appends the entries in one atomic append; the delivery answer and, per entry, what
+/// the journal did (empty when the append failed).
+async fn journal(ctx: &Ctx, source: &str, entries: Vec<Entry>) -> (Delivery, Vec<Written>) {
     let keys: Vec<(String, String)> = entries
         .iter()
         .map(|e| (e.provider.as_str().to_owned(), e.operation.clone()))
@@ -157,7 +197,7 @@ async fn journal(ctx: &Ctx, source: &str, entries: Vec<Entry>) -> Delivery {
     match ctx.journal.append(entries).await {
         Ok(written) => {
             let mut all_duplicate = true;
-            for ((provider, operation), w) in keys.into_iter().zip(written) {
+            for ((provider, operation), w) in keys.into_iter().zip(written.iter().cloned()) {
                 match w {
                     Written::Duplicate => {
                         ctx.metrics
@@ -184,11 +224,12 @@ async fn journal(ctx: &Ctx, source: &str, entries: Vec<Entry>) -> Delivery {
                     }
                 }
             }
-            if all_duplicate {
+            let delivery = if all_duplicate {
                 Delivery::Duplicate
             } else {
                 Delivery::Recorded
-            }
+            };
+            (delivery, written)
         }
         Err(e) => {
             tracing::error!(source = %source, error = %e, "Journal write failed; message released for redelivery.");
@@ -196,7 +237,7 @@ async fn journal(ctx: &Ctx, source: &str, entries: Vec<Entry>) -> Delivery {
                 .failed
                 .get_or_create(&vec![("source", source.to_owned())])
                 .inc();
-            Delivery::Failed(e.to_string())
+            (Delivery::Failed(e.to_string()), Vec::new())
         }
     }
 }

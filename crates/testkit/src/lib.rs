@@ -4,6 +4,7 @@
 //! A helper whose tool is missing fails with a message naming what to install, unless
 //! the matching `DRIFTREACTOR_SKIP_<WHAT>=1` is set (then the test skips itself).
 
+pub mod aws_e2e;
 pub mod eventgrid_ns;
 pub mod logs;
 pub mod moto;

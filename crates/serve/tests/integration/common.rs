@@ -114,6 +114,7 @@ impl TestModel {
             action: action.into(),
             matches,
             dependents: Vec::new(),
+            opaque: None,
         }
     }
 }
@@ -279,6 +280,16 @@ impl Harness {
         registry: SourceRegistry,
         dir: Option<tempfile::TempDir>,
     ) -> Self {
+        Self::start_hooked(extra, registry, dir, None).await
+    }
+
+    /// As [`Harness::start_with`], with an after-commit hook.
+    pub async fn start_hooked(
+        extra: &str,
+        registry: SourceRegistry,
+        dir: Option<tempfile::TempDir>,
+        after_commit: Option<Arc<dyn driftreactor_serve::AfterCommit>>,
+    ) -> Self {
         let dir = dir.unwrap_or_else(|| tempfile::tempdir().unwrap());
         if !dir.path().join("prod.tfstate").exists() {
             std::fs::write(dir.path().join("prod.tfstate"), state(1, false)).unwrap();
@@ -292,6 +303,7 @@ impl Harness {
             loader,
             registry,
             listen: Some("127.0.0.1:0".parse().unwrap()),
+            after_commit,
         })
         .await
         .unwrap();

@@ -40,6 +40,7 @@ fn serve_child() {
             loader,
             registry: SourceRegistry::new(),
             listen: Some("127.0.0.1:0".parse().unwrap()),
+            after_commit: None,
         })
         .await
         .unwrap();

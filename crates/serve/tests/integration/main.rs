@@ -2,6 +2,7 @@
 //! journal, push endpoints driven over HTTP, a real in-process pull adapter, and the
 //! service killed with SIGKILL mid-stream.
 
+mod after_commit;
 mod api;
 mod azure_push;
 mod common;
