@@ -1,83 +1,25 @@
 //! `AzureIdentity` over the corpus state `azurerm_aks_acr_helm` and hand-written
 //! instances.
 
-use std::path::{Path, PathBuf};
-
 use driftreactor_azure::AzureIdentity;
-use driftreactor_event::{StateIdentity, StateInstance};
-use serde::Deserialize;
+use driftreactor_event::StateIdentity;
+use driftreactor_testkit::corpus;
+use driftreactor_testkit::identity::{self, Indexed, State, raw};
 use serde_json::value::RawValue;
 
-fn corpus(rel: &str) -> PathBuf {
-    let base = std::env::var_os("DRIFTREACTOR_CORPUS").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"),
-        PathBuf::from,
-    );
-    let p = base.join(rel);
-    assert!(
-        p.is_file(),
-        "corpus file {} is missing: check out shared/ beside the repo or set DRIFTREACTOR_CORPUS",
-        p.display()
-    );
-    p
-}
-
-#[derive(Deserialize)]
-struct State {
-    resources: Vec<Resource>,
-}
-#[derive(Deserialize)]
-struct Resource {
-    mode: String,
-    #[serde(rename = "type")]
-    ty: String,
-    name: String,
-    provider: String,
-    instances: Vec<Instance>,
-}
-#[derive(Deserialize)]
-struct Instance {
-    attributes: Box<RawValue>,
-}
-
-struct Indexed {
-    identities: Vec<String>,
-    parents: Vec<String>,
-    account: Option<String>,
-}
-
 fn index(ty: &str, provider: &str, attributes: &RawValue) -> Indexed {
-    let inst = StateInstance {
-        resource_type: ty,
-        provider,
-        attributes,
-    };
-    let (mut identities, mut parents) = (Vec::new(), Vec::new());
-    AzureIdentity.identities(&inst, &mut identities);
-    AzureIdentity.parents(&inst, &mut parents);
-    Indexed {
-        identities,
-        parents,
-        account: AzureIdentity.account(&inst),
-    }
+    identity::index(&AzureIdentity, ty, provider, attributes)
 }
 
 fn by_address(state: &State, ty: &str, name: &str) -> Indexed {
-    let r = state
-        .resources
-        .iter()
-        .find(|r| r.mode == "managed" && r.ty == ty && r.name == name)
-        .unwrap_or_else(|| panic!("{ty}.{name} not in state"));
-    index(&r.ty, &r.provider, &r.instances[0].attributes)
+    state.index(&AzureIdentity, ty, name)
 }
 
 const SUB: &str = "00000000-0000-4000-8000-000000000001";
 
 #[test]
 fn aks_acr_state_identities() {
-    let text =
-        std::fs::read_to_string(corpus("tfstate/azurerm_aks_acr_helm.tfstate.json")).unwrap();
-    let state: State = serde_json::from_str(&text).unwrap();
+    let state = State::load(&corpus::file("tfstate/azurerm_aks_acr_helm.tfstate.json"));
 
     let aks = by_address(&state, "azurerm_kubernetes_cluster", "aks");
     assert_eq!(
@@ -117,10 +59,6 @@ fn aks_acr_state_identities() {
     assert!(!AzureIdentity.handles("helm_release"));
     assert!(AzureIdentity.handles("azurerm_subnet"));
     assert!(AzureIdentity.handles("azapi_resource"));
-}
-
-fn raw(json: &str) -> Box<RawValue> {
-    RawValue::from_string(json.to_owned()).unwrap()
 }
 
 #[test]

@@ -6,145 +6,27 @@
 use std::path::{Path, PathBuf};
 
 use driftreactor_azure::AzureIdentity;
-use driftreactor_decide::{Decision, Policy, PolicyConfig, decide};
+use driftreactor_decide::Policy;
 use driftreactor_router::route;
-use driftreactor_tfgraph::{Graph, GraphBuilder};
+use driftreactor_testkit::corpus;
+use driftreactor_testkit::routing::{self, Line, assert_lines, expect, policy};
+use driftreactor_tfgraph::Graph;
 use serde_json::Value;
 
-fn repo(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(rel)
-}
-
-fn corpus(rel: &str) -> PathBuf {
-    let base = std::env::var_os("DRIFTREACTOR_CORPUS").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"),
-        PathBuf::from,
-    );
-    let p = base.join(rel);
-    assert!(
-        p.is_file(),
-        "corpus file {} is missing: check out shared/ beside the repo or set DRIFTREACTOR_CORPUS",
-        p.display()
-    );
-    p
-}
-
 fn graph(workspace: &str, state: &Path) -> Graph {
-    let mut b = GraphBuilder::new(vec![Box::new(AzureIdentity)]);
-    b.add_state_file(workspace, state).expect("state loads");
-    b.build()
+    routing::graph(Box::new(AzureIdentity), &[(workspace, state.to_path_buf())])
 }
 
-fn policy(toml_text: &str) -> Policy {
-    let cfg: PolicyConfig = toml::from_str(toml_text).expect("policy parses");
-    Policy::compile(&cfg).expect("policy compiles")
-}
-
-/// One report line, reduced to what the tests compare. `matches` are the router's
-/// matches, also for ignored events (the report names the resources either way).
-#[derive(Debug, PartialEq, Eq)]
-struct Line {
-    input: String,
-    verdict: String,
-    reason: Option<String>,
-    action: String,
-    /// `address:kind` of every match.
-    matches: Vec<String>,
-}
-
-fn line(input: String, d: &Decision, matches: Vec<String>) -> Line {
-    Line {
-        input,
-        verdict: d.verdict.as_str().to_owned(),
-        reason: d.reason.map(|r| r.as_str().to_owned()),
-        action: d.action.as_str().to_owned(),
-        matches,
-    }
-}
-
-/// Splits each file as the pipeline does (a JSON array is a batch), then normalizes,
-/// routes and decides every event.
 fn replay(graph: &Graph, policy: &Policy, files: &[PathBuf]) -> Vec<Line> {
-    let mut out = Vec::new();
-    for file in files {
-        let name = file.file_name().unwrap().to_string_lossy().into_owned();
-        let bytes = std::fs::read(file).unwrap();
-        let items: Vec<(String, Vec<u8>)> = match serde_json::from_slice::<Value>(&bytes) {
-            Ok(Value::Array(items)) if items.len() == 1 => {
-                vec![(name.clone(), serde_json::to_vec(&items[0]).unwrap())]
-            }
-            Ok(Value::Array(items)) => items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (format!("{name}#{i}"), serde_json::to_vec(v).unwrap()))
-                .collect(),
-            _ => vec![(name.clone(), bytes)],
-        };
-        for (input, payload) in items {
-            match driftreactor_azure::normalize(&payload) {
-                Err(_) => out.push(Line {
-                    input,
-                    verdict: "rejected".into(),
-                    reason: None,
-                    action: "none".into(),
-                    matches: Vec::new(),
-                }),
-                Ok(ev) => {
-                    let routed = route(graph, &ev);
-                    let d = decide(policy, graph, &ev, &routed);
-                    let matches = routed
-                        .matches
-                        .iter()
-                        .map(|m| {
-                            format!("{}:{}", m.address, format!("{:?}", m.kind).to_lowercase())
-                        })
-                        .collect();
-                    out.push(line(input, &d, matches));
-                }
-            }
-        }
-    }
-    out
-}
-
-fn files_in(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file())
-        .collect();
-    v.sort();
-    v
-}
-
-fn expect(
-    input: &str,
-    verdict: &str,
-    reason: Option<&str>,
-    action: &str,
-    matches: &[&str],
-) -> Line {
-    Line {
-        input: input.into(),
-        verdict: verdict.into(),
-        reason: reason.map(Into::into),
-        action: action.into(),
-        matches: matches.iter().map(|s| (*s).to_owned()).collect(),
-    }
-}
-
-fn assert_lines(actual: &[Line], expected: &[Line]) {
-    for (a, e) in actual.iter().zip(expected) {
-        assert_eq!(a, e, "\nfor input {}", e.input);
-    }
-    assert_eq!(actual.len(), expected.len(), "{actual:#?}");
+    routing::replay(graph, policy, files, driftreactor_azure::normalize)
 }
 
 #[test]
 fn corpus_aks_acr_state() {
-    let g = graph("aks", &corpus("tfstate/azurerm_aks_acr_helm.tfstate.json"));
+    let g = graph(
+        "aks",
+        &corpus::file("tfstate/azurerm_aks_acr_helm.tfstate.json"),
+    );
     let p = policy(
         r#"
         [principals]
@@ -154,7 +36,11 @@ fn corpus_aks_acr_state() {
         action = "revert"
         "#,
     );
-    let lines = replay(&g, &p, &files_in(&repo("fixtures/azure/corpus_events")));
+    let lines = replay(
+        &g,
+        &p,
+        &corpus::files_in(&corpus::repo("fixtures/azure/corpus_events")),
+    );
     assert_lines(
         &lines,
         &[
@@ -226,8 +112,11 @@ fn corpus_aks_acr_state() {
 
 #[test]
 fn account_guard_refuses_other_subscription() {
-    let g = graph("aks", &corpus("tfstate/azurerm_aks_acr_helm.tfstate.json"));
-    let text = std::fs::read_to_string(repo(
+    let g = graph(
+        "aks",
+        &corpus::file("tfstate/azurerm_aks_acr_helm.tfstate.json"),
+    );
+    let text = std::fs::read_to_string(corpus::repo(
         "fixtures/azure/corpus_events/aks_acr_08_stop_cluster.json",
     ))
     .unwrap()
@@ -248,10 +137,14 @@ fn account_guard_refuses_other_subscription() {
 fn demo_scenario() {
     let g = graph(
         "azure-platform",
-        &repo("fixtures/azure/state/platform.tfstate"),
+        &corpus::repo("fixtures/azure/state/platform.tfstate"),
     );
-    let p = policy(&std::fs::read_to_string(repo("fixtures/azure/policy.toml")).unwrap());
-    let lines = replay(&g, &p, &files_in(&repo("fixtures/azure/events")));
+    let p = policy(&std::fs::read_to_string(corpus::repo("fixtures/azure/policy.toml")).unwrap());
+    let lines = replay(
+        &g,
+        &p,
+        &corpus::files_in(&corpus::repo("fixtures/azure/events")),
+    );
     assert_lines(
         &lines,
         &[

@@ -1,82 +1,21 @@
 //! `GcpIdentity` over the corpus google states and hand-written instances.
 
-use std::path::{Path, PathBuf};
-
-use driftreactor_event::{StateIdentity, StateInstance};
+use driftreactor_event::StateIdentity;
 use driftreactor_gcp::GcpIdentity;
-use serde::Deserialize;
+use driftreactor_testkit::corpus;
+use driftreactor_testkit::identity::{self, Indexed, State, raw};
 use serde_json::value::RawValue;
 
-fn corpus(rel: &str) -> PathBuf {
-    let base = std::env::var_os("DRIFTREACTOR_CORPUS").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"),
-        PathBuf::from,
-    );
-    let p = base.join(rel);
-    assert!(
-        p.is_file(),
-        "corpus file {} is missing: check out shared/ beside the repo or set DRIFTREACTOR_CORPUS",
-        p.display()
-    );
-    p
-}
-
-#[derive(Deserialize)]
-struct State {
-    resources: Vec<Resource>,
-}
-#[derive(Deserialize)]
-struct Resource {
-    mode: String,
-    #[serde(rename = "type")]
-    ty: String,
-    name: String,
-    provider: String,
-    instances: Vec<Instance>,
-}
-#[derive(Deserialize)]
-struct Instance {
-    attributes: Box<RawValue>,
-}
-
-struct Indexed {
-    identities: Vec<String>,
-    parents: Vec<String>,
-    account: Option<String>,
-}
-
 fn index(ty: &str, provider: &str, attributes: &RawValue) -> Indexed {
-    let inst = StateInstance {
-        resource_type: ty,
-        provider,
-        attributes,
-    };
-    let (mut identities, mut parents) = (Vec::new(), Vec::new());
-    GcpIdentity.identities(&inst, &mut identities);
-    GcpIdentity.parents(&inst, &mut parents);
-    Indexed {
-        identities,
-        parents,
-        account: GcpIdentity.account(&inst),
-    }
+    identity::index(&GcpIdentity, ty, provider, attributes)
 }
 
 fn by_address(state: &State, ty: &str, name: &str) -> Indexed {
-    let r = state
-        .resources
-        .iter()
-        .find(|r| r.mode == "managed" && r.ty == ty && r.name == name)
-        .unwrap_or_else(|| panic!("{ty}.{name} not in state"));
-    index(&r.ty, &r.provider, &r.instances[0].attributes)
+    state.index(&GcpIdentity, ty, name)
 }
 
 fn load(rel: &str) -> State {
-    let text = std::fs::read_to_string(corpus(rel)).unwrap();
-    serde_json::from_str(&text).unwrap()
-}
-
-fn raw(json: &str) -> Box<RawValue> {
-    RawValue::from_string(json.to_owned()).unwrap()
+    State::load(&corpus::file(rel))
 }
 
 #[test]

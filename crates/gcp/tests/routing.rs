@@ -6,154 +6,20 @@
 //! Like the pipeline, the harness reports only the first event of a correlation key
 //! (`gcp-op:{operation.id}`) as drift; later ones are `ignored/duplicate`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use std::collections::HashSet;
-
-use driftreactor_decide::{Decision, Policy, PolicyConfig, Reason, Verdict, decide};
+use driftreactor_decide::Policy;
 use driftreactor_gcp::GcpIdentity;
-use driftreactor_router::route;
-use driftreactor_tfgraph::{Graph, GraphBuilder};
-use serde_json::Value;
-
-fn repo(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(rel)
-}
-
-fn corpus(rel: &str) -> PathBuf {
-    let base = std::env::var_os("DRIFTREACTOR_CORPUS").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"),
-        PathBuf::from,
-    );
-    let p = base.join(rel);
-    assert!(
-        p.is_file(),
-        "corpus file {} is missing: check out shared/ beside the repo or set DRIFTREACTOR_CORPUS",
-        p.display()
-    );
-    p
-}
+use driftreactor_testkit::corpus;
+use driftreactor_testkit::routing::{self, Line, assert_lines, expect, policy};
+use driftreactor_tfgraph::Graph;
 
 fn graph(states: &[(&str, PathBuf)]) -> Graph {
-    let mut b = GraphBuilder::new(vec![Box::new(GcpIdentity)]);
-    for (workspace, state) in states {
-        b.add_state_file(workspace, state).expect("state loads");
-    }
-    b.build()
+    routing::graph(Box::new(GcpIdentity), states)
 }
 
-fn policy(toml_text: &str) -> Policy {
-    let cfg: PolicyConfig = toml::from_str(toml_text).expect("policy parses");
-    Policy::compile(&cfg).expect("policy compiles")
-}
-
-/// One report line, reduced to what the tests compare. `matches` are the router's
-/// matches, also for ignored events (the report names the resources either way).
-#[derive(Debug, PartialEq, Eq)]
-struct Line {
-    input: String,
-    verdict: String,
-    reason: Option<String>,
-    action: String,
-    /// `address:kind` of every match.
-    matches: Vec<String>,
-}
-
-fn line(input: String, d: &Decision, matches: Vec<String>) -> Line {
-    Line {
-        input,
-        verdict: d.verdict.as_str().to_owned(),
-        reason: d.reason.map(|r| r.as_str().to_owned()),
-        action: d.action.as_str().to_owned(),
-        matches,
-    }
-}
-
-/// Splits each file as the pipeline does (a JSON array is a batch), then normalizes,
-/// routes and decides every event.
 fn replay(graph: &Graph, policy: &Policy, files: &[PathBuf]) -> Vec<Line> {
-    let mut out = Vec::new();
-    let mut correlation_seen: HashSet<String> = HashSet::new();
-    for file in files {
-        let name = file.file_name().unwrap().to_string_lossy().into_owned();
-        let bytes = std::fs::read(file).unwrap();
-        let items: Vec<(String, Vec<u8>)> = match serde_json::from_slice::<Value>(&bytes) {
-            Ok(Value::Array(items)) if items.len() == 1 => {
-                vec![(name.clone(), serde_json::to_vec(&items[0]).unwrap())]
-            }
-            Ok(Value::Array(items)) => items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (format!("{name}#{i}"), serde_json::to_vec(v).unwrap()))
-                .collect(),
-            _ => vec![(name.clone(), bytes)],
-        };
-        for (input, payload) in items {
-            match driftreactor_gcp::normalize(&payload) {
-                Err(_) => out.push(Line {
-                    input,
-                    verdict: "rejected".into(),
-                    reason: None,
-                    action: "none".into(),
-                    matches: Vec::new(),
-                }),
-                Ok(ev) => {
-                    let routed = route(graph, &ev);
-                    let mut d = decide(policy, graph, &ev, &routed);
-                    if let Some(key) = &ev.correlation_key
-                        && !correlation_seen.insert(key.clone())
-                        && d.verdict == Verdict::Drift
-                    {
-                        d = Decision::ignored(Reason::Duplicate);
-                    }
-                    let matches = routed
-                        .matches
-                        .iter()
-                        .map(|m| {
-                            format!("{}:{}", m.address, format!("{:?}", m.kind).to_lowercase())
-                        })
-                        .collect();
-                    out.push(line(input, &d, matches));
-                }
-            }
-        }
-    }
-    out
-}
-
-fn files_in(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file())
-        .collect();
-    v.sort();
-    v
-}
-
-fn expect(
-    input: &str,
-    verdict: &str,
-    reason: Option<&str>,
-    action: &str,
-    matches: &[&str],
-) -> Line {
-    Line {
-        input: input.into(),
-        verdict: verdict.into(),
-        reason: reason.map(Into::into),
-        action: action.into(),
-        matches: matches.iter().map(|s| (*s).to_owned()).collect(),
-    }
-}
-
-fn assert_lines(actual: &[Line], expected: &[Line]) {
-    for (a, e) in actual.iter().zip(expected) {
-        assert_eq!(a, e, "\nfor input {}", e.input);
-    }
-    assert_eq!(actual.len(), expected.len(), "{actual:#?}");
+    routing::replay(graph, policy, files, driftreactor_gcp::normalize)
 }
 
 #[test]
@@ -161,15 +27,15 @@ fn corpus_google_states() {
     let g = graph(&[
         (
             "vm",
-            corpus("tfstate/google_single_compute_instance_small.tfstate.json"),
+            corpus::file("tfstate/google_single_compute_instance_small.tfstate.json"),
         ),
         (
             "gke",
-            corpus("tfstate/google_gke_tf012_legacy_provider_format.tfstate.json"),
+            corpus::file("tfstate/google_gke_tf012_legacy_provider_format.tfstate.json"),
         ),
         (
             "bucket",
-            corpus("tfstate/google_small_module_random.tfstate.json"),
+            corpus::file("tfstate/google_small_module_random.tfstate.json"),
         ),
     ]);
     let p = policy(
@@ -181,7 +47,11 @@ fn corpus_google_states() {
         action = "revert"
         "#,
     );
-    let lines = replay(&g, &p, &files_in(&repo("fixtures/gcp/corpus_events")));
+    let lines = replay(
+        &g,
+        &p,
+        &corpus::files_in(&corpus::repo("fixtures/gcp/corpus_events")),
+    );
     let vm = "google_compute_instance.default:primary";
     let members: Vec<String> = [
         "cluster_service_account-gcr",
@@ -309,8 +179,9 @@ fn corpus_google_states() {
 
 #[test]
 fn normalized_fields_of_corpus_events() {
-    let read =
-        |name: &str| std::fs::read(repo(&format!("fixtures/gcp/corpus_events/{name}"))).unwrap();
+    let read = |name: &str| {
+        std::fs::read(corpus::repo(&format!("fixtures/gcp/corpus_events/{name}"))).unwrap()
+    };
     let first = driftreactor_gcp::normalize(&read("single_vm_01_set_labels_first.json")).unwrap();
     let last = driftreactor_gcp::normalize(&read("single_vm_02_set_labels_last.json")).unwrap();
     assert_eq!(first.correlation_key, last.correlation_key);
@@ -346,9 +217,13 @@ fn normalized_fields_of_corpus_events() {
 
 #[test]
 fn demo_scenario() {
-    let g = graph(&[("gcp-shop", repo("fixtures/gcp/state/shop.tfstate"))]);
-    let p = policy(&std::fs::read_to_string(repo("fixtures/gcp/policy.toml")).unwrap());
-    let lines = replay(&g, &p, &files_in(&repo("fixtures/gcp/events")));
+    let g = graph(&[("gcp-shop", corpus::repo("fixtures/gcp/state/shop.tfstate"))]);
+    let p = policy(&std::fs::read_to_string(corpus::repo("fixtures/gcp/policy.toml")).unwrap());
+    let lines = replay(
+        &g,
+        &p,
+        &corpus::files_in(&corpus::repo("fixtures/gcp/events")),
+    );
     let fw = "module.vpc.google_compute_firewall.this[\"allow-https\"]:primary";
     assert_lines(
         &lines,

@@ -49,18 +49,9 @@ impl StateIdentity for IdArn {
     }
 }
 
+/// The corpus's `tfstate/` folder.
 fn corpus() -> PathBuf {
-    let dir = match std::env::var_os("DRIFTREACTOR_CORPUS") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"),
-    };
-    let states = dir.join("tfstate");
-    assert!(
-        states.is_dir(),
-        "the shared corpus is missing: {} is not a directory (set DRIFTREACTOR_CORPUS to the corpus folder)",
-        states.display()
-    );
-    states
+    driftreactor_testkit::corpus::dir("tfstate")
 }
 
 fn state(name: &str) -> PathBuf {

@@ -1,0 +1,97 @@
+//! Where tests find their inputs: the shared corpus of real public samples and the
+//! repository's own `fixtures/`.
+//!
+//! The corpus is `$DRIFTREACTOR_CORPUS` when set, else `../shared/corpus` beside the
+//! repository (see `docs/DEVELOPING.md`); tests read it in place, never copy it. A
+//! missing corpus fails the test with a message saying where it was looked for.
+
+use std::path::{Path, PathBuf};
+
+/// The repository root (two levels above this crate's manifest).
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The corpus root: `$DRIFTREACTOR_CORPUS`, else `<repo>/../shared/corpus`. Not checked
+/// for existence (see [`dir`] and [`file`]).
+pub fn root() -> PathBuf {
+    std::env::var_os("DRIFTREACTOR_CORPUS")
+        .map_or_else(|| repo_root().join("../shared/corpus"), PathBuf::from)
+}
+
+/// The corpus folder `rel` (`aws`, `azure`, `gcp`, `tfstate`).
+///
+/// # Panics
+/// When the folder does not exist, naming it and how to point at the corpus.
+pub fn dir(rel: &str) -> PathBuf {
+    let dir = root().join(rel);
+    assert!(
+        dir.is_dir(),
+        "corpus folder {} is missing: check out shared/ beside the repo or set DRIFTREACTOR_CORPUS",
+        dir.display()
+    );
+    dir
+}
+
+/// The corpus file `rel` (`tfstate/azurerm_aks_acr_helm.tfstate.json`).
+///
+/// # Panics
+/// When the file does not exist, naming it and how to point at the corpus.
+pub fn file(rel: &str) -> PathBuf {
+    let p = root().join(rel);
+    assert!(
+        p.is_file(),
+        "corpus file {} is missing: check out shared/ beside the repo or set DRIFTREACTOR_CORPUS",
+        p.display()
+    );
+    p
+}
+
+/// The path of `rel` in this repository (`fixtures/azure/events`); not checked for
+/// existence.
+pub fn repo(rel: &str) -> PathBuf {
+    repo_root().join(rel)
+}
+
+/// The `*.json` files directly in `dir`, sorted by path.
+///
+/// # Panics
+/// When `dir` cannot be read.
+pub fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = files_in(dir)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Every regular file directly in `dir`, sorted by path.
+///
+/// # Panics
+/// When `dir` cannot be read, naming it.
+pub fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| {
+            e.unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+                .path()
+        })
+        .filter(|p| p.is_file())
+        .collect();
+    v.sort();
+    v
+}
+
+/// A JSON file split the way the pipeline splits a batch: each element of a top-level
+/// array, re-serialized; anything else (an object, invalid JSON) is the one item,
+/// unchanged.
+pub fn split_array(bytes: &[u8]) -> Vec<Vec<u8>> {
+    match serde_json::from_slice::<serde_json::Value>(bytes) {
+        Ok(serde_json::Value::Array(items)) => items
+            .iter()
+            .map(|item| serde_json::to_vec(item).expect("a JSON value serializes"))
+            .collect(),
+        _ => vec![bytes.to_vec()],
+    }
+}
