@@ -389,3 +389,111 @@ fn serve_binary_journals_a_pubsub_push_of_an_audit_log_entry() {
     );
     sigterm_and_wait(child);
 }
+
+/// A stand-in for terraform that records its arguments and prints a plan updating the
+/// AKS cluster (the real tool runs in `tests/serve_remediate.rs`).
+const FAKE_TERRAFORM: &str = r#"#!/bin/sh
+echo "$*" >> "$FAKE_LOG"
+case "$1" in
+  init) exit 0 ;;
+  plan) for a in "$@"; do case "$a" in -out=*) : > "${a#-out=}" ;; esac; done; exit 2 ;;
+  show) cat "$FAKE_PLAN"; exit 0 ;;
+  apply) exit 0 ;;
+esac
+exit 1
+"#;
+
+/// With a workspace `dir`, serve remediates: an ARM write of a managed cluster whose
+/// policy is `revert` is journaled, acknowledged, then planned with `-target` and
+/// applied once, even when Event Grid delivers it twice; the escalation-clearing
+/// endpoint answers; SIGTERM still exits 0.
+#[test]
+fn serve_binary_hands_journaled_drift_to_the_remediator_once() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("infra");
+    std::fs::create_dir_all(root.join(".terraform")).unwrap();
+    std::fs::copy(
+        corpus().join("tfstate/azurerm_aks_acr_helm.tfstate.json"),
+        dir.path().join("prod.tfstate"),
+    )
+    .unwrap();
+    let tool = dir.path().join("terraform");
+    std::fs::write(&tool, FAKE_TERRAFORM).unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let plan = dir.path().join("plan.json");
+    std::fs::write(
+        &plan,
+        r#"{"format_version":"1.2","terraform_version":"1.11.4","resource_changes":[
+            {"address":"azurerm_kubernetes_cluster.aks","mode":"managed","type":"azurerm_kubernetes_cluster","name":"aks",
+             "change":{"actions":["update"],"before":{},"after":{}}}]}"#,
+    )
+    .unwrap();
+    let log = dir.path().join("calls.log");
+    let config = dir.path().join("driftreactor.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[workspaces]]\nname = \"prod\"\nstate = \"prod.tfstate\"\ndir = {root:?}\ntool_path = {tool:?}\n\
+             env = {{ FAKE_LOG = {log:?}, FAKE_PLAN = {plan:?} }}\n\n\
+             [[policy]]\ntype = \"azurerm_kubernetes_cluster\"\naction = \"revert\"\n\n\
+             [remediation]\nsettle_secs = 0\nrecheck_secs = 0\n\n\
+             [journal]\npath = \"journal.sqlite\"\n\n\
+             [[sources]]\ntype = \"azure_event_grid_push\"\nsecret_env = \"DRIFTREACTOR_KILL9_SECRET\"\n",
+            root = root.display().to_string(),
+            tool = tool.display().to_string(),
+            log = log.display().to_string(),
+            plan = plan.display().to_string(),
+        ),
+    )
+    .unwrap();
+    let (child, addr) = spawn(&config);
+    let push = format!("/push/azure?code={SECRET}");
+    let batch = aks_write("remediate-once");
+    for _ in 0..2 {
+        let (status, body) = http(&addr, "POST", &push, &batch).unwrap();
+        assert_eq!(status, 200, "{body}");
+    }
+    let calls = || std::fs::read_to_string(&log).unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !calls().lines().any(|l| l.starts_with("apply")) {
+        assert!(
+            Instant::now() < deadline,
+            "no apply within 30 s; calls:\n{}",
+            calls()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Give a wrongly resubmitted duplicate the time to show up.
+    std::thread::sleep(Duration::from_millis(500));
+    let calls = calls();
+    let plans: Vec<&str> = calls.lines().filter(|l| l.starts_with("plan")).collect();
+    assert_eq!(plans.len(), 1, "{calls}");
+    assert!(
+        plans[0].contains("-target=azurerm_kubernetes_cluster.aks"),
+        "{calls}"
+    );
+    assert_eq!(
+        calls.lines().filter(|l| l.starts_with("apply")).count(),
+        1,
+        "{calls}"
+    );
+    let (_, metrics) = http(&addr, "GET", "/metrics", b"").unwrap();
+    assert!(
+        metrics.contains("driftreactor_remediation_handoffs_total{result=\"queued\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("driftreactor_events_duplicate_total{provider=\"azure\"} 1"),
+        "{metrics}"
+    );
+    let (status, body) = http(
+        &addr,
+        "POST",
+        "/v1/resources/prod/azurerm_kubernetes_cluster.aks/clear",
+        b"",
+    )
+    .unwrap();
+    assert_eq!(status, 200, "{body}");
+    sigterm_and_wait(child);
+}
