@@ -420,3 +420,59 @@ impl Model for PipelineModel {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    /// A state reload adds the new state's sensitive values to the remediator's
+    /// redactor, which every clone (PR client, Slack) shares.
+    #[test]
+    fn a_state_reload_adds_its_secrets_to_the_shared_redactor() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("prod.tfstate");
+        std::fs::write(
+            &state,
+            r#"{"version": 4, "terraform_version": "1.11.4", "serial": 1, "lineage": "r", "outputs": {}, "resources": []}"#,
+        )
+        .unwrap();
+        let config = Config::parse(
+            &format!(
+                "[[workspaces]]\nname = \"prod\"\nstate = {:?}\n",
+                state.display().to_string()
+            ),
+            &dir.path().join("driftreactor.toml"),
+        )
+        .unwrap();
+        let redactor = Redactor::default();
+        let held_by_github = redactor.clone();
+        let loader = PipelineLoader {
+            workspaces: config.workspaces.clone(),
+            policy: config.policy_config(),
+            redactor: Some(redactor),
+        };
+        loader.load().unwrap();
+        assert!(held_by_github.is_empty());
+
+        // `terraform apply` writes a state with sensitive values.
+        let corpus = std::env::var_os("DRIFTREACTOR_CORPUS").map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"),
+            Into::into,
+        );
+        let aks = std::fs::read(corpus.join("tfstate/azurerm_aks_acr_helm.tfstate.json")).unwrap();
+        std::fs::write(&state, &aks).unwrap();
+        let secrets = driftreactor_tfgraph::sensitive_values("aks", &aks).unwrap();
+        assert!(!secrets.is_empty());
+        loader.load().unwrap();
+        for s in &secrets {
+            // (The samples' own placeholders may spell `redacted`: compare, not search.)
+            assert_ne!(
+                held_by_github.text(s),
+                s.as_str(),
+                "not redacted after the reload"
+            );
+        }
+    }
+}
