@@ -1,6 +1,7 @@
 //! Event Grid schema and CloudEvents 1.0 events → [`DriftEvent`].
 
 use chrono::{DateTime, Utc};
+use driftreactor_event::json::{describe, parse};
 use driftreactor_event::{
     Change, DriftEvent, NormalizeError, NotAChange, Outcome, Principal, Provider, ResourceRef, Via,
 };
@@ -64,26 +65,6 @@ impl Schema {
             Schema::EventGrid => "topic",
             Schema::CloudEvents => "source",
         }
-    }
-}
-
-/// Parses `payload` as one JSON value (a leading UTF-8 byte-order mark is skipped).
-pub(crate) fn parse(payload: &[u8]) -> Result<Value, NormalizeError> {
-    let payload = payload.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(payload);
-    if payload.iter().all(u8::is_ascii_whitespace) {
-        return Err(NormalizeError::Empty);
-    }
-    serde_json::from_slice(payload).map_err(|e| NormalizeError::json(&e))
-}
-
-fn describe(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -5,22 +5,19 @@
 //! reason logged, failed ones released and redelivered; events published by
 //! Microsoft's SDK reach the source.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use driftreactor_azure::namespace::{
     Credential, NamespaceClient, NamespaceSource, NamespaceSourceConfig,
 };
-use driftreactor_source::{
-    Delivery, PayloadFormat, ShutdownSignal, Source, SourceError, SourceMessage,
-};
+use driftreactor_source::{Delivery, PayloadFormat, ShutdownSignal, Source, SourceMessage};
 use driftreactor_testkit::eventgrid_ns::{
-    FakeNamespace, FakeNamespaceOptions, microsoft_sdk_python,
+    FakeNamespace, FakeNamespaceOptions, microsoft_sdk_python, run_python,
 };
+use driftreactor_testkit::pipeline::{SourceTask, eventually};
 use driftreactor_testkit::{logs, pipeline};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
 const SUB: &str = "reactor";
 
@@ -60,37 +57,14 @@ fn start(
     fake: &FakeNamespace,
     key: &str,
     lock_secs: u64,
-) -> (
-    ShutdownSignal,
-    JoinHandle<Result<(), SourceError>>,
-    mpsc::Receiver<SourceMessage>,
-) {
+) -> (ShutdownSignal, SourceTask, mpsc::Receiver<SourceMessage>) {
     let _ = logs::capture();
     let source = NamespaceSource::new(client(fake, key), 2, 10, 1, Duration::from_secs(lock_secs));
-    let (tx, rx) = mpsc::channel(16);
-    let shutdown = ShutdownSignal::new();
-    let task = tokio::spawn(Box::new(source).run(tx, shutdown.clone()));
-    (shutdown, task, rx)
+    pipeline::run_source(source)
 }
 
-async fn stop(shutdown: ShutdownSignal, task: JoinHandle<Result<(), SourceError>>) {
-    shutdown.cancel();
-    tokio::time::timeout(Duration::from_secs(40), task)
-        .await
-        .expect("stops after shutdown")
-        .unwrap()
-        .unwrap();
-}
-
-async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if check() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    check()
+async fn stop(shutdown: ShutdownSignal, task: SourceTask) {
+    pipeline::stop_source(shutdown, task, Duration::from_secs(40)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -289,21 +263,7 @@ async fn events_published_by_microsofts_sdk_reach_the_source() {
         fake.options().key.clone(),
         fake.options().topic.clone(),
     ];
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(python)
-            .arg("-c")
-            .arg(PUBLISH)
-            .args(args)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    run_python(python, PUBLISH, Vec::from(args)).await;
     let (shutdown, task, rx) = start(&fake, "fake-key", 30);
     let answers = pipeline::spawn(rx, 0);
     assert!(

@@ -8,7 +8,8 @@
 //! This crate also defines [`StateIdentity`], the plug-in each provider crate
 //! implements so the state graph can index Terraform resource instances under the
 //! same canonical identifiers the normalizers emit, and [`lenient`], the forgiving
-//! serde helpers those implementations read state attributes with.
+//! serde helpers those implementations read state attributes with. [`json`] holds the
+//! payload parsing the tree-reading normalizers share.
 //!
 //! No I/O and no cloud SDK lives here.
 
@@ -20,6 +21,7 @@ use serde_json::value::RawValue;
 
 mod error;
 mod identity;
+pub mod json;
 pub mod lenient;
 
 pub use error::{NormalizeError, Result};

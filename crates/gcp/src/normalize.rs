@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use chrono::{DateTime, NaiveDateTime, Utc};
+use driftreactor_event::json::{describe, parse};
 use driftreactor_event::{
     Change, DriftEvent, NormalizeError, NotAChange, Outcome, Principal, Provider, ResourceRef, Via,
 };
@@ -17,26 +18,6 @@ const LOG_ENTRY: &str = "LogEntry";
 const PUSH: &str = "Pub/Sub push envelope";
 const ASSET: &str = "Cloud Asset feed TemporalAsset";
 const CLOUDEVENT: &str = "CloudEvents event";
-
-/// Parses `payload` as one JSON value (a leading UTF-8 byte-order mark is skipped).
-fn parse(payload: &[u8]) -> Result<Value, NormalizeError> {
-    let payload = payload.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(payload);
-    if payload.iter().all(u8::is_ascii_whitespace) {
-        return Err(NormalizeError::Empty);
-    }
-    serde_json::from_slice(payload).map_err(|e| NormalizeError::json(&e))
-}
-
-fn describe(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
 
 fn str_of<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
     obj.get(key)

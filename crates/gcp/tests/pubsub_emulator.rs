@@ -10,13 +10,10 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use driftreactor_gcp::pubsub::PubsubSourceConfig;
-use driftreactor_source::{
-    Delivery, PayloadFormat, ShutdownSignal, Source, SourceError, SourceMessage,
-};
-use driftreactor_testkit::pipeline;
+use driftreactor_source::{Delivery, PayloadFormat, ShutdownSignal, SourceMessage};
+use driftreactor_testkit::pipeline::{self, SourceTask, eventually};
 use driftreactor_testkit::pubsub::PubsubEmulator;
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
 const PROJECT: &str = "drift-test";
 
@@ -64,42 +61,18 @@ async fn setup(emulator: &PubsubEmulator, name: &str, dead_letter: bool) {
 async fn start(
     emulator: &PubsubEmulator,
     subscription: &str,
-) -> (
-    ShutdownSignal,
-    JoinHandle<Result<(), SourceError>>,
-    mpsc::Receiver<SourceMessage>,
-) {
+) -> (ShutdownSignal, SourceTask, mpsc::Receiver<SourceMessage>) {
     let config = PubsubSourceConfig {
         project: Some(PROJECT.into()),
         endpoint: Some(emulator.endpoint()),
         anonymous: true,
         ..PubsubSourceConfig::new(subscription)
     };
-    let source = config.build().await.unwrap();
-    let (tx, rx) = mpsc::channel(16);
-    let shutdown = ShutdownSignal::new();
-    let task = tokio::spawn(Box::new(source).run(tx, shutdown.clone()));
-    (shutdown, task, rx)
+    pipeline::run_source(config.build().await.unwrap())
 }
 
-async fn stop(shutdown: ShutdownSignal, task: JoinHandle<Result<(), SourceError>>) {
-    shutdown.cancel();
-    tokio::time::timeout(Duration::from_secs(45), task)
-        .await
-        .expect("the source stops after shutdown")
-        .unwrap()
-        .unwrap();
-}
-
-async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if check() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    check()
+async fn stop(shutdown: ShutdownSignal, task: SourceTask) {
+    pipeline::stop_source(shutdown, task, Duration::from_secs(45)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use backon::{ExponentialBuilder, Retryable};
+use backon::Retryable;
 use base64::Engine as _;
 use reqwest::{Method, StatusCode};
 use serde::Deserialize;
@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 
 use crate::redact::Redactor;
 use crate::report::{self, DriftKind, DriftReport, Fingerprint};
+use crate::retry::backoff;
 
 /// `[github]` in the config file.
 ///
@@ -498,13 +499,7 @@ impl GitHub {
             Ok((status, v))
         };
         let result = attempt
-            .retry(
-                ExponentialBuilder::default()
-                    .with_min_delay(Duration::from_millis(200))
-                    .with_max_delay(Duration::from_secs(10))
-                    .with_jitter()
-                    .with_max_times(self.retries),
-            )
+            .retry(backoff(self.retries))
             .notify(|(status, _): &(Option<StatusCode>, String), after| {
                 tracing::warn!(
                     method = %method,

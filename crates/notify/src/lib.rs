@@ -26,6 +26,7 @@ mod github;
 mod import;
 mod redact;
 mod report;
+mod retry;
 mod slack;
 
 pub use github::{GitHub, GitHubConfig, GitHubError, PullRequest};

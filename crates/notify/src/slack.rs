@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use backon::{ExponentialBuilder, Retryable};
+use backon::Retryable;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::redact::Redactor;
+use crate::retry::backoff;
 
 /// Transitions queued for Slack before new ones are dropped (with a warning). A burst
 /// of a thousand drifts is already more than anyone reads; remediation must not wait.
@@ -296,13 +297,7 @@ impl Task {
             }
         };
         let result = attempt
-            .retry(
-                ExponentialBuilder::default()
-                    .with_min_delay(Duration::from_millis(200))
-                    .with_max_delay(Duration::from_secs(10))
-                    .with_jitter()
-                    .with_max_times(self.retries),
-            )
+            .retry(backoff(self.retries))
             .notify(|e: &String, after| {
                 tracing::warn!(error = %e, retry_in_ms = after.as_millis() as u64, "Slack post failed; retrying.");
             })

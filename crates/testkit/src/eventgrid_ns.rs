@@ -171,22 +171,10 @@ impl FakeNamespace {
     /// Event ids dead-lettered on `subscription`, with the reason (`rejected` or
     /// `max delivery count exceeded`).
     pub fn dead_lettered(&self, subscription: &str) -> Vec<(String, String)> {
-        let mut inner = lock(&self.shared);
-        expire_locks(&mut inner, &self.shared.options);
-        inner
-            .queues
-            .get(subscription)
-            .map(|q| {
-                q.iter()
-                    .filter_map(|s| match &s.phase {
-                        Phase::DeadLettered { reason } => {
-                            Some((event_id(&s.event), reason.clone()))
-                        }
-                        _ => None,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
+        self.select(subscription, |s| match &s.phase {
+            Phase::DeadLettered { reason } => Some((event_id(&s.event), reason.clone())),
+            _ => None,
+        })
     }
 
     /// Event ids not yet acknowledged nor dead-lettered (available or locked).
@@ -197,17 +185,18 @@ impl FakeNamespace {
     }
 
     fn ids_where(&self, subscription: &str, pred: impl Fn(&Phase) -> bool) -> Vec<String> {
+        self.select(subscription, |s| pred(&s.phase).then(|| event_id(&s.event)))
+    }
+
+    /// `pick` over the events of `subscription` (after expiring lapsed locks), in
+    /// queue order.
+    fn select<T>(&self, subscription: &str, pick: impl Fn(&Stored) -> Option<T>) -> Vec<T> {
         let mut inner = lock(&self.shared);
         expire_locks(&mut inner, &self.shared.options);
         inner
             .queues
             .get(subscription)
-            .map(|q| {
-                q.iter()
-                    .filter(|s| pred(&s.phase))
-                    .map(|s| event_id(&s.event))
-                    .collect()
-            })
+            .map(|q| q.iter().filter_map(pick).collect())
             .unwrap_or_default()
     }
 }
@@ -593,4 +582,30 @@ pub fn microsoft_sdk_python() -> Option<String> {
          Install it with `pip install azure-eventgrid` (in a venv; point \
          DRIFTREACTOR_AZURE_PYTHON at its python), or set {SKIP_AZURE_SDK_VAR}=1 to skip"
     );
+}
+
+/// Runs the Python `script` (`python -c script args…`) on a blocking thread, for
+/// scripts that drive Microsoft's SDK against a [`FakeNamespace`]; returns its
+/// standard output.
+///
+/// # Panics
+/// When the interpreter cannot be started or the script fails; the message holds the
+/// script's standard error.
+pub async fn run_python(python: String, script: &'static str, args: Vec<String>) -> Vec<u8> {
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(&python)
+            .arg("-c")
+            .arg(script)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot start {python}: {e}"))
+    })
+    .await
+    .expect("the python task does not panic");
+    assert!(
+        output.status.success(),
+        "python failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output.stdout
 }

@@ -6,14 +6,20 @@
 //! `Rejected` when the payload is not JSON or has no event id (poison); `Duplicate` when its event id was
 //! recorded before; else `Recorded`. The event id is CloudTrail's `detail.eventID` /
 //! `eventID`, a LogEntry's `insertId`, or a CloudEvent / Event Grid `id`.
+//!
+//! [`run_source`], [`stop_source`] and [`eventually`] run the source adapter under test
+//! against it.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use driftreactor_source::{Delivery, PayloadFormat, SourceMessage};
+use driftreactor_source::{
+    Delivery, PayloadFormat, ShutdownSignal, Source, SourceError, SourceMessage,
+};
 use serde_json::Value;
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 /// One answer the stand-in gave.
 #[derive(Debug, Clone)]
@@ -89,4 +95,44 @@ pub fn spawn(mut rx: mpsc::Receiver<SourceMessage>, fail_first: usize) -> Answer
 /// A copy of the answers so far.
 pub fn snapshot(answers: &Answers) -> Vec<Answer> {
     answers.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+/// A source adapter running on its own task: what [`Source::run`] returns.
+pub type SourceTask = JoinHandle<Result<(), SourceError>>;
+
+/// Spawns `source` on the current runtime, sending on a channel of 16 messages (hand
+/// the receiver to [`spawn`]). Returns its shutdown signal, its task and the receiver.
+pub fn run_source(
+    source: impl Source + 'static,
+) -> (ShutdownSignal, SourceTask, mpsc::Receiver<SourceMessage>) {
+    let (tx, rx) = mpsc::channel(16);
+    let shutdown = ShutdownSignal::new();
+    let task = tokio::spawn(Box::new(source).run(tx, shutdown.clone()));
+    (shutdown, task, rx)
+}
+
+/// Signals `shutdown` and waits for `task`.
+///
+/// # Panics
+/// When the source does not stop within `within`, panics, or stops with an error.
+pub async fn stop_source(shutdown: ShutdownSignal, task: SourceTask, within: Duration) {
+    shutdown.cancel();
+    tokio::time::timeout(within, task)
+        .await
+        .expect("the source stops after shutdown")
+        .expect("the source task does not panic")
+        .expect("the source stops without an error");
+}
+
+/// Polls `check` every 100 ms until it is true or `within` passes; returns its last
+/// answer.
+pub async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    check()
 }

@@ -7,11 +7,10 @@
 //! by `DRIFTREACTOR_AZURE_PYTHON`, else `python3`. Skipped only with
 //! `DRIFTREACTOR_SKIP_AZURE_SDK=1`.
 
-use std::process::Command;
 use std::time::Duration;
 
 use driftreactor_testkit::eventgrid_ns::{
-    FakeNamespace, FakeNamespaceOptions, microsoft_sdk_python,
+    FakeNamespace, FakeNamespaceOptions, microsoft_sdk_python, run_python,
 };
 
 const SCRIPT: &str = r#"
@@ -75,22 +74,8 @@ async fn microsofts_python_sdk_talks_to_the_fake_namespace() {
         opts.topic.clone(),
         opts.subscriptions[0].clone(),
     ];
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(python)
-            .arg("-c")
-            .arg(SCRIPT)
-            .args(args)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    assert!(
-        output.status.success(),
-        "python failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let out: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let stdout = run_python(python, SCRIPT, Vec::from(args)).await;
+    let out: serde_json::Value = serde_json::from_slice(&stdout).unwrap();
     let received = out["received"].as_array().unwrap();
     assert_eq!(received.len(), 3, "{out}");
     assert_eq!(received[0]["id"], "ev-1");
