@@ -812,55 +812,37 @@ impl NamespaceSource {
         Ok(())
     }
 
+    /// Waits for every event's [`Delivery`], renewing the locks of the unanswered ones
+    /// every half lock duration; after shutdown, waits at most [`SHUTDOWN_GRACE`]
+    /// (unanswered ones give `None`).
     async fn await_deliveries(
         &self,
         in_flight: &[InFlight],
         waits: Vec<AckWait>,
         shutdown: &ShutdownSignal,
     ) -> Vec<Option<Delivery>> {
-        let mut results: Vec<Option<Delivery>> = vec![None; in_flight.len()];
-        let mut pending = tokio::task::JoinSet::new();
-        for (index, wait) in waits.into_iter().enumerate() {
-            pending.spawn(async move { (index, wait.wait().await) });
-        }
         let renew_every = (self.lock_duration / 2).max(Duration::from_secs(1));
-        let mut ticker =
-            tokio::time::interval_at(tokio::time::Instant::now() + renew_every, renew_every);
-        // Armed (reset to now + SHUTDOWN_GRACE) only once shutdown fires.
-        let grace = tokio::time::sleep(Duration::from_secs(365 * 24 * 3600));
-        tokio::pin!(grace);
-        let mut grace_armed = false;
-        loop {
-            if !grace_armed && shutdown.is_cancelled() {
-                grace
-                    .as_mut()
-                    .reset(tokio::time::Instant::now() + SHUTDOWN_GRACE);
-                grace_armed = true;
-            }
-            tokio::select! {
-                joined = pending.join_next() => match joined {
-                    Some(Ok((index, delivery))) => results[index] = Some(delivery),
-                    Some(Err(_)) => {}
-                    None => break,
-                },
-                _ = ticker.tick() => {
-                    let still: Vec<String> = in_flight
-                        .iter()
-                        .zip(&results)
-                        .filter(|(_, r)| r.is_none())
-                        .map(|(item, _)| item.lock_token.clone())
-                        .collect();
-                    debug!(count = still.len(), "Renewing the locks of Event Grid events still in the pipeline.");
-                    self.settle("renewLock", &still).await;
+        driftreactor_source::await_deliveries(
+            waits,
+            renew_every,
+            SHUTDOWN_GRACE,
+            shutdown,
+            |still| {
+                let tokens: Vec<String> = still
+                    .into_iter()
+                    .filter_map(|i| in_flight.get(i))
+                    .map(|item| item.lock_token.clone())
+                    .collect();
+                async move {
+                    debug!(
+                        count = tokens.len(),
+                        "Renewing the locks of Event Grid events still in the pipeline."
+                    );
+                    self.settle("renewLock", &tokens).await;
                 }
-                () = shutdown.cancelled(), if !grace_armed => {}
-                () = &mut grace, if grace_armed => {
-                    pending.abort_all();
-                    break;
-                }
-            }
-        }
-        results
+            },
+        )
+        .await
     }
 
     /// Runs one lock-token operation and logs every token it failed for.

@@ -15,6 +15,9 @@
 //! If the pipeline drops the [`Ack`] without answering (crash, shutdown), the adapter
 //! treats it as [`Delivery::Failed`]. A message is never deleted before its event is
 //! recorded, so a crash loses nothing: the bus redelivers and the journal dedupes.
+//!
+//! [`await_deliveries`] waits for a batch's answers while the adapter keeps the
+//! messages' bus leases alive, and bounds the wait after shutdown.
 
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -22,6 +25,9 @@ use std::time::SystemTime;
 use driftreactor_event::Provider;
 use tokio::sync::{mpsc, oneshot};
 pub use tokio_util::sync::CancellationToken as ShutdownSignal;
+pub use wait::await_deliveries;
+
+mod wait;
 
 /// How the pipeline handled a message; decides what the adapter does on its bus.
 #[derive(Debug, Clone, PartialEq, Eq)]
