@@ -26,7 +26,7 @@ use driftreactor_decide::{Action, Decision, Policy, PolicyConfig};
 use driftreactor_event::DriftEvent;
 use driftreactor_notify::Redactor;
 use driftreactor_pipeline::{Pipeline, ReportLine, normalize_message};
-use driftreactor_remediate::{Remediator, state_secrets};
+use driftreactor_remediate::{Remediator, SqliteStore, state_secrets};
 use driftreactor_router::Dependent;
 use driftreactor_serve::source::Source;
 use driftreactor_serve::{
@@ -70,8 +70,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     runtime.block_on(async move {
         let remediation = if remediation_enabled(&config) {
             let secrets = state_secrets(&config)?;
-            let remediator = Remediator::from_config(&config, secrets, false)
-                .context("cannot set up remediation")?;
+            // The remediation memory (attempts, escalations, our applies, open PRs)
+            // lives next to the journal, so it survives a restart.
+            let journal = driftreactor_serve::journal_config(&config)?;
+            let store = SqliteStore::open(&journal.path).context("cannot set up remediation")?;
+            let remediator = Remediator::builder_from_config(&config, secrets, false)
+                .context("cannot set up remediation")?
+                .store(Arc::new(store))
+                .spawn();
             Some(Forwarder::spawn(remediator))
         } else {
             tracing::info!(

@@ -30,6 +30,7 @@ mod item;
 mod reconcile;
 mod runner;
 mod setup;
+mod sqlite_store;
 mod store;
 mod tf;
 
@@ -39,5 +40,6 @@ pub use item::{MAX_EVIDENCE, Mode, Submission, WorkItem, WorkKey, is_own_echo, s
 pub use reconcile::{Action, Batch, Context, Error, error_policy, escalate, reconcile};
 pub use runner::{Remediator, RemediatorBuilder, SubmitError, Submitted};
 pub use setup::{SetupError, state_secrets};
+pub use sqlite_store::{SqliteStore, StoreError};
 pub use store::{ApplyRecord, MemoryStore, StateStore};
 pub use tf::{PlanExit, TfError, TfRunner};

@@ -7,7 +7,7 @@ use driftreactor_config::Config;
 use driftreactor_notify::{GitHub, GitHubConfig, GitHubError, Redactor, Slack, SlackConfig};
 
 use crate::config::{RemediationConfig, Workspace};
-use crate::runner::Remediator;
+use crate::runner::{Remediator, RemediatorBuilder};
 
 /// Why the remediator could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +72,21 @@ impl Remediator {
         secrets: Vec<String>,
         replay: bool,
     ) -> Result<Self, SetupError> {
+        Ok(Self::builder_from_config(cfg, secrets, replay)?.spawn())
+    }
+
+    /// As [`Remediator::from_config`], but returns the builder so the caller can set
+    /// more (e.g. [`RemediatorBuilder::store`] with a [`crate::SqliteStore`], as
+    /// `serve` does) before [`RemediatorBuilder::spawn`]. Must be called inside a tokio
+    /// runtime (the Slack client starts its task here).
+    ///
+    /// # Errors
+    /// [`SetupError`] naming the section and what is wrong.
+    pub fn builder_from_config(
+        cfg: &Config,
+        secrets: Vec<String>,
+        replay: bool,
+    ) -> Result<RemediatorBuilder, SetupError> {
         let rcfg = RemediationConfig::from_config(cfg, replay)?;
         let gcfg: GitHubConfig = cfg.section("github", cfg.github.as_ref())?;
         let scfg: SlackConfig = cfg.section("slack", cfg.slack.as_ref())?;
@@ -104,8 +119,7 @@ impl Remediator {
             .workspaces(workspaces)
             .github(github)
             .slack(slack)
-            .redactor(redactor)
-            .spawn())
+            .redactor(redactor))
     }
 }
 

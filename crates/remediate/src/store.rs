@@ -4,8 +4,9 @@
 //!
 //! [`StateStore`] is synchronous on purpose: implementations answer from memory or a
 //! local database quickly and callers never hold anything across an `.await`.
-//! [`MemoryStore`] is enough for `replay`; NOTE: `serve` should back this with the
-//! journal (SQLite / PostgreSQL) so caps and escalations survive a restart.
+//! [`MemoryStore`] is enough for `replay`; `serve` uses [`crate::SqliteStore`] on the
+//! journal's database file so caps, escalations, revert history, our own applies and
+//! open PRs survive a restart.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;

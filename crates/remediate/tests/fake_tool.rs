@@ -3,6 +3,7 @@
 //! GitHub and a fake Slack webhook (127.0.0.1, random ports).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -12,7 +13,9 @@ use driftreactor_notify::fake::{FakeGitHub, FakeSlack};
 use driftreactor_notify::{
     GitHub, GitHubConfig, Redactor, Slack, SlackConfig, Transition, TransitionKind,
 };
-use driftreactor_remediate::{RemediationConfig, Remediator, Workspace};
+use driftreactor_remediate::{
+    RemediationConfig, Remediator, SqliteStore, StateStore, WorkKey, Workspace,
+};
 use driftreactor_router::{Dependent, MatchKind};
 use driftreactor_tfgraph::NodeId;
 use serde_json::value::RawValue;
@@ -764,4 +767,82 @@ async fn an_open_pr_is_rechecked_and_closed_once_the_drift_is_gone() {
         ["new_drift", "pr_opened", "resolved"]
     );
     assert_eq!(tf.applies(), 0);
+}
+
+/// An escalation survives a restart with the SQLite store: a new remediator on the same
+/// database keeps auto-revert of the address paused (a new drift runs no plan), and
+/// `clear` lifts it.
+#[tokio::test]
+async fn an_escalation_survives_a_restart_with_the_sqlite_store_until_cleared() {
+    let db = tempfile::tempdir().unwrap();
+    let path = db.path().join("driftreactor-journal.sqlite");
+    let tf = FakeTf::new("fail", "sg_update.json");
+    let d = decision("prod", "aws_security_group.web", Decided::Revert);
+    let store = || Arc::new(SqliteStore::open(&path).unwrap()) as Arc<dyn StateStore>;
+
+    let r = Remediator::builder(cfg())
+        .workspaces([tf.workspace("prod")])
+        .store(store())
+        .spawn();
+    let mut rx = r.subscribe();
+    r.submit(
+        &event("e1", "AuthorizeSecurityGroupIngress", Change::Update),
+        &d,
+        &[],
+    )
+    .await
+    .unwrap();
+    r.run_until_idle().await;
+    assert_eq!(tf.plans().len(), 5, "default cap is 5 per hour");
+    assert!(kinds(&drain(&mut rx)).contains(&"escalated"));
+    r.shutdown().await;
+
+    // The process restarts: a new remediator on the same database.
+    tf.set_queue("2");
+    let r = Remediator::builder(cfg())
+        .workspaces([tf.workspace("prod")])
+        .store(store())
+        .spawn();
+    assert!(
+        r.store()
+            .paused(&WorkKey::new("prod", "aws_security_group.web"))
+            .is_some()
+    );
+    let mut rx = r.subscribe();
+    r.submit(
+        &event("e2", "AuthorizeSecurityGroupIngress", Change::Update),
+        &d,
+        &[],
+    )
+    .await
+    .unwrap();
+    r.run_until_idle().await;
+    assert_eq!(
+        tf.plans().len(),
+        5,
+        "still paused after the restart: no plan"
+    );
+    assert_eq!(tf.applies(), 0);
+    assert!(!kinds(&drain(&mut rx)).contains(&"reverted"));
+
+    // A human clears it: the next drift is planned and reverted.
+    r.clear("prod", "aws_security_group.web").await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    r.submit(
+        &event("e3", "AuthorizeSecurityGroupIngress", Change::Update),
+        &d,
+        &[],
+    )
+    .await
+    .unwrap();
+    r.run_until_idle().await;
+    assert_eq!(tf.plans().len(), 6);
+    assert_eq!(tf.applies(), 1);
+    assert!(kinds(&drain(&mut rx)).contains(&"reverted"));
+    assert!(
+        r.store()
+            .paused(&WorkKey::new("prod", "aws_security_group.web"))
+            .is_none()
+    );
+    r.shutdown().await;
 }
