@@ -70,6 +70,14 @@ impl Canon {
         self.parents.extend(parent.parents.iter().cloned());
         self
     }
+
+    /// [`Canon::with_parent`] taking the parent's strings instead of copying them.
+    pub(crate) fn with_parent_owned(mut self, parent: Canon) -> Self {
+        self.parents.extend(parent.arn);
+        self.parents.extend(parent.plain);
+        self.parents.extend(parent.parents);
+        self
+    }
 }
 
 /// The six fields of an ARN, borrowed.
@@ -99,10 +107,31 @@ pub(crate) fn parse_arn(s: &str) -> Option<Arn<'_>> {
     if a.partition.is_empty() || a.service.is_empty() || a.resource.is_empty() {
         return None;
     }
-    if s.bytes().any(|b| b.is_ascii_whitespace()) {
+    // A fold without early exit: vectorized, faster than `any` on ARN-sized strings.
+    if s.bytes().fold(false, |ws, b| ws | b.is_ascii_whitespace()) {
         return None;
     }
     Some(a)
+}
+
+/// `arn:{p}:{service}:{region}:{account}:` followed by the `resource` parts, in one
+/// allocation.
+fn arn_of(p: &str, service: &str, region: &str, account: &str, resource: &[&str]) -> String {
+    let mut s = String::with_capacity(
+        9 + p.len()
+            + service.len()
+            + region.len()
+            + account.len()
+            + resource.iter().map(|r| r.len()).sum::<usize>(),
+    );
+    for part in ["arn", p, service, region, account] {
+        s.push_str(part);
+        s.push(':');
+    }
+    for r in resource {
+        s.push_str(r);
+    }
+    s
 }
 
 fn arn(p: &str, service: &str, region: &str, account: &str, resource: &str) -> String {
@@ -155,7 +184,7 @@ pub(crate) fn from_arn(s: &str) -> Option<Canon> {
             None => Canon::new(Some(s.to_owned()), Some(key(&["s3", "bucket", r]))),
             Some((bucket, _)) => {
                 let b = Canon::new(Some(rebuild(bucket)), Some(key(&["s3", "bucket", bucket])));
-                Canon::new(Some(s.to_owned()), None).with_parent(&b)
+                Canon::new(Some(s.to_owned()), None).with_parent_owned(b)
             }
         },
         "iam" => {
@@ -183,7 +212,13 @@ pub(crate) fn from_arn(s: &str) -> Option<Canon> {
             let mut parts = r.splitn(3, ':');
             match (parts.next(), parts.next()) {
                 (Some("function"), Some(name)) if !name.is_empty() => Canon::new(
-                    Some(rebuild(&format!("function:{name}"))),
+                    Some(arn_of(
+                        a.partition,
+                        a.service,
+                        a.region,
+                        a.account,
+                        &["function:", name],
+                    )),
                     Some(key(&["lambda", "function", name])),
                 ),
                 _ => Canon::new(Some(s.to_owned()), None),
@@ -242,7 +277,7 @@ pub(crate) fn from_arn(s: &str) -> Option<Canon> {
                             Some(s.to_owned()),
                             Some(key(&["ecs", "service", &format!("{cluster}/{svc}")])),
                         )
-                        .with_parent(&cl)
+                        .with_parent_owned(cl)
                     }
                     None => Canon::new(Some(s.to_owned()), None),
                 },
@@ -464,7 +499,7 @@ pub(crate) fn iam(kind: &str, name: &str, ctx: &Ctx<'_>) -> Option<Canon> {
     }
     let arn = ctx
         .account
-        .map(|a| arn(ctx.partition, "iam", "", a, &format!("{kind}/{name}")));
+        .map(|a| arn_of(ctx.partition, "iam", "", a, &[kind, "/", name]));
     Some(Canon::new(arn, Some(key(&["iam", kind, name]))))
 }
 
@@ -487,7 +522,7 @@ pub(crate) fn rds(kind: &str, ident: &str, ctx: &Ctx<'_>) -> Option<Canon> {
     }
     let id = ident.to_ascii_lowercase();
     let arn = match (ctx.region, ctx.account) {
-        (Some(r), Some(a)) => Some(arn(ctx.partition, "rds", r, a, &format!("{kind}:{id}"))),
+        (Some(r), Some(a)) => Some(arn_of(ctx.partition, "rds", r, a, &[kind, ":", &id])),
         _ => None,
     };
     Some(Canon::new(arn, Some(key(&["rds", kind, &id]))))
@@ -510,13 +545,7 @@ pub(crate) fn lambda_function(s: &str, ctx: &Ctx<'_>) -> Option<Canon> {
         return None;
     }
     let arn = match (ctx.region, account) {
-        (Some(r), Some(a)) => Some(arn(
-            ctx.partition,
-            "lambda",
-            r,
-            a,
-            &format!("function:{name}"),
-        )),
+        (Some(r), Some(a)) => Some(arn_of(ctx.partition, "lambda", r, a, &["function:", name])),
         _ => None,
     };
     Some(Canon::new(arn, Some(key(&["lambda", "function", name]))))
@@ -533,11 +562,11 @@ pub(crate) fn kms(s: &str, ctx: &Ctx<'_>) -> Option<Canon> {
         return None;
     }
     let (res, plain) = match s.strip_prefix("alias/") {
-        Some(a) => (s.to_owned(), key(&["kms", "alias", a])),
-        None => (format!("key/{s}"), key(&["kms", "key", s])),
+        Some(a) => (["", s], key(&["kms", "alias", a])),
+        None => (["key/", s], key(&["kms", "key", s])),
     };
     let arn = match (ctx.region, ctx.account) {
-        (Some(r), Some(a)) => Some(arn(ctx.partition, "kms", r, a, &res)),
+        (Some(r), Some(a)) => Some(arn_of(ctx.partition, "kms", r, a, &res)),
         _ => None,
     };
     Some(Canon::new(arn, Some(plain)))
@@ -553,7 +582,7 @@ pub(crate) fn log_group(s: &str, ctx: &Ctx<'_>) -> Option<Canon> {
         return None;
     }
     let arn = match (ctx.region, ctx.account) {
-        (Some(r), Some(a)) => Some(arn(ctx.partition, "logs", r, a, &format!("log-group:{s}"))),
+        (Some(r), Some(a)) => Some(arn_of(ctx.partition, "logs", r, a, &["log-group:", s])),
         _ => None,
     };
     Some(Canon::new(arn, Some(key(&["logs", "log-group", s]))))
@@ -576,7 +605,7 @@ pub(crate) fn regional(
         return None;
     }
     let arn = match (ctx.region, ctx.account) {
-        (Some(r), Some(a)) => Some(arn(ctx.partition, service, r, a, &format!("{kind}/{s}"))),
+        (Some(r), Some(a)) => Some(arn_of(ctx.partition, service, r, a, &[kind, "/", s])),
         _ => None,
     };
     Some(Canon::new(arn, Some(key(&[short, kind, s]))))
@@ -609,7 +638,10 @@ pub(crate) fn ecs_service(cluster: Option<&str>, s: &str, ctx: &Ctx<'_>) -> Opti
         )),
         _ => None,
     };
-    Some(Canon::new(arn, Some(key(&["ecs", "service", &format!("{cname}/{s}")]))).with_parent(&cl))
+    Some(
+        Canon::new(arn, Some(key(&["ecs", "service", &format!("{cname}/{s}")])))
+            .with_parent_owned(cl),
+    )
 }
 
 /// An ECS task definition by ARN, `family:revision` or family: the ARN when given and
@@ -631,15 +663,9 @@ pub(crate) fn cloudfront_distribution(id: &str, ctx: &Ctx<'_>) -> Option<Canon> 
     if !plausible(id) || id.contains('/') {
         return None;
     }
-    let arn = ctx.account.map(|a| {
-        arn(
-            ctx.partition,
-            "cloudfront",
-            "",
-            a,
-            &format!("distribution/{id}"),
-        )
-    });
+    let arn = ctx
+        .account
+        .map(|a| arn_of(ctx.partition, "cloudfront", "", a, &["distribution/", id]));
     Some(Canon::new(
         arn,
         Some(key(&["cloudfront", "distribution", id])),
@@ -652,15 +678,9 @@ pub(crate) fn apigw_rest_api(id: &str, ctx: &Ctx<'_>) -> Option<Canon> {
     if !plausible(id) || id.contains('/') {
         return None;
     }
-    let arn = ctx.region.map(|r| {
-        arn(
-            ctx.partition,
-            "apigateway",
-            r,
-            "",
-            &format!("/restapis/{id}"),
-        )
-    });
+    let arn = ctx
+        .region
+        .map(|r| arn_of(ctx.partition, "apigateway", r, "", &["/restapis/", id]));
     Some(Canon::new(arn, Some(key(&["apigateway", "restapi", id]))))
 }
 
@@ -685,7 +705,7 @@ pub(crate) fn apigw_stage(api: &str, stage: &str, ctx: &Ctx<'_>) -> Option<Canon
             arn,
             Some(key(&["apigateway", "stage", &format!("{api}/{stage}")])),
         )
-        .with_parent(&parent),
+        .with_parent_owned(parent),
     )
 }
 

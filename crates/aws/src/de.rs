@@ -11,8 +11,9 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{
+    Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
+};
 
 /// Consumes the rest of a map.
 fn drain_map<'de, A: MapAccess<'de>>(mut m: A) -> Result<(), A::Error> {
@@ -25,6 +26,223 @@ fn drain_seq<'de, A: SeqAccess<'de>>(mut s: A) -> Result<(), A::Error> {
     while s.next_element::<IgnoredAny>()?.is_some() {}
     Ok(())
 }
+
+/// A struct read in place from a JSON object, key by key (no intermediate values, no
+/// moves of the whole struct: the views are large and parsed for every event).
+pub(crate) trait Fields<'de> {
+    /// Reads the value of `key` from `map` into the matching field. Returns `false`,
+    /// with the value not consumed, when `key` is not one of the fields.
+    ///
+    /// `seen` has one bit per field already read: a field given twice is an error
+    /// (`duplicate field`), as with derived `Deserialize` impls.
+    fn field<A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+        seen: &mut u64,
+    ) -> Result<bool, A::Error>;
+}
+
+impl<'de, T: Fields<'de>> Fields<'de> for Box<T> {
+    fn field<A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+        seen: &mut u64,
+    ) -> Result<bool, A::Error> {
+        (**self).field(key, map, seen)
+    }
+}
+
+/// A field type read in place from the value of its key.
+pub(crate) trait Slot<'de> {
+    /// Reads the next value of `map` into `self`.
+    fn read<A: MapAccess<'de>>(&mut self, map: &mut A) -> Result<(), A::Error>;
+}
+
+/// Field types read by value (small: a few words).
+macro_rules! by_value {
+    ($($t:ty),*) => {$(
+        impl<'de: 'a, 'a> Slot<'de> for $t {
+            fn read<A: MapAccess<'de>>(&mut self, map: &mut A) -> Result<(), A::Error> {
+                *self = map.next_value()?;
+                Ok(())
+            }
+        }
+    )*};
+}
+by_value!(Str<'a>, Option<&'a serde_json::value::RawValue>);
+
+impl<'de> Slot<'de> for Flag {
+    fn read<A: MapAccess<'de>>(&mut self, map: &mut A) -> Result<(), A::Error> {
+        *self = map.next_value()?;
+        Ok(())
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Slot<'de> for Items<T> {
+    fn read<A: MapAccess<'de>>(&mut self, map: &mut A) -> Result<(), A::Error> {
+        *self = map.next_value()?;
+        Ok(())
+    }
+}
+
+impl<'de, T: Fields<'de> + Default> Slot<'de> for Obj<T> {
+    fn read<A: MapAccess<'de>>(&mut self, map: &mut A) -> Result<(), A::Error> {
+        map.next_value_seed(ObjIn(self))
+    }
+}
+
+/// A map key, borrowed from the input unless it has escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// Reads the rest of a map into `t`, skipping the keys that are not its fields.
+pub(crate) fn fill<'de, T: Fields<'de>, A: MapAccess<'de>>(
+    t: &mut T,
+    mut m: A,
+) -> Result<(), A::Error> {
+    let mut seen = 0u64;
+    while let Some(k) = m.next_key::<Key<'de>>()? {
+        if !t.field(&k.0, &mut m, &mut seen)? {
+            m.next_value::<IgnoredAny>()?;
+        }
+    }
+    Ok(())
+}
+
+/// Seed that reads any JSON value into an [`Obj`] in place: an object fills a default
+/// `T` key by key; another type is recorded as [`Obj::Wrong`].
+pub(crate) struct ObjIn<'x, T>(pub(crate) &'x mut Obj<T>);
+
+impl<'de, T: Fields<'de> + Default> DeserializeSeed<'de> for ObjIn<'_, T> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, T: Fields<'de> + Default> Visitor<'de> for ObjIn<'_, T> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<(), A::Error> {
+        *self.0 = Obj::Val(T::default());
+        match self.0 {
+            Obj::Val(t) => fill(t, m),
+            _ => Ok(()),
+        }
+    }
+    fn visit_borrowed_str<E>(self, _: &'de str) -> Result<(), E> {
+        *self.0 = Obj::Wrong("a string");
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        *self.0 = Obj::Wrong("a string");
+        Ok(())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        *self.0 = Obj::Wrong("a boolean");
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        *self.0 = Obj::Wrong("a number");
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        *self.0 = Obj::Wrong("a number");
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        *self.0 = Obj::Wrong("a number");
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        *self.0 = Obj::Wrong("null");
+        Ok(())
+    }
+    fn visit_none<E>(self) -> Result<(), E> {
+        *self.0 = Obj::Wrong("null");
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<(), A::Error> {
+        drain_seq(s)?;
+        *self.0 = Obj::Wrong("an array");
+        Ok(())
+    }
+}
+
+/// Declares a struct of lenient fields read in place ([`Fields`]): `name: Type` reads
+/// the key `name`, `name = "key": Type` the key `key`. Every field type is a [`Slot`].
+macro_rules! fields {
+    (
+        $(#[$m:meta])*
+        $vis:vis struct $name:ident<$lt:lifetime> {
+            $( $(#[$fm:meta])* $field:ident $(= $key:literal)? : $ty:ty ),* $(,)?
+        }
+    ) => {
+        $(#[$m])*
+        #[derive(Debug, Default)]
+        #[allow(non_snake_case)]
+        $vis struct $name<$lt> {
+            $( $(#[$fm])* pub $field: $ty, )*
+        }
+
+        impl<'de: $lt, $lt> $crate::de::Fields<'de> for $name<$lt> {
+            fn field<A: serde::de::MapAccess<'de>>(
+                &mut self,
+                key: &str,
+                map: &mut A,
+                seen: &mut u64,
+            ) -> Result<bool, A::Error> {
+                use $crate::de::Slot as _;
+                /// Field numbers, for the `seen` bits.
+                #[allow(non_camel_case_types, dead_code, clippy::upper_case_acronyms)]
+                enum F { $($field),* }
+                const { assert!([$(F::$field as u32),*].len() <= 64) };
+                match key {
+                    $( $crate::de::fields!(@key $field $($key)?) => {
+                        let bit = 1u64 << (F::$field as u32);
+                        if *seen & bit != 0 {
+                            return Err(<A::Error as serde::de::Error>::duplicate_field(
+                                $crate::de::fields!(@key $field $($key)?),
+                            ));
+                        }
+                        *seen |= bit;
+                        self.$field.read(map)?;
+                    } )*
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            }
+        }
+    };
+    (@key $field:ident) => { stringify!($field) };
+    (@key $field:ident $key:literal) => { $key };
+}
+pub(crate) use fields;
 
 /// A JSON string field: missing, a string, or some other JSON type (named for errors).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -133,57 +351,13 @@ impl<T> Obj<T> {
             _ => None,
         }
     }
-
-    /// The object by value, if it is one.
-    pub(crate) fn into_val(self) -> Option<T> {
-        match self {
-            Obj::Val(v) => Some(v),
-            _ => None,
-        }
-    }
 }
 
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+impl<'de, T: Fields<'de> + Default> Deserialize<'de> for Obj<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = Obj<T>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Self::Value, A::Error> {
-                T::deserialize(MapAccessDeserializer::new(m)).map(Obj::Val)
-            }
-            fn visit_borrowed_str<E>(self, _: &'de str) -> Result<Self::Value, E> {
-                Ok(Obj::Wrong("a string"))
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(Obj::Wrong("a string"))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(Obj::Wrong("a boolean"))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(Obj::Wrong("a number"))
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(Obj::Wrong("a number"))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(Obj::Wrong("a number"))
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(Obj::Wrong("null"))
-            }
-            fn visit_none<E>(self) -> Result<Self::Value, E> {
-                Ok(Obj::Wrong("null"))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Self::Value, A::Error> {
-                drain_seq(s)?;
-                Ok(Obj::Wrong("an array"))
-            }
-        }
-        d.deserialize_any(V(PhantomData))
+        let mut o = Obj::Missing;
+        ObjIn(&mut o).deserialize(d)?;
+        Ok(o)
     }
 }
 

@@ -4,10 +4,9 @@ use driftreactor_event::{Change, ResourceRef};
 
 use crate::canon::{self, Canon, Ctx};
 use crate::classify;
-use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::de::{Items, Obj, Str};
+use crate::de::{Fields, Items, Obj, Str, fill};
 use crate::record::{
     ApiGw, CloudFront, Ec2Item, Ec2Req, Ec2Resp, Ecs, Efs, Elb, Generic, GenericArns, Iam, Item,
     Kms, Lambda, Logs, Rds, ResArn, S3, Secrets, Trail,
@@ -18,9 +17,9 @@ use crate::record::{
 pub(crate) struct Refs(pub(crate) Vec<ResourceRef>);
 
 impl Refs {
-    /// An empty collector with room for the usual few refs.
+    /// An empty collector (no allocation until the first ref).
     pub(crate) fn new() -> Self {
-        Refs(Vec::with_capacity(4))
+        Refs(Vec::new())
     }
 }
 
@@ -28,15 +27,36 @@ impl Refs {
     /// Adds one ref per canonical id of `c` (ARN first, then plain key), all sharing
     /// `display` and `c.parents`. Ids already present are skipped.
     pub(crate) fn add(&mut self, c: Option<Canon>, display: &str) {
-        let Some(c) = c else { return };
-        for id in [c.arn, c.plain].into_iter().flatten() {
-            if self.0.iter().any(|r| r.id == id) {
-                continue;
-            }
+        let Some(Canon {
+            arn,
+            plain,
+            mut parents,
+        }) = c
+        else {
+            return;
+        };
+        let new = |refs: &Refs, id: &Option<String>| {
+            id.as_ref()
+                .is_some_and(|id| !refs.0.iter().any(|r| r.id == *id))
+        };
+        let (add_arn, add_plain) = (new(self, &arn), new(self, &plain));
+        if let Some(id) = arn.filter(|_| add_arn) {
+            // The last ref added takes `parents`; an earlier one gets a copy.
             self.0.push(ResourceRef {
                 id,
                 display: display.to_owned(),
-                parents: c.parents.clone(),
+                parents: if add_plain {
+                    parents.clone()
+                } else {
+                    std::mem::take(&mut parents)
+                },
+            });
+        }
+        if let Some(id) = plain.filter(|_| add_plain) {
+            self.0.push(ResourceRef {
+                id,
+                display: display.to_owned(),
+                parents,
             });
         }
     }
@@ -59,10 +79,34 @@ fn items<T>(v: &Items<Obj<T>>) -> impl Iterator<Item = &T> {
 
 /// Parses a raw `requestParameters` / `responseElements` object into the view `T`
 /// (the default view when absent, `null` or not an object).
-pub(crate) fn view<'a, T: Deserialize<'a> + Default>(raw: Option<&'a RawValue>) -> T {
-    raw.and_then(|r| serde_json::from_str::<Obj<T>>(r.get()).ok())
-        .and_then(Obj::into_val)
-        .unwrap_or_default()
+pub(crate) fn view<'a, T: Fields<'a> + Default>(raw: Option<&'a RawValue>) -> T {
+    let mut t = T::default();
+    if let Some(r) = raw {
+        view_into(r.get(), &mut t);
+    }
+    t
+}
+
+/// Reads the JSON object `text` into `t` in place; `t` is left (or reset to) its
+/// default when `text` is not an object.
+pub(crate) fn view_into<'a, T: Fields<'a> + Default>(text: &'a str, t: &mut T) {
+    struct V<'x, T>(&'x mut T);
+    impl<'de, T: Fields<'de>> serde::de::Visitor<'de> for V<'_, T> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, m: A) -> Result<(), A::Error> {
+            fill(self.0, m)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    if serde::Deserializer::deserialize_map(&mut de, V(t))
+        .and_then(|()| de.end())
+        .is_err()
+    {
+        *t = T::default();
+    }
 }
 
 fn generic<T: GenericArns>(p: &T, out: &mut Refs) {
@@ -236,7 +280,7 @@ pub(crate) fn resources(
             if let Some(mt) = s(&req.mountTargetId) {
                 let mut c = canon::plain(&["efs", "mount-target", mt]);
                 if let (Some(c), Some((_, Some(p)))) = (c.as_mut(), fs.as_ref()) {
-                    *c = c.clone().with_parent(p);
+                    *c = std::mem::take(c).with_parent(p);
                 }
                 out.add(c, mt);
             } else if let Some((f, c)) = fs {
@@ -420,7 +464,7 @@ fn ec2(op: &str, req: Option<&RawValue>, resp: Option<&RawValue>, ctx: &Ctx<'_>,
             continue;
         };
         if let Some(parent) = g.or(group).and_then(|g| canon::ec2(g, ctx)) {
-            c = c.with_parent(&parent);
+            c = c.with_parent_owned(parent);
         }
         out.add(Some(c), rule);
     }
@@ -443,7 +487,7 @@ fn iam(op: &str, req: Option<&RawValue>, resp: Option<&RawValue>, ctx: &Ctx<'_>,
         if let Some(k) = key {
             let mut c = canon::plain(&["iam", "access-key", k]);
             if let (Some(c), Some(uc)) = (c.as_mut(), user_c.as_ref()) {
-                *c = c.clone().with_parent(uc);
+                *c = std::mem::take(c).with_parent(uc);
             }
             out.add(c, k);
         }

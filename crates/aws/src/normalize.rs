@@ -6,9 +6,9 @@ use serde_json::value::RawValue;
 
 use crate::canon::{Ctx, partition_for_region};
 use crate::classify;
-use crate::de::{Obj, Str};
+use crate::de::{Obj, Str, fill};
 use crate::extract::{self, Refs};
-use crate::record::{Doc, Identity, SignIn};
+use crate::record::{Doc, Identity, SignIn, Top};
 
 const ENVELOPE: &str = "EventBridge envelope";
 const RECORD: &str = "CloudTrail record";
@@ -39,17 +39,18 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
             )));
         }
     };
-    let doc: Doc<'_> = match serde_json::from_str(text) {
-        Ok(d) => d,
-        Err(e) => return Err(diagnose(payload, &e)),
-    };
+    let mut top = Top::default();
+    if let Err(e) = parse_top(text, &mut top) {
+        return Err(diagnose(payload, &e));
+    }
+    let doc = &top.doc;
     let is_envelope =
-        !matches!(doc.detail_type, Str::Missing) || !matches!(doc.detail, Obj::Missing);
+        !matches!(doc.detail_type, Str::Missing) || !matches!(top.detail, Obj::Missing);
     if is_envelope {
         let Some(dt) = doc.detail_type.get() else {
             return Err(field(ENVELOPE, "detail-type", doc.detail_type.problem()));
         };
-        let detail = match &doc.detail {
+        let detail = match &top.detail {
             Obj::Val(d) => d,
             Obj::Missing => return Err(NormalizeError::missing(ENVELOPE, "detail")),
             Obj::Wrong(t) => {
@@ -61,21 +62,38 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
             }
         };
         if is_cloudtrail_detail(dt) {
-            return record(detail, Some(&doc), "detail.", payload);
+            return record(detail, Some(doc), "detail.", payload);
         }
-        return notification(&doc, dt);
+        return notification(doc, dt);
     }
     if !matches!(doc.eventID, Str::Missing)
         || !matches!(doc.eventName, Str::Missing)
         || !matches!(doc.eventType, Str::Missing)
     {
-        return record(&doc, None, "", payload);
+        return record(doc, None, "", payload);
     }
     Err(NormalizeError::UnknownFormat(
         "a JSON object that is neither an EventBridge envelope (no `detail-type`) nor a \
          CloudTrail record (no `eventID`/`eventName`)"
             .into(),
     ))
+}
+
+/// Reads the JSON object `text` into `top` in place, in one pass.
+pub(crate) fn parse_top<'a>(text: &'a str, top: &mut Top<'a>) -> Result<(), serde_json::Error> {
+    struct V<'x, 'a>(&'x mut Top<'a>);
+    impl<'de> serde::de::Visitor<'de> for V<'_, 'de> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("struct Doc")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, m: A) -> Result<(), A::Error> {
+            fill(self.0, m)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde::Deserializer::deserialize_map(&mut de, V(top))?;
+    de.end()
 }
 
 /// `sha256:<hex>` of the payload bytes: the fallback event id.
@@ -939,6 +957,43 @@ mod tests {
             Err(NormalizeError::UnknownFormat(_))
         ));
         assert!(matches!(normalize(b"  "), Err(NormalizeError::Empty)));
+    }
+
+    #[test]
+    fn duplicate_keys_read_in_place_as_derived_structs_did() {
+        // A field given twice fails the event (as derived `Deserialize` impls did) …
+        let mut text = String::from_utf8(rec(
+            "CreateTags",
+            "ec2.amazonaws.com",
+            json!({"resourcesSet": {"items": [{"resourceId": "i-1"}]}}),
+            json!({}),
+        ))
+        .unwrap();
+        let dup = text.replacen("\"eventName\":", "\"eventName\":\"X\",\"eventName\":", 1);
+        let e = normalize(dup.as_bytes()).unwrap_err();
+        assert!(e.to_string().contains("duplicate field `eventName`"), "{e}");
+        let env = envelope("AWS API Call via CloudTrail", json!({"eventID": "a"}));
+        let env = String::from_utf8(env).unwrap();
+        let dup = env.replacen("\"detail\":", "\"detail\":{},\"detail\":", 1);
+        let e = normalize(dup.as_bytes()).unwrap_err();
+        assert!(e.to_string().contains("duplicate field `detail`"), "{e}");
+        // … unknown keys may repeat …
+        let dup = text.replacen(
+            "\"eventVersion\":",
+            "\"eventVersion\":1,\"eventVersion\":",
+            1,
+        );
+        assert_eq!(ids(dup.as_bytes()), ids(text.as_bytes()));
+        // … and inside requestParameters a repeated key empties that view only (its
+        // resources), not the event.
+        text = text.replacen(
+            "\"resourcesSet\":",
+            "\"resourcesSet\":{},\"resourcesSet\":",
+            1,
+        );
+        let ev = normalize(text.as_bytes()).unwrap();
+        assert!(ev.resources.is_empty());
+        assert_eq!(ev.operation, "CreateTags");
     }
 
     #[test]

@@ -2,70 +2,80 @@
 //!
 //! Only the keys the normalizer reads are declared; everything else is skipped. All
 //! fields are lenient (see [`crate::de`]), so unusual shapes degrade to "unknown"
-//! instead of failing the event.
+//! instead of failing the event. The views are declared with [`fields!`] and read in
+//! place, key by key ([`crate::de::Fields`]): no intermediate copies of these large
+//! structs, and a field given twice is an error as with derived impls.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::de::{Flag, Items, Obj, Str};
+use crate::de::{Fields, Flag, Items, Obj, Slot, Str, fields, fill};
 
-/// One JSON object that is either an EventBridge envelope (`detail-type`, `detail`, …)
-/// or a bare CloudTrail record (`eventID`, `eventName`, …). The envelope's `detail`
-/// is the same type, so an envelope is read in one pass.
-#[derive(Debug, Default, Deserialize)]
-#[allow(non_snake_case)]
-pub(crate) struct Doc<'a> {
-    // --- EventBridge envelope ---
-    #[serde(rename = "detail-type", borrow, default)]
-    pub detail_type: Str<'a>,
-    #[serde(borrow, default)]
-    pub detail: Obj<Box<Doc<'a>>>,
-    #[serde(borrow, default)]
-    pub source: Str<'a>,
-    #[serde(borrow, default)]
-    pub account: Str<'a>,
-    #[serde(borrow, default)]
-    pub region: Str<'a>,
-    #[serde(borrow, default)]
-    pub id: Str<'a>,
-    #[serde(borrow, default)]
-    pub time: Str<'a>,
-    /// Envelope: ARN strings; CloudTrail record: objects with upper-case `ARN`.
-    #[serde(borrow, default)]
-    pub resources: Items<ResArn<'a>>,
-    // --- CloudTrail record ---
-    #[serde(borrow, default)]
-    pub eventID: Str<'a>,
-    #[serde(borrow, default)]
-    pub eventName: Str<'a>,
-    #[serde(borrow, default)]
-    pub eventSource: Str<'a>,
-    #[serde(borrow, default)]
-    pub eventTime: Str<'a>,
-    #[serde(borrow, default)]
-    pub eventType: Str<'a>,
-    #[serde(borrow, default)]
-    pub awsRegion: Str<'a>,
-    #[serde(borrow, default)]
-    pub recipientAccountId: Str<'a>,
-    #[serde(borrow, default)]
-    pub sourceIPAddress: Str<'a>,
-    #[serde(borrow, default)]
-    pub userAgent: Str<'a>,
-    #[serde(borrow, default)]
-    pub errorCode: Str<'a>,
-    #[serde(default)]
-    pub readOnly: Flag,
-    #[serde(default)]
-    pub sessionCredentialFromConsole: Flag,
-    #[serde(borrow, default)]
-    pub userIdentity: Obj<Identity<'a>>,
-    #[serde(borrow, default)]
-    pub requestParameters: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub responseElements: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub insightDetails: Obj<Insight<'a>>,
+fields!(
+    /// One JSON object that is either an EventBridge envelope (`detail-type`, `detail`, …)
+    /// or a bare CloudTrail record (`eventID`, `eventName`, …). The envelope's `detail`
+    /// is the same type, so an envelope is read in one pass.
+    pub(crate) struct Doc<'a> {
+        // --- EventBridge envelope ---
+        detail_type = "detail-type": Str<'a>,
+        detail: Obj<Box<Doc<'a>>>,
+        source: Str<'a>,
+        account: Str<'a>,
+        region: Str<'a>,
+        id: Str<'a>,
+        time: Str<'a>,
+        /// Envelope: ARN strings; CloudTrail record: objects with upper-case `ARN`.
+        resources: Items<ResArn<'a>>,
+        // --- CloudTrail record ---
+        eventID: Str<'a>,
+        eventName: Str<'a>,
+        eventSource: Str<'a>,
+        eventTime: Str<'a>,
+        eventType: Str<'a>,
+        awsRegion: Str<'a>,
+        recipientAccountId: Str<'a>,
+        sourceIPAddress: Str<'a>,
+        userAgent: Str<'a>,
+        errorCode: Str<'a>,
+        readOnly: Flag,
+        sessionCredentialFromConsole: Flag,
+        userIdentity: Obj<Identity<'a>>,
+        requestParameters: Option<&'a RawValue>,
+        responseElements: Option<&'a RawValue>,
+        insightDetails: Obj<Insight<'a>>,
+    }
+);
+
+/// A whole payload: the top-level [`Doc`] and, for an envelope, its `detail` record,
+/// read in one pass and in place (the record is not boxed, unlike `Doc::detail`, which
+/// stays `Missing` here).
+#[derive(Debug, Default)]
+pub(crate) struct Top<'a> {
+    /// The top-level object's own keys.
+    pub doc: Doc<'a>,
+    /// The top-level `detail` (the envelope's CloudTrail record).
+    pub detail: Obj<Doc<'a>>,
+    /// Whether `detail` was read (a second one is a `duplicate field` error).
+    detail_seen: bool,
+}
+
+impl<'de: 'a, 'a> Fields<'de> for Top<'a> {
+    fn field<A: serde::de::MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+        seen: &mut u64,
+    ) -> Result<bool, A::Error> {
+        if key != "detail" {
+            return self.doc.field(key, map, seen);
+        }
+        if self.detail_seen {
+            return Err(<A::Error as serde::de::Error>::duplicate_field("detail"));
+        }
+        self.detail_seen = true;
+        self.detail.read(map)?;
+        Ok(true)
+    }
 }
 
 /// One entry of a `resources` array: an ARN string (envelope) or an object whose
@@ -126,71 +136,56 @@ impl<'de: 'a, 'a> Deserialize<'de> for ResArn<'a> {
     }
 }
 
-/// The CloudTrail record's `userIdentity` element.
-#[derive(Debug, Default, Deserialize)]
-#[allow(non_snake_case)]
-pub(crate) struct Identity<'a> {
-    #[serde(rename = "type", borrow, default)]
-    pub kind: Str<'a>,
-    #[serde(borrow, default)]
-    pub arn: Str<'a>,
-    #[serde(borrow, default)]
-    pub accountId: Str<'a>,
-    #[serde(borrow, default)]
-    pub userName: Str<'a>,
-    #[serde(borrow, default)]
-    pub principalId: Str<'a>,
-    #[serde(borrow, default)]
-    pub invokedBy: Str<'a>,
-    #[serde(borrow, default)]
-    pub sessionContext: Obj<SessionContext<'a>>,
-}
+fields!(
+    /// The CloudTrail record's `userIdentity` element.
+    pub(crate) struct Identity<'a> {
+        kind = "type": Str<'a>,
+        arn: Str<'a>,
+        accountId: Str<'a>,
+        userName: Str<'a>,
+        principalId: Str<'a>,
+        invokedBy: Str<'a>,
+        sessionContext: Obj<SessionContext<'a>>,
+    }
+);
 
-/// `userIdentity.sessionContext`.
-#[derive(Debug, Default, Deserialize)]
-#[allow(non_snake_case)]
-pub(crate) struct SessionContext<'a> {
-    #[serde(borrow, default)]
-    pub sessionIssuer: Obj<Issuer<'a>>,
-}
+fields!(
+    /// `userIdentity.sessionContext`.
+    pub(crate) struct SessionContext<'a> {
+        sessionIssuer: Obj<Issuer<'a>>,
+    }
+);
 
-/// `userIdentity.sessionContext.sessionIssuer`.
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct Issuer<'a> {
-    #[serde(borrow, default)]
-    pub arn: Str<'a>,
-}
+fields!(
+    /// `userIdentity.sessionContext.sessionIssuer`.
+    pub(crate) struct Issuer<'a> {
+        arn: Str<'a>,
+    }
+);
 
-/// `insightDetails` of a CloudTrail Insights event.
-#[derive(Debug, Default, Deserialize)]
-#[allow(non_snake_case)]
-pub(crate) struct Insight<'a> {
-    #[serde(borrow, default)]
-    pub insightType: Str<'a>,
-}
+fields!(
+    /// `insightDetails` of a CloudTrail Insights event.
+    pub(crate) struct Insight<'a> {
+        insightType: Str<'a>,
+    }
+);
 
 /// Declares a `requestParameters` / `responseElements` view: the listed keys plus the
 /// generic resource-ARN keys every service may use (`resourceArn`, `resource`, …).
 macro_rules! params {
     ($(#[$m:meta])* $name:ident { $($field:ident : $ty:ty),* $(,)? }) => {
-        $(#[$m])*
-        #[derive(Debug, Default, Deserialize)]
-        #[allow(non_snake_case)]
-        pub(crate) struct $name<'a> {
-            $( #[serde(borrow, default)] pub $field: $ty, )*
-            #[serde(borrow, default)]
-            pub resourceArn: Str<'a>,
-            #[serde(borrow, default)]
-            pub resourceARN: Str<'a>,
-            #[serde(borrow, default)]
-            pub ResourceArn: Str<'a>,
-            #[serde(borrow, default)]
-            pub resource: Str<'a>,
-            #[serde(borrow, default)]
-            pub topicArn: Str<'a>,
-            #[serde(borrow, default)]
-            pub resourceArns: Items<Str<'a>>,
-        }
+        fields!(
+            $(#[$m])*
+            pub(crate) struct $name<'a> {
+                $( $field: $ty, )*
+                resourceArn: Str<'a>,
+                resourceARN: Str<'a>,
+                ResourceArn: Str<'a>,
+                resource: Str<'a>,
+                topicArn: Str<'a>,
+                resourceArns: Items<Str<'a>>,
+            }
+        );
 
         impl<'a> GenericArns for $name<'a> {
             fn generic_arns(&self) -> impl Iterator<Item = &str> {
@@ -381,87 +376,56 @@ params!(
     Secrets { secretId: Str<'a>, arn: Str<'a> }
 );
 
-/// The result keys of console sign-in events (`responseElements.ConsoleLogin`).
-#[derive(Debug, Default, Deserialize)]
-#[allow(non_snake_case)]
-pub(crate) struct SignIn<'a> {
-    #[serde(borrow, default)]
-    pub ConsoleLogin: Str<'a>,
-    #[serde(borrow, default)]
-    pub CheckMfa: Str<'a>,
-}
+fields!(
+    /// The result keys of console sign-in events (`responseElements.ConsoleLogin`).
+    pub(crate) struct SignIn<'a> {
+        ConsoleLogin: Str<'a>,
+        CheckMfa: Str<'a>,
+    }
+);
 
-/// A nested EC2 object (an `items` entry, a created `subnet` / `vpc` / …, a wrapped
-/// `FlowLogId`): the id-bearing keys only.
-#[derive(Debug, Default, Deserialize)]
-#[allow(non_snake_case)]
-pub(crate) struct Ec2Item<'a> {
-    #[serde(borrow, default)]
-    pub instanceId: Str<'a>,
-    #[serde(borrow, default)]
-    pub resourceId: Str<'a>,
-    #[serde(borrow, default)]
-    pub groupId: Str<'a>,
-    #[serde(borrow, default)]
-    pub securityGroupRuleId: Str<'a>,
-    #[serde(borrow, default)]
-    pub content: Str<'a>,
-    #[serde(borrow, default)]
-    pub subnetId: Str<'a>,
-    #[serde(borrow, default)]
-    pub vpcId: Str<'a>,
-    #[serde(borrow, default)]
-    pub routeTableId: Str<'a>,
-    #[serde(borrow, default)]
-    pub internetGatewayId: Str<'a>,
-    #[serde(borrow, default)]
-    pub natGatewayId: Str<'a>,
-    #[serde(borrow, default)]
-    pub networkInterfaceId: Str<'a>,
-    #[serde(borrow, default)]
-    pub launchTemplateId: Str<'a>,
-    #[serde(borrow, default)]
-    pub transitGatewayAttachmentId: Str<'a>,
-}
+fields!(
+    /// A nested EC2 object (an `items` entry, a created `subnet` / `vpc` / …, a wrapped
+    /// `FlowLogId`): the id-bearing keys only.
+    pub(crate) struct Ec2Item<'a> {
+        instanceId: Str<'a>,
+        resourceId: Str<'a>,
+        groupId: Str<'a>,
+        securityGroupRuleId: Str<'a>,
+        content: Str<'a>,
+        subnetId: Str<'a>,
+        vpcId: Str<'a>,
+        routeTableId: Str<'a>,
+        internetGatewayId: Str<'a>,
+        natGatewayId: Str<'a>,
+        networkInterfaceId: Str<'a>,
+        launchTemplateId: Str<'a>,
+        transitGatewayAttachmentId: Str<'a>,
+    }
+);
 
-/// A nested object inside `requestParameters` / `responseElements` (an EC2 `items`
-/// entry, a created `subnet`/`role`/`distribution`, …): the id-bearing keys only.
-#[derive(Debug, Default, Deserialize)]
-#[allow(non_snake_case)]
-pub(crate) struct Item<'a> {
-    #[serde(borrow, default)]
-    pub arn: Str<'a>,
-    #[serde(borrow, default)]
-    pub aRN: Str<'a>,
-    #[serde(borrow, default)]
-    pub id: Str<'a>,
-    #[serde(borrow, default)]
-    pub roleName: Str<'a>,
-    #[serde(borrow, default)]
-    pub userName: Str<'a>,
-    #[serde(borrow, default)]
-    pub groupName: Str<'a>,
-    #[serde(borrow, default)]
-    pub instanceProfileName: Str<'a>,
-    #[serde(borrow, default)]
-    pub accessKeyId: Str<'a>,
-    #[serde(borrow, default)]
-    pub keyId: Str<'a>,
-    #[serde(borrow, default)]
-    pub serviceArn: Str<'a>,
-    #[serde(borrow, default)]
-    pub clusterArn: Str<'a>,
-    #[serde(borrow, default)]
-    pub taskDefinitionArn: Str<'a>,
-    #[serde(borrow, default)]
-    pub loadBalancerArn: Str<'a>,
-    #[serde(borrow, default)]
-    pub targetGroupArn: Str<'a>,
-    #[serde(borrow, default)]
-    pub listenerArn: Str<'a>,
-    #[serde(borrow, default)]
-    pub stageName: Str<'a>,
-}
+fields!(
+    /// A nested object inside `requestParameters` / `responseElements` (an EC2 `items`
+    /// entry, a created `subnet`/`role`/`distribution`, …): the id-bearing keys only.
+    pub(crate) struct Item<'a> {
+        arn: Str<'a>,
+        aRN: Str<'a>,
+        id: Str<'a>,
+        roleName: Str<'a>,
+        userName: Str<'a>,
+        groupName: Str<'a>,
+        instanceProfileName: Str<'a>,
+        accessKeyId: Str<'a>,
+        keyId: Str<'a>,
+        serviceArn: Str<'a>,
+        clusterArn: Str<'a>,
+        taskDefinitionArn: Str<'a>,
+        loadBalancerArn: Str<'a>,
+        targetGroupArn: Str<'a>,
+        listenerArn: Str<'a>,
+        stageName: Str<'a>,
+    }
+);
 
 /// A key that is a string in requests and an object in responses (ECS `cluster`,
 /// `service`, `taskDefinition`).
@@ -494,8 +458,9 @@ impl<'de: 'a, 'a> Deserialize<'de> for StrOrItem<'a> {
                 self,
                 m: A,
             ) -> Result<Self::Value, A::Error> {
-                Item::deserialize(serde::de::value::MapAccessDeserializer::new(m))
-                    .map(|i| StrOrItem::O(Box::new(i)))
+                let mut i = Box::<Item<'a>>::default();
+                fill(&mut *i, m)?;
+                Ok(StrOrItem::O(i))
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(
                 self,
@@ -521,6 +486,13 @@ impl<'de: 'a, 'a> Deserialize<'de> for StrOrItem<'a> {
             }
         }
         d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+impl<'de: 'a, 'a> Slot<'de> for StrOrItem<'a> {
+    fn read<A: serde::de::MapAccess<'de>>(&mut self, map: &mut A) -> Result<(), A::Error> {
+        *self = map.next_value()?;
+        Ok(())
     }
 }
 

@@ -211,11 +211,58 @@ struct CompiledRule {
     action: RuleAction,
 }
 
+/// A compiled `[principals]` list.
+///
+/// Most principals match none of the globs, and a glob set match is a regex search, so
+/// the literal text each glob ends with is kept: a principal that ends with none of
+/// them cannot match any glob, and the search is skipped. `tails` is `None` when some
+/// glob ends in a wildcard (no literal tail), and the search always runs.
+#[derive(Debug, Clone)]
+struct Principals {
+    set: GlobSet,
+    tails: Option<Arc<[Box<str>]>>,
+}
+
+impl Principals {
+    fn compile(field: &str, patterns: &[String]) -> Result<Self> {
+        let tails = patterns
+            .iter()
+            .map(|p| literal_tail(p).map(Box::from))
+            .collect::<Option<Vec<_>>>()
+            .map(Arc::from);
+        Ok(Self {
+            set: set(field, patterns)?,
+            tails,
+        })
+    }
+
+    fn is_match(&self, principal: &str) -> bool {
+        if let Some(tails) = &self.tails
+            && !tails.iter().any(|t| principal.ends_with(&**t))
+        {
+            return false;
+        }
+        self.set.is_match(principal)
+    }
+}
+
+/// The literal text a glob ends with: everything after its last character that may be
+/// syntax (`?*[]{}\,`), without a leading `/` (`**/ci` matches `ci`); `None` when
+/// that is empty. Every string the glob matches ends with it (globs are anchored at
+/// both ends).
+fn literal_tail(pattern: &str) -> Option<&str> {
+    let start = pattern
+        .rfind(['?', '*', '[', ']', '{', '}', '\\', ','])
+        .map_or(0, |i| i + 1);
+    let tail = pattern[start..].trim_start_matches('/');
+    Some(tail).filter(|t| !t.is_empty())
+}
+
 /// A compiled [`PolicyConfig`]. Cheap to share; all methods are pure.
 #[derive(Debug, Clone)]
 pub struct Policy {
-    iac: GlobSet,
-    reactor: GlobSet,
+    iac: Principals,
+    reactor: Principals,
     rules: Arc<[CompiledRule]>,
 }
 
@@ -266,8 +313,8 @@ impl Policy {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Self {
-            iac: set("principals.iac", &cfg.principals.iac)?,
-            reactor: set("principals.reactor", &cfg.principals.reactor)?,
+            iac: Principals::compile("principals.iac", &cfg.principals.iac)?,
+            reactor: Principals::compile("principals.reactor", &cfg.principals.reactor)?,
             rules: rules.into(),
         })
     }
@@ -402,5 +449,65 @@ pub fn decide(
         reason: None,
         action,
         targets,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn principal_prefilter_agrees_with_the_glob_set() {
+        let patterns: &[&[&str]] = &[
+            &[],
+            &[
+                "arn:aws:iam::*:role/terraform-ci",
+                "arn:aws:iam::*:role/atlantis",
+            ],
+            &["arn:aws:iam::*:role/*"],
+            &["*@example.com", "sa-?"],
+            &["arn:aws:iam::1:role/{a,b}", "x[0-9]"],
+            &["arn:aws:iam::*:role/a\\*b", "plain"],
+            &["**/ci", "a,b"],
+            &["a/**", "x"],
+            &["a/**/b", "*/c"],
+        ];
+        let principals = [
+            "",
+            "plain",
+            "arn:aws:iam::111122223333:role/terraform-ci",
+            "arn:aws:sts::111122223333:assumed-role/terraform-ci/s",
+            "arn:aws:iam::111122223333:role/atlantis",
+            "arn:aws:iam::1:role/a",
+            "arn:aws:iam::1:role/b",
+            "arn:aws:iam::1:role/c",
+            "arn:aws:iam::1:role/a*b",
+            "arn:aws:iam::1:role/axb",
+            "bob@example.com",
+            "sa-1",
+            "x7",
+            "xa",
+            "a/b/ci",
+            "ci",
+            "a,b",
+            "b",
+            "a/b",
+            "a/x/y/b",
+            "/c",
+            "c",
+            "a/",
+        ];
+        for ps in patterns {
+            let ps: Vec<String> = ps.iter().map(|p| (*p).to_owned()).collect();
+            let fast = Principals::compile("principals.iac", &ps).unwrap();
+            let slow = set("principals.iac", &ps).unwrap();
+            for p in principals {
+                assert_eq!(fast.is_match(p), slow.is_match(p), "{ps:?} on {p:?}");
+            }
+        }
+        assert_eq!(literal_tail("arn:aws:iam::*:role/ci"), Some(":role/ci"));
+        assert_eq!(literal_tail("arn:aws:iam::*:role/*"), None);
+        assert_eq!(literal_tail("exact"), Some("exact"));
+        assert_eq!(literal_tail("**/ci"), Some("ci"));
     }
 }

@@ -68,6 +68,9 @@ pub struct Routed {
     pub dependents: Vec<Dependent>,
 }
 
+/// Up to this many matches, [`route`] dedupes them by a linear scan.
+const LINEAR_MATCHES: usize = 16;
+
 /// Routes `event` against `graph`. Pure; never panics on any input.
 ///
 /// For each [`driftreactor_event::ResourceRef`] of the event, in order:
@@ -100,17 +103,36 @@ pub fn route(graph: &Graph, event: &DriftEvent) -> Routed {
     };
 
     let mut matches: Vec<(NodeId, MatchKind)> = Vec::new();
-    let mut position: HashMap<NodeId, usize> = HashMap::new();
-    let mut add = |id: NodeId, kind: MatchKind| match position.get(&id) {
-        Some(&i) => {
-            // MatchKind orders primary < related < parent: smaller is stronger.
-            if kind < matches[i].1 {
-                matches[i].1 = kind;
+    // Node → index in `matches`; built only once there are many matches (a linear
+    // scan is faster for the usual handful, and most events match nothing).
+    let mut position: Option<HashMap<NodeId, usize>> = None;
+    let mut add = |id: NodeId, kind: MatchKind| {
+        let found = match &position {
+            Some(p) => p.get(&id).copied(),
+            None => matches.iter().position(|&(m, _)| m == id),
+        };
+        match found {
+            Some(i) => {
+                // MatchKind orders primary < related < parent: smaller is stronger.
+                if kind < matches[i].1 {
+                    matches[i].1 = kind;
+                }
             }
-        }
-        None => {
-            position.insert(id, matches.len());
-            matches.push((id, kind));
+            None => {
+                if let Some(p) = &mut position {
+                    p.insert(id, matches.len());
+                }
+                matches.push((id, kind));
+                if position.is_none() && matches.len() > LINEAR_MATCHES {
+                    position = Some(
+                        matches
+                            .iter()
+                            .enumerate()
+                            .map(|(i, &(m, _))| (m, i))
+                            .collect(),
+                    );
+                }
+            }
         }
     };
 
@@ -145,6 +167,9 @@ pub fn route(graph: &Graph, event: &DriftEvent) -> Routed {
         }
     }
 
+    if matches.is_empty() {
+        return Routed::default();
+    }
     let mut seen: HashSet<NodeId> = matches.iter().map(|&(id, _)| id).collect();
     let mut dependents = Vec::new();
     'outer: for &(id, _) in &matches {
@@ -485,5 +510,53 @@ mod tests {
         let g = Graph::default();
         let r = route(&g, &event(Some("1"), vec![with_parents("a", &["b"])]));
         assert_eq!(r, Routed::default());
+    }
+
+    #[test]
+    fn many_matches_dedupe_like_few() {
+        // 40 rules hang off one group: past LINEAR_MATCHES the dedupe switches to a map
+        // and must keep the same order and strongest kinds.
+        let rules: Vec<String> = (0..40)
+            .map(|i| {
+                format!(
+                    r#"{{"mode": "managed", "type": "aws_security_group_rule", "name": "r{i}", "provider": "p",
+                       "instances": [{{"attributes": {{"id": "sgrule-{i}", "security_group_id": "sg-9"}}}}]}}"#
+                )
+            })
+            .collect();
+        let state = format!(
+            r#"{{"version": 4, "serial": 1, "lineage": "m", "terraform_version": "1.9.0", "resources": [
+              {{"mode": "managed", "type": "aws_security_group", "name": "g", "provider": "p",
+               "instances": [{{"attributes": {{"id": "sg-9"}}}}]}},
+              {}]}}"#,
+            rules.join(",")
+        );
+        let mut b = GraphBuilder::new(vec![Box::new(Plain)]);
+        b.add_state_bytes("many", "many.tfstate", state.as_bytes())
+            .expect("state");
+        let g = b.build();
+        // Related first for all 40 rules, then two rules again as primary, the group twice.
+        let r = route(
+            &g,
+            &event(
+                None,
+                vec![
+                    ResourceRef::new("sg-9"),
+                    ResourceRef::new("sgrule-39"),
+                    ResourceRef::new("sgrule-3"),
+                    ResourceRef::new("sg-9"),
+                ],
+            ),
+        );
+        let mut want = vec![m("many", "aws_security_group.g", MatchKind::Primary)];
+        for i in 0..40 {
+            let kind = if i == 3 || i == 39 {
+                MatchKind::Primary
+            } else {
+                MatchKind::Related
+            };
+            want.push(m("many", &format!("aws_security_group_rule.r{i}"), kind));
+        }
+        assert_eq!(summary(&r), want);
     }
 }
