@@ -89,7 +89,17 @@ async fn a_message_is_acked_only_after_the_pipeline_answers() {
         .publish(PROJECT, "crash", &log_entry("ins-held"), &no_attrs)
         .await
         .unwrap();
-    let (_shutdown, task, mut rx) = start(&emulator, "crash").await;
+    // A short lease cap: even if the client's lease keeper outlives the aborted source
+    // task for a moment, it stops extending the lease after 10 s, so the test waits on
+    // Pub/Sub's redelivery, not on the client's background tasks (flaky under load).
+    let config = PubsubSourceConfig {
+        project: Some(PROJECT.into()),
+        endpoint: Some(emulator.endpoint()),
+        anonymous: true,
+        max_lease_secs: 10,
+        ..PubsubSourceConfig::new("crash")
+    };
+    let (_shutdown, task, mut rx) = pipeline::run_source(config.build().await.unwrap());
     let held = tokio::time::timeout(Duration::from_secs(60), rx.recv())
         .await
         .unwrap()
