@@ -13,7 +13,18 @@
 //! journal). One forwarder task owns the [`Remediator`] and submits from that queue;
 //! it also serves `POST /v1/resources/{ws}/{address}/clear`. On SIGTERM it is stopped
 //! after the sources and the pipeline task, and the remediator shuts down gracefully
-//! (running plans / applies finish; items still settling are dropped).
+//! (running plans / applies finish; items still settling are dropped from memory).
+//!
+//! Nothing is lost on a restart: the model attaches to each event with an action a
+//! `Resubmit` (the event with its request parameters redacted, the decision, the
+//! dependents) that the journal records as a `pending` remediation in the event's own
+//! commit. The forwarder records the work items each submitted event fed, marks them
+//! finished as the remediator completes them ([`Remediator::subscribe_completed`]), and
+//! at start resubmits every still `pending` event in journal order, before the
+//! service journals anything new. It uses its own journal handle on the same file,
+//! closed after the remediator stopped, so completions of applies that finish during
+//! the shutdown are recorded too. The remediation memory (attempts, escalations, our
+//! applies, open PRs) is a [`SqliteStore`] on the same file.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -22,19 +33,21 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use driftreactor_config::{Config, WorkspaceConfig};
-use driftreactor_decide::{Action, Decision, Policy, PolicyConfig};
-use driftreactor_event::DriftEvent;
+use driftreactor_decide::{Action, Decision, Policy, PolicyConfig, Reason, Target, Verdict};
+use driftreactor_event::{DriftEvent, Provider};
+use driftreactor_journal::Journal;
 use driftreactor_notify::Redactor;
 use driftreactor_pipeline::{Pipeline, ReportLine, normalize_message};
-use driftreactor_remediate::{Remediator, SqliteStore, state_secrets};
-use driftreactor_router::Dependent;
+use driftreactor_remediate::{Completed, Remediator, SqliteStore, state_secrets};
+use driftreactor_router::{Dependent, MatchKind};
 use driftreactor_serve::source::Source;
 use driftreactor_serve::{
     AfterCommit, BoxFuture, Handoff, Input, Loaded, MatchRecord, Model, ModelLoader, Opaque,
     Processed, ResourceInfo, ResourceKey, ServeOptions, SourceRegistry, StateInfo,
 };
 use driftreactor_tfgraph::GraphBuilder;
-use tokio::sync::{mpsc, oneshot};
+use serde::{Deserialize, Serialize};
+use tokio::sync::{broadcast, mpsc, oneshot};
 
 /// Journaled events waiting for the remediator, beyond which hand-offs are dropped
 /// (logged and counted) rather than delaying acknowledgements.
@@ -71,14 +84,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let remediation = if remediation_enabled(&config) {
             let secrets = state_secrets(&config)?;
             // The remediation memory (attempts, escalations, our applies, open PRs)
-            // lives next to the journal, so it survives a restart.
-            let journal = driftreactor_serve::journal_config(&config)?;
-            let store = SqliteStore::open(&journal.path).context("cannot set up remediation")?;
+            // and the bookkeeping of unfinished remediation live in the journal's file,
+            // so they survive a restart. The bookkeeping handle is opened (and its
+            // pending list read) before the service starts journaling new events.
+            let journal_cfg = driftreactor_serve::journal_config(&config)?;
+            let bookkeeping =
+                Journal::open(&journal_cfg).context("cannot open the journal for remediation")?;
+            let store =
+                SqliteStore::open(&journal_cfg.path).context("cannot set up remediation")?;
             let remediator = Remediator::builder_from_config(&config, secrets, false)
                 .context("cannot set up remediation")?
                 .store(Arc::new(store))
                 .spawn();
-            Some(Forwarder::spawn(remediator))
+            let pending = bookkeeping
+                .pending_remediations()
+                .await
+                .context("cannot read the unfinished remediations from the journal")?;
+            Some(Forwarder::spawn(remediator, bookkeeping, pending))
         } else {
             tracing::info!(
                 "Remediation is off (no workspace has a `dir` and there is no [remediation] section): detect-only."
@@ -116,6 +138,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ));
         let result = running.wait().await;
         // The sources and the pipeline task have stopped: nothing more is handed on.
+        // (The remediation task closes its own journal handle once it stopped.)
         if let Some(f) = remediation {
             f.stop().await;
         }
@@ -136,6 +159,110 @@ fn remediation_enabled(config: &Config) -> bool {
 struct Decided {
     decision: Decision,
     dependents: Vec<Dependent>,
+}
+
+/// What the journal keeps with each event that has an action, to resubmit it to the
+/// remediator after a restart ([`driftreactor_serve::Processed::remediation`]): the
+/// normalized event, its request parameters redacted (the redactor of the states'
+/// secrets and secret-looking keys), the decision and the blast radius.
+#[derive(Debug, Serialize, Deserialize)]
+struct Resubmit {
+    event: DriftEvent,
+    verdict: Verdict,
+    reason: Option<Reason>,
+    action: Action,
+    targets: Vec<ResubmitTarget>,
+    dependents: Vec<ResourceKey>,
+}
+
+/// One [`Target`] of a [`Resubmit`].
+#[derive(Debug, Serialize, Deserialize)]
+struct ResubmitTarget {
+    workspace: String,
+    address: String,
+    /// `primary`, `related` or `parent`.
+    kind: String,
+    action: Action,
+}
+
+impl Resubmit {
+    fn new(event: &DriftEvent, decided: &Decided, redactor: &Redactor) -> Self {
+        let mut event = event.clone();
+        if let Some(raw) = event.request.take() {
+            event.request = serde_json::from_str::<serde_json::Value>(raw.get())
+                .ok()
+                .and_then(|v| serde_json::value::to_raw_value(&redactor.json(&v)).ok());
+        }
+        let d = &decided.decision;
+        Self {
+            event,
+            verdict: d.verdict,
+            reason: d.reason,
+            action: d.action,
+            targets: d
+                .targets
+                .iter()
+                .map(|t| ResubmitTarget {
+                    workspace: t.workspace.to_string(),
+                    address: t.address.to_string(),
+                    kind: match t.kind {
+                        MatchKind::Primary => "primary",
+                        MatchKind::Related => "related",
+                        MatchKind::Parent => "parent",
+                    }
+                    .to_owned(),
+                    action: t.action,
+                })
+                .collect(),
+            dependents: decided
+                .dependents
+                .iter()
+                .map(|d| ResourceKey {
+                    workspace: d.workspace.to_string(),
+                    address: d.address.to_string(),
+                })
+                .collect(),
+        }
+    }
+
+    fn into_parts(self) -> (DriftEvent, Decided) {
+        let decision = Decision {
+            verdict: self.verdict,
+            reason: self.reason,
+            action: self.action,
+            targets: self
+                .targets
+                .into_iter()
+                .map(|t| Target {
+                    workspace: t.workspace.into(),
+                    address: t.address.into(),
+                    kind: match t.kind.as_str() {
+                        "related" => MatchKind::Related,
+                        "parent" => MatchKind::Parent,
+                        _ => MatchKind::Primary,
+                    },
+                    action: t.action,
+                })
+                .collect(),
+        };
+        let dependents = self
+            .dependents
+            .into_iter()
+            .map(|d| Dependent {
+                // The remediator reads only the workspace and address of a dependent.
+                node: driftreactor_tfgraph::NodeId(0),
+                workspace: d.workspace.into(),
+                address: d.address.into(),
+            })
+            .collect();
+        (
+            self.event,
+            Decided {
+                decision,
+                dependents,
+            },
+        )
+    }
 }
 
 /// A request to the forwarder task.
@@ -213,7 +340,10 @@ impl AfterCommit for RemediationHook {
     }
 }
 
-/// The task that owns the [`Remediator`] and feeds it from the hook's queue.
+/// The task that owns the [`Remediator`] and feeds it from the hook's queue. It first
+/// resubmits the journal's `pending` remediations (in journal order), records in the
+/// journal the work items each submitted event fed, and marks them finished as the
+/// remediator completes them (also while it shuts down).
 struct Forwarder {
     hook: RemediationHook,
     redactor: Redactor,
@@ -222,21 +352,59 @@ struct Forwarder {
 }
 
 impl Forwarder {
-    fn spawn(remediator: Remediator) -> Self {
+    fn spawn(
+        remediator: Remediator,
+        journal: Journal,
+        pending: Vec<driftreactor_journal::PendingRemediation>,
+    ) -> Self {
         let (tx, mut rx) = mpsc::channel::<Cmd>(HANDOFF_QUEUE);
         let (stop, mut stopped) = oneshot::channel::<()>();
         let redactor = remediator.redactor().clone();
+        let mut completed = remediator.subscribe_completed();
         let task = tokio::spawn(async move {
+            if !pending.is_empty() {
+                tracing::info!(
+                    count = pending.len(),
+                    "Resubmitting journaled events whose remediation had not finished."
+                );
+            }
+            for p in pending {
+                match serde_json::from_str::<Resubmit>(&p.request) {
+                    Ok(r) => {
+                        let (event, decided) = r.into_parts();
+                        submit(&remediator, &journal, &event, &decided).await;
+                    }
+                    Err(e) => {
+                        tracing::error!(event_id = %p.event_id, error = %e,
+                            "Cannot read a journaled remediation request; it is not resubmitted.");
+                        if let Ok(provider) = serde_json::from_value::<Provider>(p.provider.into())
+                        {
+                            let _ = journal
+                                .remediation_submitted(provider, p.event_id, Vec::new())
+                                .await;
+                        }
+                    }
+                }
+                while let Ok(c) = completed.try_recv() {
+                    finished(&journal, c).await;
+                }
+            }
             loop {
                 tokio::select! {
                     biased;
                     _ = &mut stopped => break,
+                    c = completed.recv() => match c {
+                        Ok(c) => finished(&journal, c).await,
+                        Err(broadcast::error::RecvError::Lagged(n)) => tracing::warn!(
+                            missed = n,
+                            "Remediation bookkeeping fell behind; the missed events stay pending and are resubmitted after a restart."
+                        ),
+                        Err(broadcast::error::RecvError::Closed) => break,
+                    },
                     cmd = rx.recv() => match cmd {
                         Some(Cmd::Submit(b)) => {
                             let (event, d) = *b;
-                            if let Err(e) = remediator.submit(&event, &d.decision, &d.dependents).await {
-                                tracing::error!(event_id = %event.id, error = %e, "Cannot submit to the remediator.");
-                            }
+                            submit(&remediator, &journal, &event, &d).await;
                         }
                         Some(Cmd::Clear { workspace, address, done }) => {
                             remediator.clear(&workspace, &address).await;
@@ -250,11 +418,23 @@ impl Forwarder {
             if pending > 0 {
                 tracing::warn!(
                     pending,
-                    "Stopping: journaled events not yet handed to the remediator are not remediated."
+                    "Stopping: journaled events not yet handed to the remediator stay pending; they are resubmitted at the next start."
                 );
             }
             tracing::info!("Stopping remediation: waiting for running plans / applies.");
-            remediator.shutdown().await;
+            // Running plans / applies finish; record what they complete.
+            let shutdown = remediator.shutdown();
+            tokio::pin!(shutdown);
+            loop {
+                tokio::select! {
+                    () = &mut shutdown => break,
+                    Ok(c) = completed.recv() => finished(&journal, c).await,
+                }
+            }
+            while let Ok(c) = completed.try_recv() {
+                finished(&journal, c).await;
+            }
+            journal.close().await;
             tracing::info!("Remediation stopped.");
         });
         Self {
@@ -272,6 +452,52 @@ impl Forwarder {
         if let Err(e) = self.task.await {
             tracing::error!(error = %e, "The remediation task ended unexpectedly.");
         }
+    }
+}
+
+/// Submits one event and records in the journal the work items it fed (none: it is
+/// `done` at once, e.g. the echo of our own apply).
+async fn submit(remediator: &Remediator, journal: &Journal, event: &DriftEvent, d: &Decided) {
+    match remediator.submit(event, &d.decision, &d.dependents).await {
+        Ok(s) => {
+            let keys = s
+                .keys
+                .iter()
+                .map(|k| ResourceKey {
+                    workspace: k.workspace.to_string(),
+                    address: k.address.to_string(),
+                })
+                .collect();
+            if let Err(e) = journal
+                .remediation_submitted(event.provider, event.id.clone(), keys)
+                .await
+            {
+                tracing::warn!(event_id = %event.id, error = %e,
+                    "Cannot record the remediation's work items; the event stays pending.");
+            }
+        }
+        Err(e) => {
+            tracing::error!(event_id = %event.id, error = %e, "Cannot submit to the remediator.");
+        }
+    }
+}
+
+/// Marks the events of a completed work item finished in the journal.
+async fn finished(journal: &Journal, c: Completed) {
+    let key = c.key.to_string();
+    match journal
+        .remediation_finished(
+            c.key.workspace.to_string(),
+            c.key.address.to_string(),
+            c.event_ids,
+        )
+        .await
+    {
+        Ok(n) => {
+            tracing::debug!(key = %key, outcome = c.outcome, events_done = n, "Remediation finished.")
+        }
+        Err(e) => tracing::warn!(key = %key, error = %e,
+            "Cannot mark the remediation finished; its events stay pending and are resubmitted after a restart."),
     }
 }
 
@@ -339,7 +565,10 @@ impl ModelLoader for PipelineLoader {
         }
         let pipeline = Pipeline::new(Arc::new(builder.build()), policy);
         Ok(Loaded {
-            model: Arc::new(PipelineModel { pipeline }),
+            model: Arc::new(PipelineModel {
+                pipeline,
+                redactor: self.redactor.clone(),
+            }),
             states,
         })
     }
@@ -347,6 +576,8 @@ impl ModelLoader for PipelineLoader {
 
 struct PipelineModel {
     pipeline: Pipeline,
+    /// With remediation on: redacts the request kept for resubmission.
+    redactor: Option<Redactor>,
 }
 
 impl Model for PipelineModel {
@@ -382,6 +613,20 @@ impl Model for PipelineModel {
                         .to_owned(),
                 })
                 .collect();
+            let decided = Decided {
+                decision,
+                dependents: routed.dependents,
+            };
+            // What the journal keeps to resubmit the event after a restart (only with
+            // remediation on and an action; redacted).
+            let remediation = self
+                .redactor
+                .as_ref()
+                .filter(|_| {
+                    decided.decision.action != Action::None
+                        && decided.decision.verdict != Verdict::Ignored
+                })
+                .and_then(|r| serde_json::to_string(&Resubmit::new(&event, &decided, r)).ok());
             Ok(Processed {
                 verdict: line.verdict.as_str().to_owned(),
                 reason: line.reason.clone(),
@@ -396,10 +641,8 @@ impl Model for PipelineModel {
                     })
                     .collect(),
                 event,
-                opaque: Some(Opaque::new(Decided {
-                    decision,
-                    dependents: routed.dependents,
-                })),
+                opaque: Some(Opaque::new(decided)),
+                remediation,
             })
         })
         .collect()

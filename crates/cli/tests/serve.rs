@@ -396,7 +396,10 @@ const FAKE_TERRAFORM: &str = r#"#!/bin/sh
 echo "$*" >> "$FAKE_LOG"
 case "$1" in
   init) exit 0 ;;
-  plan) for a in "$@"; do case "$a" in -out=*) : > "${a#-out=}" ;; esac; done; exit 2 ;;
+  plan)
+    # A plan that hangs while the file FAKE_BLOCK exists (a slow provider).
+    while [ -n "$FAKE_BLOCK" ] && [ -f "$FAKE_BLOCK" ]; do sleep 0.05; done
+    for a in "$@"; do case "$a" in -out=*) : > "${a#-out=}" ;; esac; done; exit 2 ;;
   show) cat "$FAKE_PLAN"; exit 0 ;;
   apply) exit 0 ;;
 esac
@@ -496,4 +499,187 @@ fn serve_binary_hands_journaled_drift_to_the_remediator_once() {
     .unwrap();
     assert_eq!(status, 200, "{body}");
     sigterm_and_wait(child);
+    // The remediation is recorded as finished: a restart will not resubmit it.
+    assert_eq!(
+        remediation_status(&dir.path().join("journal.sqlite"), "remediate-once"),
+        (Some("done".to_owned()), 0)
+    );
+}
+
+/// A config for the remediation tests: the AKS cluster of the corpus state under policy
+/// `revert`, the recording fake terraform, Event Grid push, the journal in `dir`.
+fn remediation_config(dir: &Path, settle_secs: u64) -> (PathBuf, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let root = dir.join("infra");
+    std::fs::create_dir_all(root.join(".terraform")).unwrap();
+    std::fs::copy(
+        corpus().join("tfstate/azurerm_aks_acr_helm.tfstate.json"),
+        dir.join("prod.tfstate"),
+    )
+    .unwrap();
+    let tool = dir.join("terraform");
+    std::fs::write(&tool, FAKE_TERRAFORM).unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let plan = dir.join("plan.json");
+    std::fs::write(
+        &plan,
+        r#"{"format_version":"1.2","terraform_version":"1.11.4","resource_changes":[
+            {"address":"azurerm_kubernetes_cluster.aks","mode":"managed","type":"azurerm_kubernetes_cluster","name":"aks",
+             "change":{"actions":["update"],"before":{},"after":{}}}]}"#,
+    )
+    .unwrap();
+    let log = dir.join("calls.log");
+    let config = dir.join("driftreactor.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[workspaces]]\nname = \"prod\"\nstate = \"prod.tfstate\"\ndir = {root:?}\ntool_path = {tool:?}\n\
+             env = {{ FAKE_LOG = {log:?}, FAKE_PLAN = {plan:?}, FAKE_BLOCK = {block:?} }}\n\n\
+             [[policy]]\ntype = \"azurerm_kubernetes_cluster\"\naction = \"revert\"\n\n\
+             [remediation]\nsettle_secs = {settle_secs}\nrecheck_secs = 0\n\n\
+             [journal]\npath = \"journal.sqlite\"\n\n\
+             [[sources]]\ntype = \"azure_event_grid_push\"\nsecret_env = \"DRIFTREACTOR_KILL9_SECRET\"\n",
+            root = root.display().to_string(),
+            tool = tool.display().to_string(),
+            log = log.display().to_string(),
+            plan = plan.display().to_string(),
+            block = dir.join("plan.block").display().to_string(),
+        ),
+    )
+    .unwrap();
+    (config, log)
+}
+
+/// The remediation status of an Azure event in the journal at `path` (the server is
+/// stopped), and how many events are still pending.
+fn remediation_status(path: &Path, event_id: &str) -> (Option<String>, usize) {
+    use driftreactor_journal::{Journal, JournalConfig};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let j = Journal::open(&JournalConfig::at(path)).unwrap();
+        let status = j
+            .remediation_status(driftreactor_event::Provider::Azure, event_id.into())
+            .await
+            .unwrap();
+        let pending = j.pending_remediations().await.unwrap().len();
+        j.close().await;
+        (status, pending)
+    })
+}
+
+/// Nothing is lost on a restart: a drift journaled and acknowledged while its work item
+/// was still settling (an hour's settle window) when SIGTERM came is `pending` in the
+/// journal; the next start resubmits it, it is planned and applied exactly once and
+/// ends `done`; a third start resubmits nothing.
+#[test]
+fn serve_binary_resubmits_journaled_drift_whose_remediation_had_not_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.sqlite");
+    let (config, log) = remediation_config(dir.path(), 3600);
+    let calls = || std::fs::read_to_string(&log).unwrap_or_default();
+    let count = |verb: &str| calls().lines().filter(|l| l.starts_with(verb)).count();
+
+    // 1. Journaled and acknowledged, still settling when the server stops.
+    let (child, addr) = spawn(&config);
+    let push = format!("/push/azure?code={SECRET}");
+    let (status, body) = http(&addr, "POST", &push, &aks_write("recover-me")).unwrap();
+    assert_eq!(status, 200, "{body}");
+    std::thread::sleep(Duration::from_millis(300));
+    sigterm_and_wait(child);
+    assert_eq!(count("plan"), 0, "{}", calls());
+    assert_eq!(
+        remediation_status(&journal, "recover-me"),
+        (Some("pending".to_owned()), 1)
+    );
+
+    // 2. Restarted with no settle window: resubmitted, planned and applied once, done.
+    let (config, _) = remediation_config(dir.path(), 0);
+    let (child, _addr) = spawn(&config);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while count("apply") == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "no apply within 30 s; calls:\n{}",
+            calls()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    sigterm_and_wait(child);
+    assert_eq!((count("plan"), count("apply")), (1, 1), "{}", calls());
+    assert!(
+        calls().contains("-target=azurerm_kubernetes_cluster.aks"),
+        "{}",
+        calls()
+    );
+    assert_eq!(
+        remediation_status(&journal, "recover-me"),
+        (Some("done".to_owned()), 0)
+    );
+
+    // 3. Another start: nothing is pending, nothing runs again.
+    let (child, _addr) = spawn(&config);
+    std::thread::sleep(Duration::from_millis(1000));
+    sigterm_and_wait(child);
+    assert_eq!((count("plan"), count("apply")), (1, 1), "{}", calls());
+}
+
+/// Nothing is lost on a crash mid-run: the server is killed with SIGKILL while the
+/// targeted plan of a journaled drift hangs; the event is still `pending`, and the next
+/// start plans it again and applies it exactly once; it ends `done`.
+#[test]
+fn serve_binary_killed_mid_plan_resubmits_the_drift_and_applies_it_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.sqlite");
+    let block = dir.path().join("plan.block");
+    let (config, log) = remediation_config(dir.path(), 0);
+    let calls = || std::fs::read_to_string(&log).unwrap_or_default();
+    let count = |verb: &str| calls().lines().filter(|l| l.starts_with(verb)).count();
+    let wait_for = |verb: &str| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while count(verb) == 0 {
+            assert!(
+                Instant::now() < deadline,
+                "no {verb} within 30 s; calls:\n{}",
+                calls()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+
+    std::fs::write(&block, "").unwrap();
+    let (mut child, addr) = spawn(&config);
+    let push = format!("/push/azure?code={SECRET}");
+    let (status, body) = http(&addr, "POST", &push, &aks_write("killed-mid-plan")).unwrap();
+    assert_eq!(status, 200, "{body}");
+    wait_for("plan");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The orphaned plan may now end; its server is gone, so nothing is applied.
+    std::fs::remove_file(&block).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(count("apply"), 0, "{}", calls());
+    assert_eq!(
+        remediation_status(&journal, "killed-mid-plan"),
+        (Some("pending".to_owned()), 1)
+    );
+
+    let (child, _addr) = spawn(&config);
+    wait_for("apply");
+    std::thread::sleep(Duration::from_millis(500));
+    sigterm_and_wait(child);
+    assert_eq!(
+        count("plan"),
+        2,
+        "one interrupted by the crash, one after it: {}",
+        calls()
+    );
+    assert_eq!(count("apply"), 1, "{}", calls());
+    assert_eq!(
+        remediation_status(&journal, "killed-mid-plan"),
+        (Some("done".to_owned()), 0)
+    );
 }

@@ -18,6 +18,13 @@
 //! The raw payload is never stored (it may hold secrets: request parameters,
 //! tokens); only its SHA-256 and the normalized summary fields are.
 //!
+//! Remediation bookkeeping (schema version 2): an event appended with an
+//! [`Entry::remediation`] request is also recorded as a `pending` remediation in the
+//! same transaction, and stays so until the work items it fed finished; see
+//! [`Journal::pending_remediations`], [`Journal::remediation_submitted`],
+//! [`Journal::remediation_finished`]. The request is stored as the caller gives it
+//! (`serve` redacts the event's request parameters first).
+//!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! use driftreactor_journal::{Entry, Journal, JournalConfig, Written};
@@ -45,10 +52,12 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
 mod query;
+mod remediation;
 mod schema;
 mod writer;
 
 pub use query::{DriftRow, EventQuery, EventRow};
+pub use remediation::PendingRemediation;
 
 /// Result of a journal operation.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -198,6 +207,13 @@ pub struct Entry {
     /// first entry of a key keeps a `drift` / `unmanaged` verdict, later ones are
     /// recorded as `ignored` / `duplicate`.
     pub correlation_key: Option<String>,
+    /// What the remediation hook needs to resubmit this event after a restart (its
+    /// own JSON, opaque to the journal; `None` when the event has no action or
+    /// remediation is off). Recorded as `pending` in the same transaction as the
+    /// event, unless the journal stores the event as `ignored`; see
+    /// [`Journal::pending_remediations`]. It is stored as given: redact it first.
+    #[serde(default)]
+    pub remediation: Option<String>,
 }
 
 impl Entry {
@@ -223,6 +239,7 @@ impl Entry {
             matches: Vec::new(),
             dependents: Vec::new(),
             correlation_key: None,
+            remediation: None,
         }
     }
 }
@@ -260,8 +277,13 @@ pub(crate) struct AppendRequest {
     answer: oneshot::Sender<Result<Vec<Written>>>,
 }
 
+/// Work for the writer thread outside the event appends (remediation bookkeeping): runs
+/// in its own transaction, in queue order with the appends.
+pub(crate) type Job = Box<dyn FnOnce(&rusqlite::Transaction<'_>) -> Result<u64> + Send>;
+
 pub(crate) enum Request {
     Append(AppendRequest),
+    Exec(Job, oneshot::Sender<Result<u64>>),
     Close(oneshot::Sender<()>),
 }
 
@@ -366,6 +388,18 @@ impl Journal {
         if self.inner.tx.send(Request::Close(tx)).await.is_ok() {
             let _ = rx.await;
         }
+    }
+
+    /// Runs `job` on the writer thread in its own transaction, after everything queued
+    /// before it; answers after `COMMIT`.
+    async fn exec(&self, job: Job) -> Result<u64> {
+        let (answer, wait) = oneshot::channel();
+        self.inner
+            .tx
+            .send(Request::Exec(job, answer))
+            .await
+            .map_err(|_| Error::Closed)?;
+        wait.await.map_err(|_| Error::Closed)?
     }
 
     async fn read<T, F>(&self, op: &'static str, f: F) -> Result<T>

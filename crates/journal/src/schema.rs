@@ -7,9 +7,9 @@ use rusqlite::{Connection, OpenFlags};
 use crate::{Error, Result};
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub(crate) const VERSION: i64 = 1;
+pub(crate) const VERSION: i64 = 2;
 
-const SCHEMA_V1: &str = "
+pub(crate) const SCHEMA_V1: &str = "
 CREATE TABLE IF NOT EXISTS events (
     seq             INTEGER PRIMARY KEY AUTOINCREMENT,
     provider        TEXT NOT NULL,
@@ -57,6 +57,29 @@ CREATE TABLE IF NOT EXISTS drift (
 ) WITHOUT ROWID;
 ";
 
+/// Version 2: remediation bookkeeping. Per journaled event with an action, the request
+/// the remediation hook resubmits after a restart (`pending` until every work item it
+/// fed reached a terminal state, then `done`), and the (workspace, address) work items
+/// it fed.
+const SCHEMA_V2: &str = "
+CREATE TABLE IF NOT EXISTS remediations (
+    seq         INTEGER PRIMARY KEY REFERENCES events (seq),
+    status      TEXT NOT NULL,
+    request     TEXT NOT NULL,
+    updated_at  TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS remediations_pending ON remediations (seq) WHERE status = 'pending';
+CREATE TABLE IF NOT EXISTS remediation_targets (
+    seq       INTEGER NOT NULL REFERENCES remediations (seq),
+    workspace TEXT NOT NULL,
+    address   TEXT NOT NULL,
+    done      INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (seq, workspace, address)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS remediation_targets_open ON remediation_targets (workspace, address)
+    WHERE done = 0;
+";
+
 /// Opens the database at `path`. The writer (`write = true`) creates the file,
 /// switches it to WAL with `synchronous=FULL` and migrates the schema; readers open
 /// it read-only afterwards.
@@ -70,7 +93,13 @@ pub(crate) fn open(path: &Path, write: bool) -> Result<Connection> {
     } else {
         OpenFlags::SQLITE_OPEN_READ_ONLY
     } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags).map_err(err)?;
+    let mut conn = Connection::open_with_flags(path, flags).map_err(err)?;
+    // Other connections write to the same file (the remediation store, a second
+    // handle for remediation bookkeeping): a deferred transaction that reads first
+    // could not be upgraded to a write after another connection's commit
+    // (SQLITE_BUSY_SNAPSHOT, no retry); IMMEDIATE takes the write lock at BEGIN, under
+    // the busy timeout.
+    conn.set_transaction_behavior(rusqlite::TransactionBehavior::Immediate);
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(err)?;
     if !write {
@@ -92,8 +121,13 @@ pub(crate) fn open(path: &Path, write: bool) -> Result<Connection> {
             supported: VERSION,
         });
     }
-    if found < VERSION {
+    if found < 1 {
         conn.execute_batch(SCHEMA_V1).map_err(err)?;
+    }
+    if found < 2 {
+        conn.execute_batch(SCHEMA_V2).map_err(err)?;
+    }
+    if found < VERSION {
         conn.pragma_update(None, "user_version", VERSION)
             .map_err(err)?;
     }

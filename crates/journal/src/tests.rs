@@ -185,3 +185,148 @@ async fn drift_of_one_resource_is_looked_up_directly() {
             .is_none()
     );
 }
+
+#[tokio::test]
+async fn a_remediation_is_pending_until_every_work_item_it_fed_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = journal(&dir);
+    let mut a = drift_entry("a", "aws_security_group.web");
+    a.remediation = Some(r#"{"n":1}"#.into());
+    let mut b = drift_entry("b", "aws_security_group.db");
+    b.remediation = Some(r#"{"n":2}"#.into());
+    let mut c = drift_entry("c", "aws_security_group.db");
+    c.remediation = Some(r#"{"n":3}"#.into());
+    let none = drift_entry("no-action", "aws_security_group.x");
+    j.append(vec![a, b, none]).await.unwrap();
+    j.append(vec![c]).await.unwrap();
+    let status = |id: &str| {
+        let j = j.clone();
+        let id = id.to_owned();
+        async move { j.remediation_status(Provider::Aws, id).await.unwrap() }
+    };
+    assert_eq!(status("no-action").await, None);
+    let pending = j.pending_remediations().await.unwrap();
+    let ids: Vec<&str> = pending.iter().map(|p| p.event_id.as_str()).collect();
+    assert_eq!(ids, ["a", "b", "c"], "journal order");
+    assert_eq!(pending[0].request, r#"{"n":1}"#);
+
+    let key = |ws: &str, a: &str| ResourceKey {
+        workspace: ws.into(),
+        address: a.into(),
+    };
+    // `a` fed two work items; `b` none (our echo); `c` one.
+    j.remediation_submitted(
+        Provider::Aws,
+        "a".into(),
+        vec![
+            key("prod", "aws_security_group.web"),
+            key("dr", "aws_security_group.web"),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        j.remediation_submitted(Provider::Aws, "b".into(), vec![])
+            .await
+            .unwrap(),
+        1
+    );
+    j.remediation_submitted(
+        Provider::Aws,
+        "c".into(),
+        vec![key("prod", "aws_security_group.db")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(status("b").await.as_deref(), Some("done"));
+
+    // An item finishing without `c` in its evidence leaves `c` pending.
+    let done = j
+        .remediation_finished(
+            "prod".into(),
+            "aws_security_group.db".into(),
+            vec!["b".into()],
+        )
+        .await
+        .unwrap();
+    assert_eq!(done, 0);
+    assert_eq!(status("c").await.as_deref(), Some("pending"));
+    j.remediation_finished(
+        "prod".into(),
+        "aws_security_group.db".into(),
+        vec!["c".into()],
+    )
+    .await
+    .unwrap();
+    assert_eq!(status("c").await.as_deref(), Some("done"));
+
+    // `a` is done only once both of its items finished.
+    j.remediation_finished(
+        "prod".into(),
+        "aws_security_group.web".into(),
+        vec!["a".into()],
+    )
+    .await
+    .unwrap();
+    assert_eq!(status("a").await.as_deref(), Some("pending"));
+    j.close().await;
+    drop(j);
+    let j = journal(&dir);
+    assert_eq!(j.pending_remediations().await.unwrap().len(), 1);
+    assert_eq!(
+        j.remediation_finished(
+            "dr".into(),
+            "aws_security_group.web".into(),
+            vec!["a".into()]
+        )
+        .await
+        .unwrap(),
+        1
+    );
+    assert!(j.pending_remediations().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_later_entry_of_a_recorded_change_gets_no_remediation_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = journal(&dir);
+    let mut first = drift_entry("first", "google_compute_firewall.fw");
+    first.provider = Provider::Gcp;
+    first.correlation_key = Some("operation-1".into());
+    first.remediation = Some("{}".into());
+    let mut last = first.clone();
+    last.id = "last".into();
+    j.append(vec![first, last]).await.unwrap();
+    let pending = j.pending_remediations().await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].event_id, "first");
+}
+
+#[tokio::test]
+async fn a_version_1_journal_is_migrated_to_version_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.sqlite");
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(schema::SCHEMA_V1).unwrap();
+        c.pragma_update(None, "user_version", 1).unwrap();
+    }
+    {
+        let j = Journal::open(&JournalConfig::at(&path)).unwrap();
+        j.append(vec![drift_entry("old", "aws_security_group.web")])
+            .await
+            .unwrap();
+        j.close().await;
+    }
+    let j = Journal::open(&JournalConfig::at(&path)).unwrap();
+    assert_eq!(j.count(), 1);
+    let mut e = drift_entry("new", "aws_security_group.web");
+    e.remediation = Some("{}".into());
+    j.append(vec![e]).await.unwrap();
+    assert_eq!(j.pending_remediations().await.unwrap().len(), 1);
+    let version: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, schema::VERSION);
+}

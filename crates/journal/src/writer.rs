@@ -8,7 +8,7 @@ use chrono::{SecondsFormat, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::mpsc;
 
-use crate::{AppendRequest, Entry, Error, JournalConfig, Request, Result, Written};
+use crate::{AppendRequest, Entry, Error, Job, JournalConfig, Request, Result, Written};
 
 /// Timestamps are stored as RFC 3339 UTC with milliseconds and a `Z`, so text order
 /// is time order.
@@ -39,6 +39,7 @@ fn run(
 ) {
     let mut close: Option<tokio::sync::oneshot::Sender<()>> = None;
     while close.is_none() {
+        let mut job: Option<(Job, tokio::sync::oneshot::Sender<Result<u64>>)> = None;
         let Some(first) = rx.blocking_recv() else {
             break;
         };
@@ -56,6 +57,11 @@ fn run(
                     close = Some(tx);
                     break;
                 }
+                Some(Request::Exec(f, answer)) => {
+                    // Runs after the appends gathered so far commit (queue order).
+                    job = Some((f, answer));
+                    break;
+                }
                 None => {}
             }
             if n >= max_batch {
@@ -69,28 +75,16 @@ fn run(
                 Err(_) => break,
             }
         }
-        if batch.is_empty() {
-            continue;
+        if !batch.is_empty() {
+            commit_appends(&mut conn, batch, n, rows);
         }
-        match commit(&mut conn, &batch) {
-            Ok(results) => {
-                let added = results
-                    .iter()
-                    .flatten()
-                    .filter(|w| matches!(w, Written::Recorded { .. }))
-                    .count();
-                rows.fetch_add(added as u64, Ordering::Relaxed);
-                for (req, res) in batch.into_iter().zip(results) {
-                    let _ = req.answer.send(Ok(res));
-                }
-            }
-            Err(e) => {
-                tracing::error!(error = %e, entries = n, "Journal commit failed; the batch is not acknowledged.");
-                let msg = e.to_string();
-                for req in batch {
-                    let _ = req.answer.send(Err(Error::Batch(msg.clone())));
-                }
-            }
+        if let Some((f, answer)) = job {
+            let result = conn.transaction().map_err(sqlite("begin")).and_then(|tx| {
+                let v = f(&tx)?;
+                tx.commit().map_err(sqlite("commit"))?;
+                Ok(v)
+            });
+            let _ = answer.send(result);
         }
     }
     rx.close();
@@ -105,7 +99,30 @@ fn run(
     }
 }
 
-fn sqlite(op: &'static str) -> impl Fn(rusqlite::Error) -> Error {
+fn commit_appends(conn: &mut Connection, batch: Vec<AppendRequest>, n: usize, rows: &AtomicU64) {
+    match commit(conn, &batch) {
+        Ok(results) => {
+            let added = results
+                .iter()
+                .flatten()
+                .filter(|w| matches!(w, Written::Recorded { .. }))
+                .count();
+            rows.fetch_add(added as u64, Ordering::Relaxed);
+            for (req, res) in batch.into_iter().zip(results) {
+                let _ = req.answer.send(Ok(res));
+            }
+        }
+        Err(e) => {
+            tracing::error!(error = %e, entries = n, "Journal commit failed; the batch is not acknowledged.");
+            let msg = e.to_string();
+            for req in batch {
+                let _ = req.answer.send(Err(Error::Batch(msg.clone())));
+            }
+        }
+    }
+}
+
+pub(crate) fn sqlite(op: &'static str) -> impl Fn(rusqlite::Error) -> Error {
     move |source| Error::Sqlite { op, source }
 }
 
@@ -186,6 +203,15 @@ fn insert(tx: &rusqlite::Transaction<'_>, e: &Entry, now: &str) -> Result<Writte
         return Ok(Written::Duplicate);
     }
     let seq = tx.last_insert_rowid();
+    if let Some(request) = &e.remediation
+        && verdict != "ignored"
+    {
+        tx.prepare_cached(
+            "INSERT INTO remediations (seq, status, request, updated_at) VALUES (?1, 'pending', ?2, ?3)",
+        )
+        .and_then(|mut st| st.execute(params![seq, request, now]))
+        .map_err(sqlite("insert remediation"))?;
+    }
     let seen_at = ts(&e.occurred_at.unwrap_or(e.received_at));
     for m in &e.matches {
         tx.prepare_cached(

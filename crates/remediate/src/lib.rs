@@ -38,7 +38,7 @@ pub use config::{RemediationConfig, Workspace};
 pub use guard::{GuardError, GuardReport, Verdict, guard};
 pub use item::{MAX_EVIDENCE, Mode, Submission, WorkItem, WorkKey, is_own_echo, submissions};
 pub use reconcile::{Action, Batch, Context, Error, error_policy, escalate, reconcile};
-pub use runner::{Remediator, RemediatorBuilder, SubmitError, Submitted};
+pub use runner::{Completed, Remediator, RemediatorBuilder, SubmitError, Submitted};
 pub use setup::{SetupError, state_secrets};
 pub use sqlite_store::{SqliteStore, StoreError};
 pub use store::{ApplyRecord, MemoryStore, StateStore};

@@ -37,12 +37,28 @@ pub enum SubmitError {
 }
 
 /// What [`Remediator::submit`] did with an event.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Submitted {
     /// Work-item contributions queued (one per targeted address).
     pub queued: usize,
     /// Addresses skipped because the event is the echo of our own apply.
     pub own_echoes: usize,
+    /// The work items the event was queued to (`queued` of them).
+    pub keys: Vec<WorkKey>,
+}
+
+/// A work item reached a terminal state: reverted, resolved, notified (`done`), a pull
+/// request opened or updated (`pull_request`), or `escalated`. For bookkeeping: `serve`
+/// marks the item's events finished in the journal ([`Remediator::subscribe_completed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completed {
+    /// The work item.
+    pub key: WorkKey,
+    /// Ids of the events among its evidence (at most [`crate::MAX_EVIDENCE`], the
+    /// newest; older ones of a very long burst are not listed).
+    pub event_ids: Vec<String>,
+    /// `done`, `pull_request` or `escalated`.
+    pub outcome: &'static str,
 }
 
 enum Msg {
@@ -92,6 +108,7 @@ impl RemediatorBuilder {
     /// Starts the runner task (inside a tokio runtime) and returns the handle.
     pub fn spawn(self) -> Remediator {
         let (ttx, _) = broadcast::channel(TRANSITION_BUFFER);
+        let (ctx_done, _) = broadcast::channel(TRANSITION_BUFFER);
         let store = self
             .store
             .unwrap_or_else(|| Arc::new(MemoryStore::default()));
@@ -110,11 +127,12 @@ impl RemediatorBuilder {
             ttx.clone(),
         ));
         let (tx, rx) = mpsc::channel(self.cfg.queue_size.max(1));
-        let runner = Runner::new(ctx);
+        let runner = Runner::new(ctx, ctx_done.clone());
         let task = tokio::spawn(runner.run(rx));
         Remediator {
             tx,
             transitions: ttx,
+            completed: ctx_done,
             store,
             redactor: self.redactor,
             grace: ChronoDuration::seconds(
@@ -144,6 +162,7 @@ impl RemediatorBuilder {
 pub struct Remediator {
     tx: mpsc::Sender<Msg>,
     transitions: broadcast::Sender<Transition>,
+    completed: broadcast::Sender<Completed>,
     store: Arc<dyn StateStore>,
     redactor: Redactor,
     grace: ChronoDuration,
@@ -202,6 +221,7 @@ impl Remediator {
             }
         }
         out.queued = keep.len();
+        out.keys = keep.iter().map(|s| s.key.clone()).collect();
         if !keep.is_empty() {
             self.tx
                 .send(Msg::Submit(keep))
@@ -237,6 +257,13 @@ impl Remediator {
     /// Subscribe before submitting to see them all.
     pub fn subscribe(&self) -> broadcast::Receiver<Transition> {
         self.transitions.subscribe()
+    }
+
+    /// A stream of [`Completed`] work items (with the ids of their events), for
+    /// bookkeeping of what is finished. Subscribe before submitting to see them all; a
+    /// subscriber more than 1024 behind loses the oldest.
+    pub fn subscribe_completed(&self) -> broadcast::Receiver<Completed> {
+        self.completed.subscribe()
     }
 
     /// The redactor shared with the PR client and Slack: secrets added to it
@@ -290,6 +317,7 @@ struct Slot {
 
 struct Runner {
     ctx: Arc<Context>,
+    completed: broadcast::Sender<Completed>,
     slots: BTreeMap<WorkKey, Slot>,
     busy: BTreeSet<String>,
     tasks: JoinSet<(Arc<Batch>, Action)>,
@@ -298,7 +326,7 @@ struct Runner {
 }
 
 impl Runner {
-    fn new(ctx: Arc<Context>) -> Self {
+    fn new(ctx: Arc<Context>, completed: broadcast::Sender<Completed>) -> Self {
         let backoff = ExponentialBuilder::default()
             .with_min_delay(Duration::from_millis(ctx.cfg.backoff_min_ms.max(1)))
             .with_max_delay(Duration::from_secs(ctx.cfg.backoff_max_secs.max(1)))
@@ -307,6 +335,7 @@ impl Runner {
             .without_max_times();
         Self {
             ctx,
+            completed,
             slots: BTreeMap::new(),
             busy: BTreeSet::new(),
             tasks: JoinSet::new(),
@@ -530,7 +559,21 @@ impl Runner {
     fn finish(&mut self, batch: &Batch, action: Action) {
         self.busy.remove(&batch.workspace);
         let now = Instant::now();
+        let outcome = match &action {
+            Action::Done => Some("done"),
+            Action::Escalate(_) => Some("escalated"),
+            Action::Recheck(_) => Some("pull_request"),
+            Action::Requeue(_) => None,
+        };
         for item in &batch.items {
+            if let Some(outcome) = outcome {
+                // No subscriber is fine (replay).
+                let _ = self.completed.send(Completed {
+                    key: item.key.clone(),
+                    event_ids: item.evidence.iter().map(|e| e.event_id.clone()).collect(),
+                    outcome,
+                });
+            }
             let Some(slot) = self.slots.get_mut(&item.key) else {
                 continue;
             };

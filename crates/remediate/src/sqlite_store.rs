@@ -4,7 +4,7 @@
 //! `serve` opens it on the journal's database file (`[journal] path`): the tables are
 //! prefixed `remediation_` and never touch the journal's own tables or its
 //! `user_version`. It uses its own connection (WAL, `synchronous=FULL`, a 5 s busy
-//! timeout), so its writes queue behind the journal writer's group commits for at most
+//! timeout, `BEGIN IMMEDIATE`), so its writes queue behind the journal writer's group commits for at most
 //! a few milliseconds. Calls are synchronous (the [`StateStore`] contract): each is
 //! one short statement or transaction, made from the remediator's tasks a few times
 //! per IaC run, never per bus message.
@@ -110,7 +110,7 @@ impl SqliteStore {
             path: path.clone(),
             source,
         };
-        let conn = Connection::open_with_flags(
+        let mut conn = Connection::open_with_flags(
             &path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
                 | OpenFlags::SQLITE_OPEN_CREATE
@@ -119,6 +119,9 @@ impl SqliteStore {
         .map_err(err)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(err)?;
+        // The journal's connections write to the same file: take the write lock at
+        // BEGIN (under the busy timeout) rather than fail to upgrade a read.
+        conn.set_transaction_behavior(rusqlite::TransactionBehavior::Immediate);
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(err)?;
         conn.pragma_update(None, "synchronous", "FULL")

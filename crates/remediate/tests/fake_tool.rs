@@ -846,3 +846,49 @@ async fn an_escalation_survives_a_restart_with_the_sqlite_store_until_cleared() 
     );
     r.shutdown().await;
 }
+
+/// `submit` names the work items an event was queued to, and each work item that
+/// reaches a terminal state is announced with the ids of its events (what `serve`
+/// marks finished in the journal); the echo of our own apply is queued nowhere.
+#[tokio::test]
+async fn completed_work_items_name_their_events() {
+    let tf = FakeTf::new("2", "sg_update.json");
+    let r = Remediator::builder(RemediationConfig {
+        own_change_grace_secs: 5,
+        ..cfg()
+    })
+    .workspaces([tf.workspace("prod")])
+    .spawn();
+    let mut done = r.subscribe_completed();
+    let d = decision("prod", "aws_security_group.web", Decided::Revert);
+    let s = r
+        .submit(
+            &event("e1", "AuthorizeSecurityGroupIngress", Change::Update),
+            &d,
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(s.keys, [WorkKey::new("prod", "aws_security_group.web")]);
+    r.run_until_idle().await;
+    let c = done.try_recv().unwrap();
+    assert_eq!(
+        (c.key.to_string(), c.event_ids, c.outcome),
+        (
+            "prod:aws_security_group.web".to_owned(),
+            vec!["e1".to_owned()],
+            "done"
+        )
+    );
+    // CloudTrail's record of our own apply: an echo, queued to no work item.
+    let s = r
+        .submit(
+            &event("echo", "AuthorizeSecurityGroupIngress", Change::Update),
+            &d,
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!((s.queued, s.own_echoes, s.keys.len()), (0, 1, 0));
+    r.shutdown().await;
+}

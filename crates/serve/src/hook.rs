@@ -46,7 +46,9 @@ pub enum Handoff {
     /// Nothing to do for this event (no action).
     Skipped,
     /// Not taken: the hook's queue is full or its worker stopped (counted
-    /// `remediation_handoffs_total{result="dropped"}`; the event stays in the journal).
+    /// `remediation_handoffs_total{result="dropped"}`; the event stays in the journal,
+    /// as a `pending` remediation when the model set [`Processed::remediation`], which
+    /// the binary resubmits at its next start).
     Dropped,
 }
 

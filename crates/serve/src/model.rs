@@ -50,6 +50,12 @@ pub struct Processed {
     /// Whatever the model wants the [`crate::AfterCommit`] hook to get back with this
     /// event (the service never looks inside).
     pub opaque: Option<crate::Opaque>,
+    /// What the [`crate::AfterCommit`] hook needs to resubmit this event after a
+    /// restart, as JSON the service never looks inside (`None`: nothing to remediate).
+    /// The journal records it as a `pending` remediation in the same transaction as
+    /// the event (see `driftreactor_journal::Journal::pending_remediations`); redact it
+    /// first, the journal stores it as given.
+    pub remediation: Option<String>,
 }
 
 /// What the state graph knows about one managed resource (`/v1/resources/…`).

@@ -159,6 +159,7 @@ fn to_entries(
                 matches: p.matches,
                 dependents: p.dependents,
                 correlation_key: e.correlation_key,
+                remediation: p.remediation,
             }
         })
         .collect())

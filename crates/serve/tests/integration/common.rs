@@ -115,6 +115,7 @@ impl TestModel {
             matches,
             dependents: Vec::new(),
             opaque: None,
+            remediation: None,
         }
     }
 }
