@@ -676,6 +676,52 @@ mod tests {
 
     use super::*;
 
+    /// What the journal keeps to resubmit an event has its request parameters redacted
+    /// (state secrets and secret-looking keys) and gives back the same decision and
+    /// blast radius.
+    #[test]
+    fn the_resubmit_request_is_redacted_and_round_trips_the_decision() {
+        let mut event = DriftEvent::new(Provider::Aws, "e1");
+        event.request = Some(
+            serde_json::value::to_raw_value(&serde_json::json!({
+                "groupId": "sg-0123",
+                "masterUserPassword": "hunter2",
+                "description": "token from state: s3cr3t-from-state",
+            }))
+            .unwrap(),
+        );
+        let decided = Decided {
+            decision: Decision {
+                verdict: Verdict::Drift,
+                reason: None,
+                action: Action::Revert,
+                targets: vec![Target {
+                    workspace: "prod".into(),
+                    address: "aws_security_group.web".into(),
+                    kind: MatchKind::Related,
+                    action: Action::Revert,
+                }],
+            },
+            dependents: vec![Dependent {
+                node: driftreactor_tfgraph::NodeId(7),
+                workspace: "prod".into(),
+                address: "aws_instance.app".into(),
+            }],
+        };
+        let redactor = Redactor::new(vec!["s3cr3t-from-state".to_owned()]);
+        let json = serde_json::to_string(&Resubmit::new(&event, &decided, &redactor)).unwrap();
+        assert!(!json.contains("hunter2"), "{json}");
+        assert!(!json.contains("s3cr3t-from-state"), "{json}");
+        assert!(json.contains("sg-0123"), "{json}");
+        let (back, d) = serde_json::from_str::<Resubmit>(&json)
+            .unwrap()
+            .into_parts();
+        assert_eq!((back.provider, back.id.as_str()), (Provider::Aws, "e1"));
+        assert_eq!(d.decision, decided.decision);
+        assert_eq!(d.dependents.len(), 1);
+        assert_eq!(&*d.dependents[0].address, "aws_instance.app");
+    }
+
     /// A state reload adds the new state's sensitive values to the remediator's
     /// redactor, which every clone (PR client, Slack) shares.
     #[test]
