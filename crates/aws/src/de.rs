@@ -29,28 +29,27 @@ fn drain_seq<'de, A: SeqAccess<'de>>(mut s: A) -> Result<(), A::Error> {
 
 /// A struct read in place from a JSON object, key by key (no intermediate values, no
 /// moves of the whole struct: the views are large and parsed for every event).
+///
+/// Keys are matched to field numbers while they are read ([`Fields::index`], no key
+/// string is kept), then the value is read into that field ([`Fields::read_field`]).
 pub(crate) trait Fields<'de> {
-    /// Reads the value of `key` from `map` into the matching field. Returns `false`,
-    /// with the value not consumed, when `key` is not one of the fields.
-    ///
-    /// `seen` has one bit per field already read: a field given twice is an error
-    /// (`duplicate field`), as with derived `Deserialize` impls.
-    fn field<A: MapAccess<'de>>(
-        &mut self,
-        key: &str,
-        map: &mut A,
-        seen: &mut u64,
-    ) -> Result<bool, A::Error>;
+    /// The number (below 64) of the field read from `key`, if any.
+    fn index(key: &str) -> Option<u8>;
+    /// The key of field number `i`, for errors.
+    fn key_of(i: u8) -> &'static str;
+    /// Reads the next value of `map` into field number `i`.
+    fn read_field<A: MapAccess<'de>>(&mut self, i: u8, map: &mut A) -> Result<(), A::Error>;
 }
 
 impl<'de, T: Fields<'de>> Fields<'de> for Box<T> {
-    fn field<A: MapAccess<'de>>(
-        &mut self,
-        key: &str,
-        map: &mut A,
-        seen: &mut u64,
-    ) -> Result<bool, A::Error> {
-        (**self).field(key, map, seen)
+    fn index(key: &str) -> Option<u8> {
+        T::index(key)
+    }
+    fn key_of(i: u8) -> &'static str {
+        T::key_of(i)
+    }
+    fn read_field<A: MapAccess<'de>>(&mut self, i: u8, map: &mut A) -> Result<(), A::Error> {
+        (**self).read_field(i, map)
     }
 }
 
@@ -93,41 +92,46 @@ impl<'de, T: Fields<'de> + Default> Slot<'de> for Obj<T> {
     }
 }
 
-/// A map key, borrowed from the input unless it has escapes.
-struct Key<'de>(Cow<'de, str>);
+/// Reads a map key as the field number of `T` it names.
+struct KeyIndex<T>(PhantomData<T>);
 
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a key")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Owned(v)))
-            }
-        }
-        d.deserialize_str(V)
+impl<'de, T: Fields<'de>> DeserializeSeed<'de> for KeyIndex<T> {
+    type Value = Option<u8>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<u8>, D::Error> {
+        d.deserialize_str(self)
     }
 }
 
-/// Reads the rest of a map into `t`, skipping the keys that are not its fields.
+impl<'de, T: Fields<'de>> Visitor<'de> for KeyIndex<T> {
+    type Value = Option<u8>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Option<u8>, E> {
+        Ok(T::index(v))
+    }
+}
+
+/// Reads the rest of a map into `t`, skipping the keys that are not its fields. A field
+/// given twice is an error (`duplicate field`), as with derived `Deserialize` impls.
 pub(crate) fn fill<'de, T: Fields<'de>, A: MapAccess<'de>>(
     t: &mut T,
     mut m: A,
 ) -> Result<(), A::Error> {
     let mut seen = 0u64;
-    while let Some(k) = m.next_key::<Key<'de>>()? {
-        if !t.field(&k.0, &mut m, &mut seen)? {
+    while let Some(i) = m.next_key_seed(KeyIndex::<T>(PhantomData))? {
+        let Some(i) = i else {
             m.next_value::<IgnoredAny>()?;
+            continue;
+        };
+        let bit = 1u64 << (i & 63);
+        if seen & bit != 0 {
+            return Err(<A::Error as serde::de::Error>::duplicate_field(T::key_of(
+                i,
+            )));
         }
+        seen |= bit;
+        t.read_field(i, &mut m)?;
     }
     Ok(())
 }
@@ -211,31 +215,35 @@ macro_rules! fields {
         }
 
         impl<'de: $lt, $lt> $crate::de::Fields<'de> for $name<$lt> {
-            fn field<A: serde::de::MapAccess<'de>>(
-                &mut self,
-                key: &str,
-                map: &mut A,
-                seen: &mut u64,
-            ) -> Result<bool, A::Error> {
-                use $crate::de::Slot as _;
-                /// Field numbers, for the `seen` bits.
+            fn index(key: &str) -> Option<u8> {
+                /// Field numbers.
                 #[allow(non_camel_case_types, dead_code, clippy::upper_case_acronyms)]
                 enum F { $($field),* }
                 const { assert!([$(F::$field as u32),*].len() <= 64) };
                 match key {
-                    $( $crate::de::fields!(@key $field $($key)?) => {
-                        let bit = 1u64 << (F::$field as u32);
-                        if *seen & bit != 0 {
-                            return Err(<A::Error as serde::de::Error>::duplicate_field(
-                                $crate::de::fields!(@key $field $($key)?),
-                            ));
-                        }
-                        *seen |= bit;
-                        self.$field.read(map)?;
-                    } )*
-                    _ => return Ok(false),
+                    $( $crate::de::fields!(@key $field $($key)?) => Some(F::$field as u8), )*
+                    _ => None,
                 }
-                Ok(true)
+            }
+
+            fn key_of(i: u8) -> &'static str {
+                const KEYS: &[&str] = &[$( $crate::de::fields!(@key $field $($key)?) ),*];
+                KEYS.get(usize::from(i)).copied().unwrap_or("?")
+            }
+
+            fn read_field<A: serde::de::MapAccess<'de>>(
+                &mut self,
+                i: u8,
+                map: &mut A,
+            ) -> Result<(), A::Error> {
+                use $crate::de::Slot as _;
+                /// Field numbers (as in `index`).
+                #[allow(non_camel_case_types, dead_code, clippy::upper_case_acronyms)]
+                enum F { $($field),* }
+                match i {
+                    $( x if x == F::$field as u8 => self.$field.read(map), )*
+                    _ => map.next_value::<serde::de::IgnoredAny>().map(|_| ()),
+                }
             }
         }
     };

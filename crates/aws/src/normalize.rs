@@ -153,10 +153,43 @@ fn not_an_object(payload: &[u8]) -> Option<NormalizeError> {
     )))
 }
 
+/// An RFC 3339 time, in UTC. The form CloudTrail and EventBridge write,
+/// `YYYY-MM-DDTHH:MM:SSZ`, is read directly; anything else (fractions, offsets, leap
+/// seconds, invalid values) goes through chrono's RFC 3339 parser, which gives the
+/// same instant for the direct form.
 fn time(s: Option<&str>) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s?)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
+    let s = s?;
+    utc_seconds(s).or_else(|| {
+        DateTime::parse_from_rfc3339(s)
+            .ok()
+            .map(|t| t.with_timezone(&Utc))
+    })
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` with valid fields, else `None`.
+fn utc_seconds(s: &str) -> Option<DateTime<Utc>> {
+    let b = s.as_bytes();
+    if b.len() != 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'Z'
+    {
+        return None;
+    }
+    let num = |at: usize, len: usize| -> Option<u32> {
+        b[at..at + len].iter().try_fold(0u32, |n, &c| {
+            c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0'))
+        })
+    };
+    let year = i32::try_from(num(0, 4)?).ok()?;
+    let date = chrono::NaiveDate::from_ymd_opt(year, num(5, 2)?, num(8, 2)?)?;
+    Some(
+        date.and_hms_opt(num(11, 2)?, num(14, 2)?, num(17, 2)?)?
+            .and_utc(),
+    )
 }
 
 fn owned(s: &Str<'_>) -> Option<String> {
@@ -994,6 +1027,40 @@ mod tests {
         let ev = normalize(text.as_bytes()).unwrap();
         assert!(ev.resources.is_empty());
         assert_eq!(ev.operation, "CreateTags");
+    }
+
+    #[test]
+    fn direct_utc_times_equal_chrono_rfc3339() {
+        use chrono::{DateTime, Utc};
+        for t in [
+            "2026-01-01T00:00:00Z",
+            "2024-02-29T23:59:59Z",
+            "2026-02-29T00:00:00Z",
+            "0000-01-01T00:00:00Z",
+            "9999-12-31T23:59:59Z",
+            "2026-13-01T00:00:00Z",
+            "2026-00-10T00:00:00Z",
+            "2026-01-01T24:00:00Z",
+            "2026-01-01T23:60:00Z",
+            "2016-12-31T23:59:60Z",
+            "2026-01-01t00:00:00z",
+            "2026-01-01 00:00:00Z",
+            "2026-01-01T00:00:00.123Z",
+            "2026-01-01T00:00:00+02:00",
+            "2026-1-01T00:00:00Z",
+            "2026-01-01T00:00:0aZ",
+            "+026-01-01T00:00:00Z",
+            "",
+        ] {
+            let chrono = DateTime::parse_from_rfc3339(t)
+                .ok()
+                .map(|d| d.with_timezone(&Utc));
+            assert_eq!(super::time(Some(t)), chrono, "{t}");
+            if let Some(direct) = super::utc_seconds(t) {
+                assert_eq!(Some(direct), chrono, "{t}");
+            }
+        }
+        assert!(super::utc_seconds("2026-01-01T00:00:00Z").is_some());
     }
 
     #[test]

@@ -55,26 +55,33 @@ pub(crate) struct Top<'a> {
     pub doc: Doc<'a>,
     /// The top-level `detail` (the envelope's CloudTrail record).
     pub detail: Obj<Doc<'a>>,
-    /// Whether `detail` was read (a second one is a `duplicate field` error).
-    detail_seen: bool,
 }
 
+/// `Top`'s number for `detail`, above `Doc`'s own field numbers.
+const TOP_DETAIL: u8 = 63;
+
 impl<'de: 'a, 'a> Fields<'de> for Top<'a> {
-    fn field<A: serde::de::MapAccess<'de>>(
+    fn index(key: &str) -> Option<u8> {
+        if key == "detail" {
+            return Some(TOP_DETAIL);
+        }
+        Doc::index(key)
+    }
+    fn key_of(i: u8) -> &'static str {
+        if i == TOP_DETAIL {
+            return "detail";
+        }
+        Doc::key_of(i)
+    }
+    fn read_field<A: serde::de::MapAccess<'de>>(
         &mut self,
-        key: &str,
+        i: u8,
         map: &mut A,
-        seen: &mut u64,
-    ) -> Result<bool, A::Error> {
-        if key != "detail" {
-            return self.doc.field(key, map, seen);
+    ) -> Result<(), A::Error> {
+        if i == TOP_DETAIL {
+            return self.detail.read(map);
         }
-        if self.detail_seen {
-            return Err(<A::Error as serde::de::Error>::duplicate_field("detail"));
-        }
-        self.detail_seen = true;
-        self.detail.read(map)?;
-        Ok(true)
+        self.doc.read_field(i, map)
     }
 }
 
