@@ -390,6 +390,87 @@ fn serve_binary_journals_a_pubsub_push_of_an_audit_log_entry() {
     sigterm_and_wait(child);
 }
 
+/// Google's Pub/Sub emulator pushes to the real binary's push endpoint: a published
+/// audit log entry arrives in the documented push envelope, is journaled once and
+/// acknowledged (answered 200), so the emulator does not push it again.
+#[test]
+fn serve_binary_receives_pushes_from_the_pubsub_emulator() {
+    let Some(emulator) = driftreactor_testkit::pubsub::PubsubEmulator::start_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("prod.tfstate"),
+        r#"{"version": 4, "terraform_version": "1.11.4", "serial": 1, "lineage": "ps", "outputs": {}, "resources": []}"#,
+    )
+    .unwrap();
+    let config = dir.path().join("driftreactor.toml");
+    std::fs::write(
+        &config,
+        "[[workspaces]]\nname = \"prod\"\nstate = \"prod.tfstate\"\n\n[journal]\npath = \"journal.sqlite\"\n\n\
+         [[sources]]\ntype = \"gcp_pubsub_push\"\ntoken_env = \"DRIFTREACTOR_KILL9_SECRET\"\n",
+    )
+    .unwrap();
+    let (child, addr) = spawn(&config);
+    let entry =
+        std::fs::read(corpus().join("gcp/auditlog_compute_firewalls_insert_first.json")).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        emulator.create_topic("drift-push", "audit").await.unwrap();
+        emulator
+            .create_push_subscription(
+                "drift-push",
+                "to-serve",
+                "audit",
+                &format!("http://{addr}/push/gcp?token={SECRET}"),
+            )
+            .await
+            .unwrap();
+        emulator
+            .publish(
+                "drift-push",
+                "audit",
+                &entry,
+                &std::collections::BTreeMap::new(),
+            )
+            .await
+            .unwrap();
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let rows = loop {
+        let (_, events) = http(&addr, "GET", "/v1/events", b"").unwrap();
+        let events: serde_json::Value = serde_json::from_str(&events).unwrap();
+        let rows = events["events"].as_array().cloned().unwrap_or_default();
+        if !rows.is_empty() || Instant::now() > deadline {
+            break rows;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(
+        rows.len(),
+        1,
+        "the emulator's push was not journaled: {rows:?}"
+    );
+    assert_eq!(rows[0]["source"], "gcp_pubsub_push");
+    assert!(
+        rows[0]["operation"]
+            .as_str()
+            .unwrap()
+            .contains("firewalls.insert"),
+        "{rows:?}"
+    );
+    // Acknowledged: after the subscription's 10 s ack deadline, nothing is pushed again
+    // (a redelivery would be journaled as a duplicate, never as a second row).
+    std::thread::sleep(Duration::from_secs(12));
+    let (_, events) = http(&addr, "GET", "/v1/events", b"").unwrap();
+    let events: serde_json::Value = serde_json::from_str(&events).unwrap();
+    assert_eq!(events["events"].as_array().unwrap().len(), 1, "{events}");
+    sigterm_and_wait(child);
+}
+
 /// A stand-in for terraform that records its arguments and prints a plan updating the
 /// AKS cluster (the real tool runs in `tests/serve_remediate.rs`).
 const FAKE_TERRAFORM: &str = r#"#!/bin/sh

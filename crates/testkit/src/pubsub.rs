@@ -189,6 +189,32 @@ impl PubsubEmulator {
         .map(drop)
     }
 
+    /// Creates a push subscription that delivers `topic`'s messages to `push_endpoint`
+    /// (Pub/Sub push envelope, JSON over HTTP POST; the emulator retries non-2xx answers).
+    ///
+    /// # Errors
+    /// The emulator's answer when it refuses.
+    pub async fn create_push_subscription(
+        &self,
+        project: &str,
+        subscription: &str,
+        topic: &str,
+        push_endpoint: &str,
+    ) -> Result<(), EmulatorError> {
+        let body = json!({
+            "topic": format!("projects/{project}/topics/{topic}"),
+            "ackDeadlineSeconds": 10,
+            "pushConfig": { "pushEndpoint": push_endpoint },
+        });
+        self.call(
+            reqwest::Method::PUT,
+            &format!("projects/{project}/subscriptions/{subscription}"),
+            body,
+        )
+        .await
+        .map(drop)
+    }
+
     /// Publishes one message; returns its message id.
     ///
     /// # Errors
