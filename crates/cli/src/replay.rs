@@ -62,6 +62,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("invalid policy in {}", display_config(&config)))?;
     let mut replay =
         Replay::new(Pipeline::new(Arc::new(graph), policy)).keep_evaluated(args.remediate);
+    // Set the remediator up before printing anything, so a config it refuses (a
+    // missing token variable, say) fails the run before the report starts.
+    let remediation = if args.remediate {
+        Some(start_remediator(&config)?)
+    } else {
+        None
+    };
 
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
@@ -74,10 +81,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )?;
     }
     for input in &args.inputs {
-        for file in event_files(input)? {
-            let name = file.display().to_string();
-            let bytes = std::fs::read(&file).with_context(|| format!("failed to read {name}"))?;
-            for line in replay.process_input(&name, &bytes) {
+        // An unreadable input is a rejected line like any bad input: the run goes on.
+        let files = match event_files(input) {
+            Ok(files) => files.into_iter().map(Ok).collect::<Vec<_>>(),
+            Err(e) => vec![Err((input.display().to_string(), format!("{e:#}")))],
+        };
+        for file in files {
+            let read = file.and_then(|f| {
+                let name = f.display().to_string();
+                std::fs::read(&f)
+                    .map(|bytes| (name.clone(), bytes))
+                    .map_err(|e| (name, format!("cannot read the file: {e}")))
+            });
+            let lines = match read {
+                Ok((name, bytes)) => replay.process_input(&name, &bytes),
+                Err((name, reason)) => vec![ReportLine::unreadable(name, reason)],
+            };
+            for line in lines {
                 summary.add(&line);
                 match args.format {
                     Format::Json => {
@@ -92,44 +112,74 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.format == Format::Table {
         writeln!(
             out,
-            "\n{} events: {} drift, {} unmanaged, {} ignored, {} rejected",
-            summary.events, summary.drift, summary.unmanaged, summary.ignored, summary.rejected
+            "\n{} event{}: {} drift, {} unmanaged, {} ignored, {} rejected",
+            summary.events,
+            if summary.events == 1 { "" } else { "s" },
+            summary.drift,
+            summary.unmanaged,
+            summary.ignored,
+            summary.rejected
         )?;
     }
     out.flush()?;
     drop(out);
-    if args.remediate {
-        remediate(&config, replay.take_evaluated())?;
+    let mut escalated = 0;
+    if let Some(remediation) = remediation {
+        escalated = remediate(remediation, replay.take_evaluated())?;
     }
-    Ok(if summary.rejected > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    if summary.rejected > 0 {
+        eprintln!(
+            "driftreactor: some input was rejected ({} of {} events)",
+            summary.rejected, summary.events
+        );
+        return Ok(ExitCode::from(1));
+    }
+    if escalated > 0 {
+        eprintln!("driftreactor: remediation escalated {escalated} item(s): a human must look");
+        return Ok(ExitCode::from(3));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
-/// Runs the remediator over the evaluated events until every item is reverted,
-/// resolved, turned into a pull request, notified or escalated.
-fn remediate(
-    config: &Config,
-    evaluated: Vec<driftreactor_pipeline::Evaluated>,
-) -> anyhow::Result<()> {
+/// The remediator and the runtime it runs on.
+type Remediation = (tokio::runtime::Runtime, driftreactor_remediate::Remediator);
+
+/// Builds the remediator from the config (redaction secrets from every state).
+fn start_remediator(config: &Config) -> anyhow::Result<Remediation> {
     use driftreactor_remediate::{Remediator, state_secrets};
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("failed to start the async runtime")?;
-    runtime.block_on(async {
+    let remediator = runtime.block_on(async {
         let secrets = state_secrets(config)?;
-        let remediator = Remediator::from_config(config, secrets, true)?;
+        anyhow::Ok(Remediator::from_config(config, secrets, true)?)
+    })?;
+    Ok((runtime, remediator))
+}
+
+/// Runs the remediator over the evaluated events until every item is reverted,
+/// resolved, turned into a pull request, notified or escalated. Returns the number of
+/// escalations.
+fn remediate(
+    (runtime, remediator): Remediation,
+    evaluated: Vec<driftreactor_pipeline::Evaluated>,
+) -> anyhow::Result<usize> {
+    runtime.block_on(async {
         let mut transitions = remediator.subscribe();
         let printer = tokio::spawn(async move {
-            let mut n = 0usize;
+            let (mut n, mut escalated) = (0usize, 0usize);
             while let Ok(t) = transitions.recv().await {
                 eprintln!("remediation: {}", describe(&t));
                 n += 1;
+                if matches!(
+                    t.kind,
+                    driftreactor_notify::TransitionKind::Escalated { .. }
+                ) {
+                    escalated += 1;
+                }
             }
-            n
+            (n, escalated)
         });
         for ev in &evaluated {
             remediator
@@ -138,9 +188,9 @@ fn remediate(
         }
         remediator.run_until_idle().await;
         remediator.shutdown().await;
-        let n = printer.await.unwrap_or(0);
+        let (n, escalated) = printer.await.unwrap_or((0, 0));
         eprintln!("remediation: done, {n} transitions");
-        anyhow::Ok(())
+        anyhow::Ok(escalated)
     })
 }
 

@@ -507,19 +507,19 @@ fn registry() -> SourceRegistry {
     r.register("aws_sqs", |t: toml::Table| async move {
         let cfg: driftreactor_aws::sqs::SqsSourceConfig =
             t.try_into().map_err(|e| format!("{e}"))?;
-        let source = cfg.build().await.map_err(|e| e.to_string())?;
+        let source = cfg.build().await.map_err(|e| error_chain(&e))?;
         Ok(Box::new(source) as Box<dyn Source>)
     });
     r.register("gcp_pubsub", |t: toml::Table| async move {
         let cfg: driftreactor_gcp::pubsub::PubsubSourceConfig =
             t.try_into().map_err(|e| format!("{e}"))?;
-        let source = cfg.build().await.map_err(|e| e.to_string())?;
+        let source = cfg.build().await.map_err(|e| error_chain(&e))?;
         Ok(Box::new(source) as Box<dyn Source>)
     });
     r.register("azure_event_grid_namespace", |t: toml::Table| async move {
         let cfg: driftreactor_azure::namespace::NamespaceSourceConfig =
             t.try_into().map_err(|e| format!("{e}"))?;
-        let source = cfg.build().map_err(|e| e.to_string())?;
+        let source = cfg.build().map_err(|e| error_chain(&e))?;
         Ok(Box::new(source) as Box<dyn Source>)
     });
     r
@@ -536,13 +536,13 @@ struct PipelineLoader {
 
 impl ModelLoader for PipelineLoader {
     fn load(&self) -> Result<Loaded, String> {
-        let policy = Policy::compile(&self.policy).map_err(|e| e.to_string())?;
+        let policy = Policy::compile(&self.policy).map_err(|e| error_chain(&e))?;
         let mut builder = GraphBuilder::new(driftreactor_pipeline::identities());
         let mut states = Vec::new();
         for ws in &self.workspaces {
             let meta = builder
                 .add_state_file(&ws.name, &ws.state)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| error_chain(&e))?;
             states.push(StateInfo {
                 workspace: ws.name.clone(),
                 path: ws.state.clone(),
@@ -554,10 +554,10 @@ impl ModelLoader for PipelineLoader {
             for ws in &self.workspaces {
                 let origin = ws.state.display().to_string();
                 let secrets = std::fs::read(&ws.state)
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| error_chain(&e))
                     .and_then(|b| {
                         driftreactor_tfgraph::sensitive_values(&origin, &b)
-                            .map_err(|e| e.to_string())
+                            .map_err(|e| error_chain(&e))
                     })
                     .map_err(|e| format!("state file {origin}: {e}"))?;
                 redactor.add_secrets(secrets);
@@ -590,7 +590,7 @@ impl Model for PipelineModel {
         )
         .into_iter()
         .map(|r| {
-            let event = r.map_err(|e| e.to_string())?;
+            let event = r.map_err(|e| error_chain(&e))?;
             let ev = self.pipeline.evaluate(event);
             let line = ReportLine::from_evaluated(String::new(), &ev);
             let driftreactor_pipeline::Evaluated {
@@ -668,6 +668,22 @@ impl Model for PipelineModel {
                 .collect(),
         })
     }
+}
+
+/// An error and its causes on one line (`outer: cause: cause`), for the serve crate's
+/// string errors.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut out = err.to_string();
+    let mut cause = err.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = c.source();
+    }
+    out
 }
 
 #[cfg(test)]

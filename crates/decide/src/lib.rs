@@ -38,7 +38,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Error {
     /// A glob in `[principals]` or `[[policy]]` is malformed.
-    #[error("invalid glob `{glob}` in {field}: {source}")]
+    #[error("invalid glob `{glob}` in {field}")]
     Glob {
         /// The config field (`principals.iac`, `policy[2].address`).
         field: String,

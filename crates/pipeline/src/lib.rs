@@ -289,6 +289,14 @@ impl ReportLine {
         }
     }
 
+    /// A `rejected` line for an input that could not be read at all (a missing file).
+    pub fn unreadable(input: String, reason: String) -> Self {
+        Self {
+            reason: Some(reason),
+            ..Self::rejected(input, &NormalizeError::Empty)
+        }
+    }
+
     /// The line for an evaluated event.
     pub fn from_evaluated(input: String, ev: &Evaluated) -> Self {
         let e = &ev.event;

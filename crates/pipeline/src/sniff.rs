@@ -51,6 +51,8 @@ struct Keys<'a> {
     #[serde(rename = "notificationConfigName")]
     notification_config_name: Option<IgnoredAny>,
     finding: Option<IgnoredAny>,
+    lineage: Option<IgnoredAny>,
+    terraform_version: Option<IgnoredAny>,
 }
 
 /// Tells which provider `value` (one JSON object) belongs to.
@@ -100,6 +102,11 @@ pub fn sniff(value: &RawValue) -> Result<Format, NormalizeError> {
         || k.finding.is_some()
     {
         return Ok(Format::Gcp);
+    }
+    if k.lineage.is_some() || k.terraform_version.is_some() {
+        return Err(NormalizeError::UnknownFormat(
+            "this is a Terraform state, not an event: pass it with --state".into(),
+        ));
     }
     Err(NormalizeError::UnknownFormat(
         "a JSON object with none of the keys of a supported event format (EventBridge \

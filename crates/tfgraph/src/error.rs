@@ -10,7 +10,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Error {
     /// The file could not be read.
-    #[error("failed to read state file {path}: {source}")]
+    #[error("failed to read state file {path}")]
     Read {
         /// The file.
         path: PathBuf,
