@@ -476,49 +476,28 @@ impl SqsSource {
         waits: Vec<AckWait>,
         shutdown: &ShutdownSignal,
     ) -> Vec<Option<Delivery>> {
-        let mut results: Vec<Option<Delivery>> = vec![None; in_flight.len()];
-        let mut pending = tokio::task::JoinSet::new();
-        for (index, wait) in waits.into_iter().enumerate() {
-            pending.spawn(async move { (index, wait.wait().await) });
-        }
         let extend_every = Duration::from_secs(u64::from(self.visibility_timeout_secs.max(2)) / 2);
-        let mut ticker =
-            tokio::time::interval_at(tokio::time::Instant::now() + extend_every, extend_every);
-        // Armed (reset to now + SHUTDOWN_GRACE) only once shutdown fires.
-        let grace = tokio::time::sleep(Duration::from_secs(365 * 24 * 3600));
-        tokio::pin!(grace);
-        let mut grace_armed = false;
-        loop {
-            if !grace_armed && shutdown.is_cancelled() {
-                grace
-                    .as_mut()
-                    .reset(tokio::time::Instant::now() + SHUTDOWN_GRACE);
-                grace_armed = true;
-            }
-            tokio::select! {
-                joined = pending.join_next() => match joined {
-                    Some(Ok((index, delivery))) => results[index] = Some(delivery),
-                    Some(Err(_)) => {}
-                    None => break,
-                },
-                _ = ticker.tick() => {
-                    let still: Vec<String> = in_flight
-                        .iter()
-                        .zip(&results)
-                        .filter(|(_, r)| r.is_none())
-                        .map(|(item, _)| item.receipt_handle.clone())
-                        .collect();
-                    debug!(count = still.len(), "Extending the visibility of SQS messages still in the pipeline.");
-                    self.change_visibility(&still, self.visibility_timeout_secs).await;
+        driftreactor_source::await_deliveries(
+            waits,
+            extend_every,
+            SHUTDOWN_GRACE,
+            shutdown,
+            |still| {
+                let handles: Vec<String> = still
+                    .into_iter()
+                    .map(|i| in_flight[i].receipt_handle.clone())
+                    .collect();
+                async move {
+                    debug!(
+                        count = handles.len(),
+                        "Extending the visibility of SQS messages still in the pipeline."
+                    );
+                    self.change_visibility(&handles, self.visibility_timeout_secs)
+                        .await;
                 }
-                () = shutdown.cancelled(), if !grace_armed => {}
-                () = &mut grace, if grace_armed => {
-                    pending.abort_all();
-                    break;
-                }
-            }
-        }
-        results
+            },
+        )
+        .await
     }
 
     async fn delete(&self, items: &[&InFlight]) {
