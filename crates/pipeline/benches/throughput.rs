@@ -93,6 +93,26 @@ fn main() {
         1.0,
     );
 
+    // 1b. The floor: a plain derived parse of just the record fields normalization
+    // reads (no normalization at all), to show how much of the bare-parse time a typed
+    // read of the inputs alone takes.
+    let fields = best_of(3, || {
+        let mut n = 0usize;
+        for l in &lines {
+            let env: TypedEnvelope<'_> =
+                serde_json::from_slice(l).expect("bench input is valid JSON");
+            n += env.detail.event_name.len() + env.detail.resources.len();
+        }
+        black_box(n);
+    });
+    let fields_rate = lines.len() as f64 / fields;
+    row(
+        "serde_json derived parse of the fields normalize reads",
+        fields_rate,
+        mb / fields,
+        fields_rate / bare_rate,
+    );
+
     // 2. normalize + route + decide.
     let mut counts = [0usize; 5];
     let full = best_of(3, || {
@@ -200,6 +220,129 @@ fn row(step: &str, rate: f64, mbps: f64, ratio: f64) {
         "{step:<52} {rate:>12.0} {mbps:>10.1} {:>9.0}%",
         ratio * 100.0
     );
+}
+
+/// The envelope with its CloudTrail record typed: every field the AWS normalizer reads
+/// (request and response kept raw), with a plain `#[derive(Deserialize)]`.
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct TypedEnvelope<'a> {
+    #[serde(borrow)]
+    id: Cow<'a, str>,
+    #[serde(rename = "detail-type", borrow)]
+    detail_type: Cow<'a, str>,
+    #[serde(borrow)]
+    source: Cow<'a, str>,
+    #[serde(default, borrow)]
+    account: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    time: Cow<'a, str>,
+    #[serde(borrow)]
+    region: Cow<'a, str>,
+    #[serde(borrow)]
+    detail: TypedRecord<'a>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct TypedRecord<'a> {
+    #[serde(rename = "eventID", borrow)]
+    event_id: Cow<'a, str>,
+    #[serde(borrow)]
+    event_name: Cow<'a, str>,
+    #[serde(borrow)]
+    event_source: Cow<'a, str>,
+    #[serde(borrow)]
+    event_time: Cow<'a, str>,
+    #[serde(default, borrow)]
+    event_type: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    aws_region: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    recipient_account_id: Option<Cow<'a, str>>,
+    #[serde(rename = "sourceIPAddress", default, borrow)]
+    source_ip_address: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    user_agent: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    error_code: Option<Cow<'a, str>>,
+    #[serde(default)]
+    read_only: Option<LenientBool>,
+    #[serde(default)]
+    session_credential_from_console: Option<LenientBool>,
+    #[serde(default, borrow)]
+    user_identity: Option<TypedIdentity<'a>>,
+    #[serde(default, borrow)]
+    request_parameters: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    response_elements: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    resources: Vec<TypedResource<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct TypedIdentity<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arn: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    account_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    principal_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    user_name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    invoked_by: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    session_context: Option<TypedSession<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct TypedSession<'a> {
+    #[serde(default, borrow)]
+    session_issuer: Option<TypedIssuer<'a>>,
+}
+
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct TypedIssuer<'a> {
+    #[serde(default, borrow)]
+    arn: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct TypedResource<'a> {
+    #[serde(rename = "ARN", default, borrow)]
+    arn: Option<Cow<'a, str>>,
+}
+
+/// A flag CloudTrail writes as a JSON boolean or as the string `"true"` / `"false"`.
+struct LenientBool(#[allow(dead_code)] bool);
+
+impl<'de> Deserialize<'de> for LenientBool {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = LenientBool;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a boolean or \"true\"/\"false\"")
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<LenientBool, E> {
+                Ok(LenientBool(v))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<LenientBool, E> {
+                Ok(LenientBool(v == "true"))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// Best wall time of `runs` runs, seconds.
