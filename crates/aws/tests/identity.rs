@@ -303,8 +303,9 @@ fn events_route_to_corpus_state() {
         [("module.rds.aws_security_group.rds", "primary")]
     );
     // Another account with the same role name: the role (whose ARN tells its account)
-    // is refused. Sub-resources without an ARN have no known account, so the router's
-    // rule cannot refuse them.
+    // is refused. (This helper only models the plug-in's own account; the state graph
+    // also gives ARN-less sub-resources their provider configuration's account, see
+    // tests/integration/regression.rs.)
     let ev = record(
         "AttachRolePolicy",
         "iam.amazonaws.com",

@@ -427,18 +427,16 @@ mod tests {
     #[test]
     fn account_guard_refuses_other_accounts() {
         let g = graph();
-        // Same plain name in two accounts: only the event's account matches.
+        // Same plain name in two accounts: only the event's account matches. The dev
+        // bucket policy names no account itself; it takes 222 from the other instances
+        // of its provider configuration, so a change in 111 is not attributed to it.
         let r = route(
             &g,
             &event(Some("111"), vec![ResourceRef::new("shared-name")]),
         );
-        // (The dev policy has no known account, so the guard cannot refuse it.)
         assert_eq!(
             summary(&r),
-            [
-                m("prod", "aws_s3_bucket.logs", MatchKind::Primary),
-                m("dev", "aws_s3_bucket_policy.logs", MatchKind::Primary),
-            ]
+            [m("prod", "aws_s3_bucket.logs", MatchKind::Primary)]
         );
         let r = route(
             &g,
@@ -448,30 +446,19 @@ mod tests {
             summary(&r),
             [
                 m("dev", "aws_s3_bucket.logs", MatchKind::Primary),
-                // No known account: kept; also related through `bucket`, primary wins.
+                // Also related through `bucket`; primary wins.
                 m("dev", "aws_s3_bucket_policy.logs", MatchKind::Primary),
             ]
         );
         // Unknown event account: every candidate.
         let r = route(&g, &event(None, vec![ResourceRef::new("shared-name")]));
         assert_eq!(r.matches.len(), 3);
-        // An account nobody has: only nodes without a known account.
+        // An account nobody has: the security group rules (no account of their own,
+        // provider configuration in 111) are refused too.
         let r = route(&g, &event(Some("999"), vec![ResourceRef::new("sg-1")]));
-        assert_eq!(
-            summary(&r),
-            [
-                m(
-                    "prod",
-                    r#"aws_security_group_rule.https["in"]"#,
-                    MatchKind::Related
-                ),
-                m(
-                    "prod",
-                    r#"aws_security_group_rule.https["out"]"#,
-                    MatchKind::Related
-                ),
-            ]
-        );
+        assert!(r.matches.is_empty(), "{:?}", summary(&r));
+        let r = route(&g, &event(Some("111"), vec![ResourceRef::new("sg-1")]));
+        assert_eq!(r.matches.len(), 3, "{:?}", summary(&r));
         // The guard also applies to the parent fallback: sg-1 is in 111, so with
         // account 999 the walk goes on to the next parent (vpc-1 is in 111 too).
         let r = route(
@@ -479,6 +466,60 @@ mod tests {
             &event(Some("999"), vec![with_parents("x", &["sg-1", "vpc-1"])]),
         );
         assert!(r.matches.is_empty(), "{:?}", summary(&r));
+    }
+
+    /// Regression: an inline role policy (no ARN, so no account of its own) in the
+    /// prod account's state was a related match of a same-named role changed in the
+    /// dev account. It now takes the account of its provider configuration; only
+    /// when that configuration's instances disagree does it stay unknown.
+    #[test]
+    fn accountless_instances_take_their_provider_configurations_account() {
+        const TWO_ACCOUNTS: &str = r#"{"version": 4, "serial": 1, "lineage": "m", "terraform_version": "1.9.0", "resources": [
+          {"mode": "managed", "type": "aws_iam_role", "name": "app", "provider": "provider[\"registry.terraform.io/hashicorp/aws\"]",
+           "instances": [{"attributes": {"id": "app", "owner_id": "111"}}]},
+          {"mode": "managed", "type": "aws_iam_role_policy", "name": "app", "provider": "provider[\"registry.terraform.io/hashicorp/aws\"]",
+           "instances": [{"attributes": {"id": "app:inline", "bucket": "app"}}]},
+          {"mode": "managed", "type": "aws_iam_role", "name": "app", "provider": "provider[\"registry.terraform.io/hashicorp/aws\"].dev",
+           "module": "module.dev",
+           "instances": [{"attributes": {"id": "app", "owner_id": "222"}}]},
+          {"mode": "managed", "type": "aws_iam_role_policy", "name": "app", "provider": "provider[\"registry.terraform.io/hashicorp/aws\"].dev",
+           "module": "module.dev",
+           "instances": [{"attributes": {"id": "app:inline", "bucket": "app"}}]},
+          {"mode": "managed", "type": "aws_iam_role", "name": "mixed", "provider": "provider[\"registry.terraform.io/hashicorp/aws\"].mixed",
+           "instances": [{"index_key": 0, "attributes": {"id": "app", "owner_id": "111"}},
+                         {"index_key": 1, "attributes": {"id": "other", "owner_id": "333"}}]},
+          {"mode": "managed", "type": "aws_iam_role_policy", "name": "mixed", "provider": "provider[\"registry.terraform.io/hashicorp/aws\"].mixed",
+           "instances": [{"attributes": {"id": "mixed:inline", "bucket": "app"}}]}
+        ]}"#;
+        let mut b = GraphBuilder::new(vec![Box::new(Plain)]);
+        b.add_state_bytes("org", "org.tfstate", TWO_ACCOUNTS.as_bytes())
+            .expect("state");
+        let g = b.build();
+        // (The test plug-in takes `bucket` as the parent id: each inline policy hangs
+        // off the role named `app`.)
+        let related = |account: &str| -> Vec<String> {
+            route(&g, &event(Some(account), vec![ResourceRef::new("app")]))
+                .matches
+                .iter()
+                .filter(|m| m.kind == MatchKind::Related)
+                .map(|m| m.address.to_string())
+                .collect()
+        };
+        // Each inline policy follows its own provider configuration's account; the
+        // one under a configuration whose instances name two accounts stays unknown
+        // and is kept for every event account.
+        assert_eq!(
+            related("222"),
+            [
+                "module.dev.aws_iam_role_policy.app",
+                "aws_iam_role_policy.mixed"
+            ]
+        );
+        assert_eq!(
+            related("111"),
+            ["aws_iam_role_policy.app", "aws_iam_role_policy.mixed"]
+        );
+        assert_eq!(related("444"), ["aws_iam_role_policy.mixed"]);
     }
 
     #[test]

@@ -62,7 +62,11 @@ pub struct Node {
     pub address: Arc<str>,
     /// Resource type (`aws_security_group`).
     pub resource_type: Arc<str>,
-    /// The account the instance lives in, when its identity plug-in could tell.
+    /// The account the instance lives in (AWS account id, Azure subscription, GCP
+    /// project), when its identity plug-in could tell; otherwise, when every other
+    /// instance of the same provider configuration (the state's `provider` string,
+    /// e.g. `provider["registry.terraform.io/hashicorp/aws"].west`) in the same state
+    /// names one and the same account, that account. `None` when neither tells.
     pub account: Option<Arc<str>>,
     /// The canonical identifiers this instance is indexed under (primary identities).
     pub identities: Vec<Arc<str>>,

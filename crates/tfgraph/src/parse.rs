@@ -319,6 +319,28 @@ pub(crate) struct Loaded {
     pub edges: Vec<(u32, u32)>,
 }
 
+/// The account one provider configuration of a state works in, as far as its
+/// instances tell.
+#[derive(Debug, Default)]
+enum Agreed {
+    /// No instance named an account.
+    #[default]
+    Nothing,
+    /// Every instance that named one named this account.
+    One(Arc<str>),
+    /// Instances named different accounts: nothing can be inferred.
+    Several,
+}
+
+/// Per provider configuration (`provider["registry.terraform.io/hashicorp/aws"].west`):
+/// the account its instances agree on and the nodes whose identity plug-in could not
+/// tell their account (rules, attachments, inline policies).
+#[derive(Debug, Default)]
+struct ProviderAccounts {
+    agreed: Agreed,
+    unknown: Vec<u32>,
+}
+
 /// Header fields of the state.
 #[derive(Debug, Default)]
 pub(crate) struct Header {
@@ -346,6 +368,8 @@ pub(crate) struct Loader<'b> {
     buf: Vec<String>,
     addr: String,
     cfg: String,
+    /// Provider configuration string → accounts of its instances.
+    provider_accounts: Map<String, ProviderAccounts>,
 }
 
 impl<'b> Loader<'b> {
@@ -375,6 +399,7 @@ impl<'b> Loader<'b> {
             buf: Vec::new(),
             addr: String::new(),
             cfg: String::new(),
+            provider_accounts: Map::default(),
         }
     }
 
@@ -481,6 +506,7 @@ impl<'b> Loader<'b> {
                     },
                 };
                 self.index_instance(id, &plugins, &instance);
+                self.note_account(id, provider);
             }
 
             let deps = inst.dependencies.into_iter().flatten();
@@ -541,6 +567,49 @@ impl<'b> Loader<'b> {
         }
     }
 
+    /// Records node `id`'s account (or its lack of one) under its provider
+    /// configuration `provider`, for [`Self::infer_accounts`].
+    fn note_account(&mut self, id: u32, provider: &str) {
+        let account = self.out.nodes[id as usize].account.clone();
+        let entry = match self.provider_accounts.get_mut(provider) {
+            Some(e) => e,
+            None => self
+                .provider_accounts
+                .entry(provider.to_owned())
+                .or_default(),
+        };
+        match (account, &entry.agreed) {
+            (None, _) => entry.unknown.push(id),
+            (Some(_), Agreed::Several) => {}
+            (Some(a), Agreed::Nothing) => entry.agreed = Agreed::One(a),
+            (Some(a), Agreed::One(b)) => {
+                if a != *b {
+                    entry.agreed = Agreed::Several;
+                }
+            }
+        }
+    }
+
+    /// Gives an instance whose identity plug-in could not tell its account (a
+    /// security group rule, a policy attachment, an inline policy) the account every
+    /// other instance of the same provider configuration in this state names, when
+    /// they all name the same one: one provider configuration works with one set of
+    /// credentials, so in one account. With no such agreement the account stays
+    /// unknown (and the router's account guard cannot refuse the instance).
+    fn infer_accounts(&mut self) {
+        for pa in std::mem::take(&mut self.provider_accounts).into_values() {
+            let Agreed::One(account) = pa.agreed else {
+                continue;
+            };
+            for id in pa.unknown {
+                let node = &mut self.out.nodes[id as usize];
+                if node.account.is_none() {
+                    node.account = Some(Arc::clone(&account));
+                }
+            }
+        }
+    }
+
     /// Resolves `dependencies` into edges and returns what this state contributed.
     ///
     /// A dependency from an instance in module instance `M` on configuration address
@@ -552,6 +621,7 @@ impl<'b> Loader<'b> {
     /// dependency) pair through a grouping by key prefix, so a for_each module with
     /// thousands of instances costs linear, not quadratic, time.
     pub(crate) fn finish(mut self) -> Loaded {
+        self.infer_accounts();
         let targets: Vec<Option<&Vec<Entry>>> = self
             .deps
             .iter()
