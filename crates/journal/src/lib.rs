@@ -25,6 +25,11 @@
 //! [`Journal::remediation_finished`]. The request is stored as the caller gives it
 //! (`serve` redacts the event's request parameters first).
 //!
+//! Retention: [`Journal::prune`] deletes events older than a cutoff in short batches
+//! through the same writer thread, keeping what remediation and `/v1/drift` still
+//! need; `serve` runs it every [`JournalConfig::prune_interval_secs`] with
+//! [`JournalConfig::retain_days`]. A pruned event id is no longer a duplicate.
+//!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! use driftreactor_journal::{Entry, Journal, JournalConfig, Written};
@@ -51,11 +56,13 @@ use driftreactor_event::Provider;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
+mod prune;
 mod query;
 mod remediation;
 mod schema;
 mod writer;
 
+pub use prune::{DEFAULT_PRUNE_BATCH, PruneReport};
 pub use query::{DriftRow, EventQuery, EventRow};
 pub use remediation::PendingRemediation;
 
@@ -119,6 +126,15 @@ pub struct JournalConfig {
     /// Capacity of the bounded queue of append requests in front of the writer
     /// thread; appenders wait (backpressure) when it is full. Default 1024.
     pub queue_capacity: usize,
+    /// How long journaled events are kept, in days (counted from `received_at`);
+    /// older ones are pruned ([`Journal::prune`]) except what remediation and the
+    /// drift table still need. 0 keeps events forever. The journal is the dedupe
+    /// key, so this must outlast the longest time a bus can redeliver a message;
+    /// `serve` refuses 1 to 13 (SQS keeps messages up to 14 days). Default 30.
+    pub retain_days: u64,
+    /// How often `serve` prunes, in seconds (the first run is at start-up). At least
+    /// 1; ignored with `retain_days = 0`. Default 3600.
+    pub prune_interval_secs: u64,
 }
 
 impl Default for JournalConfig {
@@ -128,6 +144,8 @@ impl Default for JournalConfig {
             max_batch: 512,
             max_batch_delay_ms: 2,
             queue_capacity: 1024,
+            retain_days: 30,
+            prune_interval_secs: 3600,
         }
     }
 }
@@ -277,8 +295,8 @@ pub(crate) struct AppendRequest {
     answer: oneshot::Sender<Result<Vec<Written>>>,
 }
 
-/// Work for the writer thread outside the event appends (remediation bookkeeping): runs
-/// in its own transaction, in queue order with the appends.
+/// Work for the writer thread outside the event appends (remediation bookkeeping,
+/// retention batches): runs in its own transaction, in queue order with the appends.
 pub(crate) type Job = Box<dyn FnOnce(&rusqlite::Transaction<'_>) -> Result<u64> + Send>;
 
 pub(crate) enum Request {

@@ -80,6 +80,17 @@ CREATE INDEX IF NOT EXISTS remediation_targets_open ON remediation_targets (work
     WHERE done = 0;
 ";
 
+/// Indexes retention needs ([`crate::Journal::prune`]): finding whether an event is
+/// the latest evidence of a drift row, and deleting an event's resource index rows.
+/// Purely additive, so they are created on every open (`IF NOT EXISTS`) without a
+/// schema version bump: a previous build (schema version 2) still opens the file, so
+/// a rollback keeps working. The first open of an existing journal builds them once,
+/// in time proportional to its size.
+const RETENTION_INDEXES: &str = "
+CREATE INDEX IF NOT EXISTS drift_last_seq ON drift (last_seq);
+CREATE INDEX IF NOT EXISTS event_resources_seq ON event_resources (seq);
+";
+
 /// Opens the database at `path`. The writer (`write = true`) creates the file,
 /// switches it to WAL with `synchronous=FULL` and migrates the schema; readers open
 /// it read-only afterwards.
@@ -131,5 +142,6 @@ pub(crate) fn open(path: &Path, write: bool) -> Result<Connection> {
         conn.pragma_update(None, "user_version", VERSION)
             .map_err(err)?;
     }
+    conn.execute_batch(RETENTION_INDEXES).map_err(err)?;
     Ok(conn)
 }

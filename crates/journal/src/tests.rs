@@ -330,3 +330,324 @@ async fn a_version_1_journal_is_migrated_to_version_2() {
         .unwrap();
     assert_eq!(version, schema::VERSION);
 }
+
+fn days_ago(days: i64) -> DateTime<Utc> {
+    Utc::now() - chrono::TimeDelta::days(days)
+}
+
+fn received(mut e: Entry, at: DateTime<Utc>) -> Entry {
+    e.received_at = at;
+    e
+}
+
+fn ids(rows: &[EventRow]) -> Vec<String> {
+    let mut v: Vec<String> = rows.iter().map(|r| r.event_id.clone()).collect();
+    v.sort();
+    v
+}
+
+/// Rows of `table` (through a separate connection: what is committed).
+fn table_rows(dir: &tempfile::TempDir, table: &str) -> i64 {
+    rusqlite::Connection::open(dir.path().join("j.sqlite"))
+        .unwrap()
+        .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+        .unwrap()
+}
+
+/// `PRAGMA foreign_key_check`: rows whose reference points nowhere.
+fn dangling_references(dir: &tempfile::TempDir) -> usize {
+    let c = rusqlite::Connection::open(dir.path().join("j.sqlite")).unwrap();
+    let mut st = c.prepare("PRAGMA foreign_key_check").unwrap();
+    st.query_map([], |_| Ok(())).unwrap().count()
+}
+
+#[tokio::test]
+async fn prune_deletes_old_events_and_keeps_recent_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = journal(&dir);
+    j.append(vec![
+        received(Entry::new(Provider::Aws, "old-1", "t"), days_ago(40)),
+        received(Entry::new(Provider::Gcp, "old-2", "t"), days_ago(31)),
+        // Superseded drift evidence: a newer drift event of the same address follows.
+        received(
+            drift_entry("old-drift", "aws_security_group.web"),
+            days_ago(35),
+        ),
+        received(Entry::new(Provider::Aws, "recent-1", "t"), days_ago(29)),
+        received(
+            drift_entry("recent-drift", "aws_security_group.web"),
+            days_ago(1),
+        ),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(table_rows(&dir, "event_resources"), 2);
+
+    let report = j.prune(days_ago(30)).await.unwrap();
+    assert_eq!(report.events, 3);
+    assert_eq!(report.event_resources, 1);
+    assert_eq!(report.remediations, 0);
+    assert_eq!(report.kept, 0);
+    assert!(report.complete);
+    assert_eq!(j.count(), 2);
+    assert_eq!(
+        ids(&j.events(EventQuery::default()).await.unwrap()),
+        ["recent-1", "recent-drift"]
+    );
+    let history = j
+        .resource_events("prod".into(), "aws_security_group.web".into(), 0)
+        .await
+        .unwrap();
+    assert_eq!(ids(&history), ["recent-drift"]);
+    // The drift row keeps its aggregates, counting the pruned event.
+    let drift = j.drift(None).await.unwrap();
+    assert_eq!(drift.len(), 1);
+    assert_eq!(drift[0].events, 2);
+    assert_eq!(drift[0].last_event.event_id, "recent-drift");
+    assert_eq!(table_rows(&dir, "event_resources"), 1);
+    assert_eq!(dangling_references(&dir), 0);
+
+    // A second run finds nothing more; the count survives reopening.
+    assert_eq!(j.prune(days_ago(30)).await.unwrap().events, 0);
+    j.close().await;
+    drop(j);
+    assert_eq!(journal(&dir).count(), 2);
+}
+
+#[tokio::test]
+async fn prune_keeps_pending_remediations_and_current_drift_evidence() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = journal(&dir);
+    let mut pending = received(drift_entry("pending", "aws_s3_bucket.a"), days_ago(60));
+    pending.remediation = Some(r#"{"n":1}"#.into());
+    let mut done = received(drift_entry("done", "aws_s3_bucket.b"), days_ago(60));
+    done.remediation = Some(r#"{"n":2}"#.into());
+    let newer_b = received(drift_entry("newer-b", "aws_s3_bucket.b"), days_ago(50));
+    let evidence = received(drift_entry("evidence", "aws_s3_bucket.c"), days_ago(60));
+    j.append(vec![pending, done, newer_b, evidence])
+        .await
+        .unwrap();
+    let key = |a: &str| ResourceKey {
+        workspace: "prod".into(),
+        address: a.into(),
+    };
+    for (id, address) in [("pending", "aws_s3_bucket.a"), ("done", "aws_s3_bucket.b")] {
+        j.remediation_submitted(Provider::Aws, id.into(), vec![key(address)])
+            .await
+            .unwrap();
+    }
+    j.remediation_finished("prod".into(), "aws_s3_bucket.b".into(), vec!["done".into()])
+        .await
+        .unwrap();
+    assert_eq!(table_rows(&dir, "remediations"), 2);
+    assert_eq!(table_rows(&dir, "remediation_targets"), 2);
+
+    let report = j.prune(days_ago(30)).await.unwrap();
+    // `done` went with its finished remediation; `pending` (its remediation is
+    // pending, and it is also a drift row's evidence), `newer-b` and `evidence`
+    // (each the latest evidence of a drift row) stay.
+    assert_eq!(report.events, 1);
+    assert_eq!(report.remediations, 1);
+    assert_eq!(report.kept, 3);
+    assert_eq!(
+        ids(&j.events(EventQuery::default()).await.unwrap()),
+        ["evidence", "newer-b", "pending"]
+    );
+    assert_eq!(
+        j.remediation_status(Provider::Aws, "pending".into())
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("pending")
+    );
+    let resubmit = j.pending_remediations().await.unwrap();
+    assert_eq!(resubmit.len(), 1);
+    assert_eq!(resubmit[0].request, r#"{"n":1}"#);
+    assert_eq!(table_rows(&dir, "remediations"), 1);
+    assert_eq!(table_rows(&dir, "remediation_targets"), 1);
+    assert_eq!(j.drift(None).await.unwrap().len(), 3);
+    assert_eq!(dangling_references(&dir), 0);
+
+    // Once its remediation finished and newer evidence replaced it, it goes too.
+    j.remediation_finished(
+        "prod".into(),
+        "aws_s3_bucket.a".into(),
+        vec!["pending".into()],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        j.prune(days_ago(30)).await.unwrap().kept,
+        3,
+        "still the drift row's latest evidence"
+    );
+    j.append(vec![drift_entry("newer-a", "aws_s3_bucket.a")])
+        .await
+        .unwrap();
+    let report = j.prune(days_ago(30)).await.unwrap();
+    assert_eq!((report.events, report.remediations, report.kept), (1, 1, 2));
+    assert_eq!(table_rows(&dir, "remediation_targets"), 0);
+    assert_eq!(dangling_references(&dir), 0);
+}
+
+#[tokio::test]
+async fn a_pruned_event_id_appended_again_is_recorded_anew() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = journal(&dir);
+    let old = received(Entry::new(Provider::Azure, "evt-1", "t"), days_ago(20));
+    j.append(vec![old.clone()]).await.unwrap();
+    assert_eq!(
+        j.append(vec![old.clone()]).await.unwrap(),
+        [Written::Duplicate]
+    );
+    assert_eq!(j.prune(days_ago(14)).await.unwrap().events, 1);
+    // The dedupe record went with it: the same id is a new event now.
+    assert!(matches!(
+        j.append(vec![old]).await.unwrap()[0],
+        Written::Recorded { .. }
+    ));
+    assert_eq!(j.count(), 1);
+}
+
+#[tokio::test]
+async fn prune_goes_through_more_events_than_one_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = journal(&dir);
+    // 30 old events, every third one with a pending remediation (kept), and 5 recent.
+    let mut entries = Vec::new();
+    for i in 0..30 {
+        let mut e = received(
+            Entry::new(Provider::Aws, format!("old-{i:02}"), "t"),
+            days_ago(45) + chrono::TimeDelta::minutes(i),
+        );
+        if i % 3 == 0 {
+            e.remediation = Some("{}".into());
+        }
+        entries.push(e);
+    }
+    for i in 0..5 {
+        entries.push(Entry::new(Provider::Aws, format!("new-{i}"), "t"));
+    }
+    j.append(entries).await.unwrap();
+
+    let mut seen = Vec::new();
+    let report = j
+        .prune_with(days_ago(30), 4, std::future::pending(), |b| seen.push(*b))
+        .await
+        .unwrap();
+    assert_eq!(report.events, 20);
+    assert_eq!(report.kept, 10);
+    assert!(report.complete);
+    // 20 deletable events in batches of 4: five full batches, then an empty one.
+    assert_eq!(report.batches, 6);
+    assert_eq!(
+        seen.iter().map(|b| b.events).collect::<Vec<_>>(),
+        [4, 4, 4, 4, 4, 0]
+    );
+    assert_eq!(j.count(), 15);
+    let left = j
+        .events(EventQuery {
+            limit: 1000,
+            ..EventQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(left.len(), 15);
+    assert!(
+        left.iter()
+            .filter(|e| e.event_id.starts_with("old-"))
+            .all(|e| e.event_id[4..].parse::<u32>().unwrap() % 3 == 0)
+    );
+}
+
+#[tokio::test]
+async fn prune_with_the_default_batch_clears_a_large_backlog() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = journal(&dir);
+    let n = 2 * DEFAULT_PRUNE_BATCH + 500;
+    // All received at the same instant: batches must continue after the last
+    // (received_at, seq) pruned, not after the last received_at.
+    let at = days_ago(90);
+    let entries = (0..n)
+        .map(|i| received(Entry::new(Provider::Gcp, format!("e{i}"), "t"), at))
+        .collect();
+    j.append(entries).await.unwrap();
+    j.append(vec![Entry::new(Provider::Gcp, "today", "t")])
+        .await
+        .unwrap();
+    let report = j.prune(days_ago(30)).await.unwrap();
+    assert_eq!(report.events, n as u64);
+    assert_eq!(report.batches, 3);
+    assert_eq!(j.count(), 1);
+    assert_eq!(table_rows(&dir, "events"), 1);
+}
+
+#[tokio::test]
+async fn prune_stops_before_the_next_batch_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = journal(&dir);
+    let entries = (0..10)
+        .map(|i| {
+            received(
+                Entry::new(Provider::Aws, format!("e{i}"), "t"),
+                days_ago(40),
+            )
+        })
+        .collect();
+    j.append(entries).await.unwrap();
+
+    let report = j
+        .prune_with(days_ago(30), 3, std::future::ready(()), |_| {})
+        .await
+        .unwrap();
+    assert_eq!((report.events, report.batches), (0, 0));
+    assert!(!report.complete);
+
+    // Asked to stop during the first batch: that batch commits, no second starts.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let report = j
+        .prune_with(
+            days_ago(30),
+            3,
+            std::future::poll_fn(|_| {
+                if stop.load(Ordering::Relaxed) {
+                    std::task::Poll::Ready(())
+                } else {
+                    std::task::Poll::Pending
+                }
+            }),
+            |_| stop.store(true, Ordering::Relaxed),
+        )
+        .await
+        .unwrap();
+    assert_eq!((report.events, report.batches), (3, 1));
+    assert!(!report.complete);
+    assert_eq!(j.count(), 7);
+    assert_eq!(j.prune(days_ago(30)).await.unwrap().events, 7);
+}
+
+#[tokio::test]
+async fn prune_after_close_fails_with_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = journal(&dir);
+    j.close().await;
+    assert!(matches!(j.prune(days_ago(30)).await, Err(Error::Closed)));
+}
+
+#[test]
+fn the_prune_query_walks_the_received_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let conn = schema::open(&dir.path().join("j.sqlite"), true).unwrap();
+    let plan: Vec<String> = conn
+        .prepare(&format!("EXPLAIN QUERY PLAN {}", prune::SELECT_PRUNABLE))
+        .unwrap()
+        .query_map(rusqlite::params!["", "", 0, 1], |r| r.get::<_, String>(3))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    let plan = plan.join("\n");
+    println!("{plan}");
+    assert!(plan.contains("events_received"), "{plan}");
+    assert!(plan.contains("drift_last_seq"), "{plan}");
+    assert!(!plan.contains("TEMP B-TREE"), "{plan}");
+}
