@@ -232,3 +232,148 @@ pub fn parse_sources(tables: &[toml::Table]) -> Result<Vec<SourceSpec>, ServeErr
     }
     Ok(out)
 }
+
+/// The shortest journal retention `serve` accepts, in days: the longest time a bus can
+/// redeliver a message it already delivered once. SQS keeps a message up to 14 days
+/// (its maximum `MessageRetentionPeriod`), Pub/Sub subscriptions up to 7 days, Event
+/// Grid retries up to 24 hours (namespace topics keep events up to 7 days). The
+/// journal is the dedupe key: an event pruned earlier could come back from the bus
+/// and be processed (reverted, PR'd, notified) twice.
+pub const MIN_RETAIN_DAYS: u64 = 14;
+
+/// The longest journal retention accepted, in days (100 years); larger values are a
+/// mistake for "forever", which is `retain_days = 0`.
+pub const MAX_RETAIN_DAYS: u64 = 36_500;
+
+/// Journal retention as `serve` runs it, from `[journal] retain_days` and
+/// `prune_interval_secs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Events received longer ago than this are pruned.
+    pub retain: chrono::TimeDelta,
+    /// Time between two prune runs (the first is at start-up).
+    pub interval: std::time::Duration,
+}
+
+impl Retention {
+    /// Validates the retention settings of `cfg`, the `[journal]` section of the config
+    /// file `file`: `Ok(None)` with `retain_days = 0` (keep events forever, no
+    /// pruning).
+    ///
+    /// # Errors
+    /// [`ServeError::ConfigFile`] naming `file`, the field (`journal.retain_days`,
+    /// `journal.prune_interval_secs`) and the reason, when `retain_days` is between 1
+    /// and [`MIN_RETAIN_DAYS`] − 1 or above [`MAX_RETAIN_DAYS`], or
+    /// `prune_interval_secs` is 0.
+    pub fn from_journal(
+        cfg: &driftreactor_journal::JournalConfig,
+        file: &std::path::Path,
+    ) -> Result<Option<Self>, ServeError> {
+        let invalid = |field: &str, reason: String| {
+            ServeError::ConfigFile(driftreactor_config::Error::Invalid {
+                path: file.to_owned(),
+                field: field.to_owned(),
+                reason,
+            })
+        };
+        let days = cfg.retain_days;
+        if days == 0 {
+            return Ok(None);
+        }
+        if days < MIN_RETAIN_DAYS {
+            return Err(invalid(
+                "journal.retain_days",
+                format!(
+                    "{days} days is shorter than the longest bus redelivery window \
+                     ({MIN_RETAIN_DAYS} days, SQS's maximum message retention): a pruned \
+                     event could be redelivered and processed twice; use at least \
+                     {MIN_RETAIN_DAYS}, or 0 to keep events forever"
+                ),
+            ));
+        }
+        let retain = i64::try_from(days)
+            .ok()
+            .filter(|d| d.unsigned_abs() <= MAX_RETAIN_DAYS)
+            .and_then(chrono::TimeDelta::try_days)
+            .ok_or_else(|| {
+                invalid(
+                    "journal.retain_days",
+                    format!(
+                        "{days} days is more than {MAX_RETAIN_DAYS} (100 years); use 0 to keep \
+                         events forever"
+                    ),
+                )
+            })?;
+        if cfg.prune_interval_secs == 0 {
+            return Err(invalid(
+                "journal.prune_interval_secs",
+                "must be at least 1 second (use retain_days = 0 to keep events forever)".into(),
+            ));
+        }
+        Ok(Some(Self {
+            retain,
+            interval: std::time::Duration::from_secs(cfg.prune_interval_secs),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use driftreactor_journal::JournalConfig;
+    use std::path::Path;
+
+    fn retention(retain_days: u64, prune_interval_secs: u64) -> Result<Option<Retention>, String> {
+        let cfg = JournalConfig {
+            retain_days,
+            prune_interval_secs,
+            ..JournalConfig::default()
+        };
+        Retention::from_journal(&cfg, Path::new("/etc/dr/driftreactor.toml"))
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_default_retention_is_30_days_pruned_hourly() {
+        let r = retention(30, 3600).unwrap().unwrap();
+        assert_eq!(r.retain, chrono::TimeDelta::days(30));
+        assert_eq!(r.interval, std::time::Duration::from_secs(3600));
+        let d = JournalConfig::default();
+        assert_eq!((d.retain_days, d.prune_interval_secs), (30, 3600));
+    }
+
+    #[test]
+    fn a_retention_under_the_redelivery_window_is_refused_naming_file_field_and_reason() {
+        assert_eq!(
+            retention(13, 3600).unwrap_err(),
+            "invalid config file /etc/dr/driftreactor.toml: journal.retain_days: 13 days is \
+             shorter than the longest bus redelivery window (14 days, SQS's maximum message \
+             retention): a pruned event could be redelivered and processed twice; use at least \
+             14, or 0 to keep events forever"
+        );
+        assert!(retention(1, 3600).is_err());
+        assert!(retention(MIN_RETAIN_DAYS, 3600).unwrap().is_some());
+    }
+
+    #[test]
+    fn zero_keeps_events_forever_and_absurd_values_are_refused() {
+        assert_eq!(retention(0, 3600).unwrap(), None);
+        assert_eq!(
+            retention(0, 0).unwrap(),
+            None,
+            "the interval is unused then"
+        );
+        let err = retention(u64::MAX, 3600).unwrap_err();
+        assert!(
+            err.contains("journal.retain_days: 18446744073709551615 days is more than 36500"),
+            "{err}"
+        );
+        assert!(retention(MAX_RETAIN_DAYS, 3600).unwrap().is_some());
+        assert!(retention(MAX_RETAIN_DAYS + 1, 3600).is_err());
+        let err = retention(30, 0).unwrap_err();
+        assert!(
+            err.contains("journal.prune_interval_secs: must be at least 1 second"),
+            "{err}"
+        );
+    }
+}

@@ -6,6 +6,7 @@
 //!  push endpoints (POST /push/gcp, POST|OPTIONS /push/azure)       ─┼─► pipeline task ─► Model::process ─► Journal::append ─► Ack
 //!                                                                   │      (arc-swap load of the current model)    (group commit)
 //!  state reload (poll serial/lineage every N s) ── ArcSwap::store ──┘
+//!  retention (every prune_interval_secs) ── Journal::prune: batches on the journal's writer thread
 //!  HTTP API: /healthz /readyz /metrics /v1/events /v1/drift /v1/resources/{ws}/{address}
 //! ```
 //!
@@ -38,10 +39,11 @@ pub mod metrics;
 pub mod model;
 mod push;
 pub mod reload;
+mod retention;
 mod sources;
 mod worker;
 
-pub use config::{AzurePushConfig, GcpPushConfig, OidcConfig, ServerConfig, SourceSpec};
+pub use config::{AzurePushConfig, GcpPushConfig, OidcConfig, Retention, ServerConfig, SourceSpec};
 pub use driftreactor_journal::{MatchRecord, ResourceKey};
 pub use driftreactor_source as source;
 pub use hook::{AfterCommit, BoxFuture, Handoff, Opaque};
@@ -243,18 +245,30 @@ pub async fn shutdown_on_signal(token: CancellationToken) {
     token.cancel();
 }
 
-/// The `[journal]` section with its path resolved against the config file's directory.
+/// The `[journal]` section with its path resolved against the config file's directory
+/// and its retention settings checked ([`Retention::from_journal`]).
 ///
 /// # Errors
-/// [`ServeError::ConfigFile`] when the section does not fit.
+/// [`ServeError::ConfigFile`] naming the file, the field and the reason when the
+/// section does not fit or its retention is refused.
 pub fn journal_config(config: &Config) -> Result<JournalConfig, ServeError> {
     let mut cfg: JournalConfig = config.section("journal", config.journal.as_ref())?;
+    journal_retention(config, &cfg)?;
     if let Some(base) = config.path.as_deref().and_then(Path::parent)
         && cfg.path.is_relative()
     {
         cfg.path = base.join(&cfg.path);
     }
     Ok(cfg)
+}
+
+/// The retention `serve` runs `cfg` (the `[journal]` section of `config`) with;
+/// `None`: events are kept forever.
+fn journal_retention(
+    config: &Config,
+    cfg: &JournalConfig,
+) -> Result<Option<Retention>, ServeError> {
+    Retention::from_journal(cfg, config.path.as_deref().unwrap_or(Path::new("")))
 }
 
 /// Reads the config, loads the model, opens the journal, builds the sources, binds
@@ -272,6 +286,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
     } = opts;
     let server: ServerConfig = config.section("server", config.server.as_ref())?;
     let journal_cfg = journal_config(&config)?;
+    let retention = journal_retention(&config, &journal_cfg)?;
     let specs = config::parse_sources(&config.sources)?;
 
     let mut pushes = Vec::new();
@@ -408,6 +423,21 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         ));
     }
 
+    let prune = match retention {
+        Some(r) => {
+            tracing::info!(
+                retain_days = journal_cfg.retain_days,
+                interval_secs = r.interval.as_secs(),
+                "Journal retention on."
+            );
+            Some(tokio::spawn(retention::run(ctx.clone(), r, token.clone())))
+        }
+        None => {
+            tracing::info!("Journal retention off (retain_days = 0): events are kept forever.");
+            None
+        }
+    };
+
     let app = http::router(
         http::AppState {
             ctx: ctx.clone(),
@@ -455,6 +485,14 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
                 "Shutdown grace elapsed; unanswered messages are released for redelivery."
             );
             worker_abort.abort();
+        }
+        if let Some(prune) = prune {
+            // Stops after the batch it is writing; aborting only drops the wait, the
+            // batch still commits before the close below.
+            let abort = prune.abort_handle();
+            if tokio::time::timeout_at(deadline, prune).await.is_err() {
+                abort.abort();
+            }
         }
         journal2.close().await;
         tracing::info!("Stopped.");

@@ -39,6 +39,10 @@ pub mod names {
     /// Journaled events handed to the after-commit hook (the remediator), by result
     /// (`queued`, `dropped`: its queue was full).
     pub const REMEDIATION_HANDOFFS: &str = "remediation_handoffs";
+    /// Events deleted from the journal by retention (`[journal] retain_days`).
+    pub const JOURNAL_PRUNED_EVENTS: &str = "journal_pruned_events";
+    /// Journal prune runs, by result (`ok`, `error`).
+    pub const JOURNAL_PRUNE_RUNS: &str = "journal_prune_runs";
 }
 
 fn histogram() -> Histogram {
@@ -63,6 +67,8 @@ pub struct Metrics {
     pub(crate) journal_bytes: Gauge,
     pub(crate) reloads: Family<Labels, Counter>,
     pub(crate) handoffs: Family<Labels, Counter>,
+    pub(crate) journal_pruned: Counter,
+    pub(crate) journal_prune_runs: Family<Labels, Counter>,
 }
 
 impl Metrics {
@@ -83,6 +89,8 @@ impl Metrics {
             journal_bytes: Gauge::default(),
             reloads: Family::default(),
             handoffs: Family::default(),
+            journal_pruned: Counter::default(),
+            journal_prune_runs: Family::default(),
             registry: Registry::default(),
         };
         use names::*;
@@ -150,6 +158,16 @@ impl Metrics {
             REMEDIATION_HANDOFFS,
             "Journaled events handed to the remediator, by result (queued, dropped)",
             m.handoffs.clone(),
+        );
+        registry.register(
+            JOURNAL_PRUNED_EVENTS,
+            "Events deleted from the journal by retention",
+            m.journal_pruned.clone(),
+        );
+        registry.register(
+            JOURNAL_PRUNE_RUNS,
+            "Journal prune runs, by result (ok, error)",
+            m.journal_prune_runs.clone(),
         );
         Self { registry, ..m }
     }

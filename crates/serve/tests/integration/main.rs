@@ -10,3 +10,4 @@ mod delivery;
 mod gcp_push;
 mod kill9;
 mod reload;
+mod retention;
