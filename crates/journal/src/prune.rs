@@ -60,7 +60,8 @@ pub struct PruneReport {
     /// complete run; 0 otherwise.
     pub kept: u64,
     /// The run went through every event older than the cutoff; `false` when it was
-    /// stopped early ([`Journal::prune_with`]'s `stop`).
+    /// stopped early ([`Journal::prune_with`]'s `stop`). In a batch's report
+    /// (`on_batch`), `true` only for the last batch of a complete run.
     pub complete: bool,
 }
 
