@@ -129,3 +129,94 @@ fn same_role_name_in_another_account_is_not_drift_of_its_attachments() {
         "{matched:?}"
     );
 }
+
+/// The same Lambda function name deployed by two regional states: an
+/// `UpdateFunctionConfiguration` in us-east-1 was drift of both, because the plain key
+/// `aws:lambda:function:api` (names are unique per account and region only) matched
+/// the eu-west-1 function too. The region guard now refuses the other region's
+/// function; a global resource (an IAM role) still matches an event from any region.
+#[test]
+fn same_function_name_in_another_region_is_not_drift_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = |region: &str| {
+        let f = dir.path().join(format!("{region}.tfstate"));
+        let s = serde_json::json!({
+            "version": 4, "terraform_version": "1.11.4", "serial": 1, "lineage": region,
+            "outputs": {},
+            "resources": [
+                {"mode": "managed", "type": "aws_lambda_function", "name": "api",
+                 "provider": "provider[\"registry.terraform.io/hashicorp/aws\"]",
+                 "instances": [{"schema_version": 0, "attributes": {
+                     "function_name": "api", "id": "api",
+                     "arn": format!("arn:aws:lambda:{region}:111122223333:function:api")}}]},
+                {"mode": "managed", "type": "aws_iam_role", "name": "api",
+                 "provider": "provider[\"registry.terraform.io/hashicorp/aws\"]",
+                 "instances": [{"schema_version": 0, "attributes": {
+                     "name": format!("api-{region}"), "id": format!("api-{region}"),
+                     "arn": format!("arn:aws:iam::111122223333:role/api-{region}")}}]}
+            ]
+        });
+        std::fs::write(&f, serde_json::to_vec(&s).unwrap()).unwrap();
+        f
+    };
+    let (eu, us) = (state("eu-west-1"), state("us-east-1"));
+    let event = |name: &str, region: &str, source: &str, req: serde_json::Value| {
+        let f = dir.path().join(format!("{name}.json"));
+        let record = serde_json::json!({
+            "eventVersion": "1.09", "eventID": name, "eventName": name,
+            "eventSource": source, "awsRegion": region,
+            "eventTime": "2026-01-01T00:00:00Z", "recipientAccountId": "111122223333",
+            "userIdentity": {"type": "IAMUser", "arn": "arn:aws:iam::111122223333:user/alice"},
+            "userAgent": "console.amazonaws.com",
+            "requestParameters": req, "responseElements": null
+        });
+        std::fs::write(&f, serde_json::to_vec(&record).unwrap()).unwrap();
+        f
+    };
+    let lambda = event(
+        "UpdateFunctionConfiguration20150331v2",
+        "us-east-1",
+        "lambda.amazonaws.com",
+        serde_json::json!({"functionName": "api", "timeout": 30}),
+    );
+    let iam = event(
+        "PutRolePolicy",
+        "us-east-1",
+        "iam.amazonaws.com",
+        serde_json::json!({"roleName": "api-eu-west-1", "policyName": "x"}),
+    );
+    let run = replay_json(&[
+        "--state",
+        eu.to_str().unwrap(),
+        "--state",
+        us.to_str().unwrap(),
+        lambda.to_str().unwrap(),
+        iam.to_str().unwrap(),
+    ]);
+    let lines = run.lines();
+    assert_eq!(lines.len(), 2, "{}", run.stdout);
+    let matched = |l: &serde_json::Value| -> Vec<(String, String)> {
+        l["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["workspace"].as_str().unwrap().to_owned(),
+                    r["address"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(lines[0]["verdict"], "drift", "{}", lines[0]);
+    assert_eq!(
+        matched(&lines[0]),
+        [("us-east-1".to_owned(), "aws_lambda_function.api".to_owned())]
+    );
+    // IAM is global: the eu-west-1 state's role matches an event from us-east-1.
+    assert_eq!(lines[1]["verdict"], "drift", "{}", lines[1]);
+    assert_eq!(
+        matched(&lines[1]),
+        [("eu-west-1".to_owned(), "aws_iam_role.api".to_owned())]
+    );
+}

@@ -1,6 +1,6 @@
 //! [`AwsIdentity`]: Terraform `aws_*` resource instances → canonical identifiers.
 
-use driftreactor_event::{StateIdentity, StateInstance};
+use driftreactor_event::{Placement, StateIdentity, StateInstance};
 use serde::Deserialize;
 
 use crate::canon::{self, Canon, Ctx};
@@ -422,15 +422,31 @@ impl StateIdentity for AwsIdentity {
     }
 
     fn account(&self, instance: &StateInstance<'_>) -> Option<String> {
+        self.placement(instance).account
+    }
+
+    /// Account: the account field of the instance's `arn` (not the `aws` of AWS
+    /// managed policies), else its `owner_id`. Region: the region field of its `arn`,
+    /// when not empty (IAM, S3 bucket, CloudFront and other global ARNs name none).
+    fn placement(&self, instance: &StateInstance<'_>) -> Placement {
         if !self.handles(instance.resource_type) {
-            return None;
+            return Placement::default();
         }
-        let a = parse(instance)?;
-        let from_arn = v(&a.arn)
-            .and_then(canon::parse_arn)
+        let Some(a) = parse(instance) else {
+            return Placement::default();
+        };
+        let arn = v(&a.arn).and_then(canon::parse_arn);
+        let from_arn = arn
+            .as_ref()
             .map(|arn| arn.account)
             .filter(|acct| !acct.is_empty() && *acct != "aws");
-        from_arn.or(v(&a.owner_id)).map(str::to_owned)
+        Placement {
+            account: from_arn.or(v(&a.owner_id)).map(str::to_owned),
+            region: arn
+                .map(|arn| arn.region)
+                .filter(|r| !r.is_empty())
+                .map(str::to_owned),
+        }
     }
 }
 

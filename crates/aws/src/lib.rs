@@ -71,7 +71,9 @@
 //! instance whose `id` is `db-ABC…`; an IAM role with a path is also indexed under the
 //! pathless ARN an event naming only `roleName` builds, role names being unique per
 //! account). Its `account` is the account field of the instance's ARN (or the EC2
-//! `owner_id`); instances without either (rules, attachments, inline policies) take,
+//! `owner_id`), its `region` the region field of that ARN (none for global ARNs: IAM,
+//! S3, CloudFront), so a name unique only per region matches only in its region;
+//! instances without either (rules, attachments, inline policies) take,
 //! at load time, the account every other instance of their provider configuration in
 //! the state names, when those agree (see `driftreactor_tfgraph::Node::account`).
 //!

@@ -442,3 +442,49 @@ fn hand_written_attributes() {
         assert_eq!(AwsIdentity.account(&inst("aws_s3_bucket", &g)), None);
     }
 }
+
+/// Region of an instance: the region field of its ARN; global ARNs (IAM, S3) name
+/// none, so the router's region guard never refuses them.
+#[test]
+fn placement_reads_account_and_region_from_the_arn() {
+    use driftreactor_event::Placement;
+    let place = |ty: &str, attrs: Value| AwsIdentity.placement(&inst(ty, &raw(attrs)));
+    assert_eq!(
+        place(
+            "aws_lambda_function",
+            json!({"arn": "arn:aws:lambda:eu-west-1:111122223333:function:api", "function_name": "api"})
+        ),
+        Placement {
+            account: Some("111122223333".into()),
+            region: Some("eu-west-1".into())
+        }
+    );
+    assert_eq!(
+        place(
+            "aws_iam_role",
+            json!({"arn": "arn:aws:iam::111122223333:role/app", "name": "app"})
+        ),
+        Placement {
+            account: Some("111122223333".into()),
+            region: None
+        }
+    );
+    assert_eq!(
+        place(
+            "aws_s3_bucket",
+            json!({"arn": "arn:aws:s3:::logs", "bucket": "logs"})
+        ),
+        Placement::default()
+    );
+    // EC2 without an ARN: the account from owner_id, no region.
+    assert_eq!(
+        place(
+            "aws_security_group",
+            json!({"id": "sg-1", "owner_id": "111122223333"})
+        ),
+        Placement {
+            account: Some("111122223333".into()),
+            region: None
+        }
+    );
+}

@@ -49,4 +49,31 @@ pub trait StateIdentity: Send + Sync {
         let _ = instance;
         None
     }
+
+    /// Where the instance lives: its account (as [`StateIdentity::account`]) and, for
+    /// providers whose plain names are only unique per region (AWS: Lambda functions,
+    /// RDS identifiers, log groups, …), its region when the attributes tell (the region
+    /// field of its ARN; `None` for global resources such as IAM, whose ARNs name
+    /// none). The router refuses a match when the event's region and the instance's
+    /// region are both known and differ, so a same-named resource in another region is
+    /// never misattributed. The state graph calls this once per instance; the default
+    /// asks [`StateIdentity::account`] and knows no region, so implement this instead
+    /// when both come from one parse of the attributes.
+    fn placement(&self, instance: &StateInstance<'_>) -> Placement {
+        Placement {
+            account: self.account(instance),
+            region: None,
+        }
+    }
+}
+
+/// Where one managed resource instance lives, as far as its attributes tell
+/// ([`StateIdentity::placement`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// AWS account id, Azure subscription id or GCP project id.
+    pub account: Option<String>,
+    /// The region, for resources whose names are unique only per region; `None` for
+    /// global resources and when unknown.
+    pub region: Option<String>,
 }

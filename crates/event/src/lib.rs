@@ -25,7 +25,7 @@ pub mod json;
 pub mod lenient;
 
 pub use error::{NormalizeError, Result};
-pub use identity::{StateIdentity, StateInstance};
+pub use identity::{Placement, StateIdentity, StateInstance};
 
 /// The cloud provider an event came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

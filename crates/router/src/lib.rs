@@ -82,7 +82,11 @@ const LINEAR_MATCHES: usize = 16;
 ///
 /// Account guard: a node is skipped when both the event's account and the node's
 /// account are known and differ, so a plain name (a bucket, a role name) shared by two
-/// accounts is never attributed to the wrong one.
+/// accounts is never attributed to the wrong one. Region guard: likewise when both the
+/// event's region and the node's region are known and differ, so a plain name unique
+/// only per region (a Lambda function, an RDS identifier, a log group) deployed in two
+/// regions is attributed to the right one only. Global resources (IAM, S3 buckets)
+/// have no region and are never refused by it, whatever region the event came from.
 ///
 /// Each (workspace, address) appears once, with its strongest kind
 /// (primary > related > parent), at the position of its first appearance. Dependents
@@ -90,16 +94,18 @@ const LINEAR_MATCHES: usize = 16;
 /// matches themselves, each once, at most [`driftreactor_tfgraph::MAX_DEPENDENTS`].
 pub fn route(graph: &Graph, event: &DriftEvent) -> Routed {
     let account = event.account.as_deref().filter(|a| !a.is_empty());
+    let region = event.region.as_deref().filter(|r| !r.is_empty());
     // Node ids stand for (workspace, address): the graph keeps one node per address
     // and workspace, so deduplicating ids deduplicates addresses.
     let allowed = |id: NodeId| -> bool {
         let Some(node) = graph.get(id) else {
             return false;
         };
-        match (account, node.account.as_deref()) {
+        let same = |event: Option<&str>, node: Option<&str>| match (event, node) {
             (Some(event), Some(node)) => event == node,
             _ => true,
-        }
+        };
+        same(account, node.account.as_deref()) && same(region, node.region.as_deref())
     };
 
     let mut matches: Vec<(NodeId, MatchKind)> = Vec::new();

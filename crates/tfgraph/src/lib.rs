@@ -68,6 +68,10 @@ pub struct Node {
     /// e.g. `provider["registry.terraform.io/hashicorp/aws"].west`) in the same state
     /// names one and the same account, that account. `None` when neither tells.
     pub account: Option<Arc<str>>,
+    /// The region the instance lives in, for resources whose names are unique only per
+    /// region, when its identity plug-in could tell ([`StateIdentity::placement`]);
+    /// `None` for global resources (IAM, S3 buckets, CloudFront) and when unknown.
+    pub region: Option<Arc<str>>,
     /// The canonical identifiers this instance is indexed under (primary identities).
     pub identities: Vec<Arc<str>>,
 }

@@ -488,6 +488,7 @@ impl<'b> Loader<'b> {
                         address: Arc::clone(&address),
                         resource_type: Arc::clone(&resource_type),
                         account: None,
+                        region: None,
                         identities: Vec::new(),
                     });
                     self.out.by_address.insert(address, id);
@@ -558,11 +559,18 @@ impl<'b> Loader<'b> {
                     self.out.related.push((parent, id));
                 }
             }
-            if node.account.is_none()
-                && let Some(account) = plugin.account(instance)
-                && !account.is_empty()
-            {
-                node.account = Some(self.interner.get(&account));
+            if node.account.is_none() || node.region.is_none() {
+                let place = plugin.placement(instance);
+                if node.account.is_none()
+                    && let Some(account) = place.account.filter(|a| !a.is_empty())
+                {
+                    node.account = Some(self.interner.get(&account));
+                }
+                if node.region.is_none()
+                    && let Some(region) = place.region.filter(|r| !r.is_empty())
+                {
+                    node.region = Some(self.interner.get(&region));
+                }
             }
         }
     }
