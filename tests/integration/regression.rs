@@ -220,3 +220,94 @@ fn same_function_name_in_another_region_is_not_drift_of_it() {
         [("eu-west-1".to_owned(), "aws_iam_role.api".to_owned())]
     );
 }
+
+/// A `[[policy]]` rule whose `workspace` named no configured workspace (a typo) was
+/// accepted and silently never applied; it is now a config error naming the file, the
+/// field and the known workspace names, before any report line.
+#[test]
+fn a_policy_naming_an_unknown_workspace_is_a_config_error() {
+    let repo = crate::util::repo();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("driftreactor.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[workspaces]]\nname = \"aws-prod\"\nstate = {:?}\n\
+             [[policy]]\ntype = \"aws_instance\"\naction = \"notify\"\n\
+             [[policy]]\nworkspace = \"aws-prd\"\ntype = \"aws_security_group*\"\naction = \"ignore\"\n",
+            repo.join("fixtures/aws/state/prod.tfstate")
+                .display()
+                .to_string()
+        ),
+    )
+    .unwrap();
+    let run = crate::util::driftreactor(&[
+        "replay",
+        "--format",
+        "json",
+        "--config",
+        config.to_str().unwrap(),
+        "fixtures/aws/events/01_sg_open_ssh_console.json",
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    for part in [
+        config.to_str().unwrap(),
+        "policy[1].workspace",
+        "`aws-prd` matches no configured workspace",
+        "known workspaces: aws-prod",
+    ] {
+        assert!(
+            run.stderr.contains(part),
+            "missing {part:?} in {}",
+            run.stderr
+        );
+    }
+}
+
+/// With `--state`, each state file is a workspace named after the file, and a policy
+/// may name it; a name that none of the config's or the `--state` workspaces has is
+/// refused, listing both.
+#[test]
+fn a_policy_may_name_a_workspace_given_with_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[[policy]]\nworkspace = \"prod\"\ntype = \"aws_security_group*\"\naction = \"notify\"\n",
+    )
+    .unwrap();
+    let run = replay_json(&[
+        "--state",
+        "fixtures/aws/state/prod.tfstate",
+        "--config",
+        policy.to_str().unwrap(),
+        "fixtures/aws/events/01_sg_open_ssh_console.json",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lines = run.lines();
+    assert_eq!(lines[0]["verdict"], "drift");
+    assert_eq!(lines[0]["action"], "notify", "the rule for `prod` applies");
+
+    std::fs::write(
+        &policy,
+        "[[workspaces]]\nname = \"gcp-shop\"\nstate = \"../shop.tfstate\"\n\
+         [[policy]]\nworkspace = \"aws-prod\"\naction = \"notify\"\n",
+    )
+    .unwrap();
+    let run = crate::util::driftreactor(&[
+        "replay",
+        "--state",
+        "fixtures/aws/state/prod.tfstate",
+        "--config",
+        policy.to_str().unwrap(),
+        "fixtures/aws/events/01_sg_open_ssh_console.json",
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("policy[0].workspace")
+            && run.stderr.contains("known workspaces: gcp-shop, prod"),
+        "{}",
+        run.stderr
+    );
+}

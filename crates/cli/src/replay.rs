@@ -50,14 +50,20 @@ pub struct Args {
 /// # Errors
 /// When the config or a state cannot be loaded, or an input path cannot be read.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // The `--state` files become workspaces named after them; the config's policy is
+    // checked against those and its own `[[workspaces]]` together.
+    let states = state_workspaces(&args.states)?;
     let config = match &args.config {
-        Some(path) => Config::load(path)?,
+        Some(path) => {
+            let names: Vec<String> = states.iter().map(|(name, _)| name.clone()).collect();
+            Config::load_with_workspaces(path, &names)?
+        }
         None => Config::default(),
     };
-    if config.workspaces.is_empty() && args.states.is_empty() {
+    if config.workspaces.is_empty() && states.is_empty() {
         bail!("no state given: pass --state <file-or-dir> or a --config with [[workspaces]]");
     }
-    let graph = load_graph(&config, &args.states)?;
+    let graph = load_graph(&config, &states)?;
     let policy = Policy::compile(&config.policy_config())
         .with_context(|| format!("invalid policy in {}", display_config(&config)))?;
     let mut replay =
@@ -215,17 +221,25 @@ fn display_config(config: &Config) -> String {
     )
 }
 
-/// Loads the config's workspaces, then every `--state` file (directories expanded).
-fn load_graph(config: &Config, states: &[PathBuf]) -> anyhow::Result<Graph> {
+/// Every `--state` file (directories expanded) with the workspace name it gets.
+fn state_workspaces(states: &[PathBuf]) -> anyhow::Result<Vec<(String, PathBuf)>> {
+    let mut out = Vec::new();
+    for path in states {
+        for file in state_files(path)? {
+            out.push((workspace_name(&file), file));
+        }
+    }
+    Ok(out)
+}
+
+/// Loads the config's workspaces, then the `--state` files.
+fn load_graph(config: &Config, states: &[(String, PathBuf)]) -> anyhow::Result<Graph> {
     let mut builder = GraphBuilder::new(driftreactor_pipeline::identities());
     for ws in &config.workspaces {
         builder.add_state_file(&ws.name, &ws.state)?;
     }
-    for path in states {
-        for file in state_files(path)? {
-            let name = workspace_name(&file);
-            builder.add_state_file(&name, &file)?;
-        }
+    for (name, file) in states {
+        builder.add_state_file(name, file)?;
     }
     Ok(builder.build())
 }

@@ -24,7 +24,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use driftreactor_decide::{PolicyConfig, PolicyRule, PrincipalsConfig};
+use driftreactor_decide::{
+    Error as PolicyError, Policy, PolicyConfig, PolicyRule, PrincipalsConfig,
+};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
@@ -53,7 +55,8 @@ pub enum Error {
         /// What is wrong, with position and field.
         message: String,
     },
-    /// A semantic problem (duplicate workspace names, a section that does not fit).
+    /// A semantic problem (duplicate workspace names, a malformed glob, a policy rule
+    /// naming no configured workspace, a section that does not fit).
     #[error("invalid config file {path}: {field}: {reason}")]
     Invalid {
         /// The file.
@@ -127,15 +130,34 @@ impl Config {
     /// Reads and validates the config file at `path`; relative paths in it are resolved
     /// against the file's directory.
     ///
+    /// Validation: workspace names are non-empty and unique; every glob in
+    /// `[principals]` and `[[policy]]` compiles; every `[[policy]]` rule with a
+    /// `workspace` glob matches at least one `[[workspaces]]` name (a rule naming an
+    /// unknown workspace would silently never apply).
+    ///
     /// # Errors
     /// [`Error::Read`], [`Error::Parse`] (with line, column and field), or
-    /// [`Error::Invalid`] for duplicate or empty workspace names.
+    /// [`Error::Invalid`] naming the file, the field (`workspaces[1].name`,
+    /// `policy[2].workspace`, `principals.iac`) and the reason: an empty or duplicate
+    /// workspace name, a malformed glob, or a policy workspace that matches no workspace
+    /// (the reason lists the known names).
     pub fn load(path: &Path) -> Result<Self> {
+        Self::load_with_workspaces(path, &[])
+    }
+
+    /// As [`Config::load`], for a caller that adds workspaces of its own besides the
+    /// file's `[[workspaces]]` (`driftreactor replay --state prod.tfstate` adds a
+    /// workspace `prod`): `extra_workspaces` are their names, and a `[[policy]]`
+    /// `workspace` glob is checked against the file's workspaces and these together.
+    ///
+    /// # Errors
+    /// As [`Config::load`].
+    pub fn load_with_workspaces(path: &Path, extra_workspaces: &[String]) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
             path: path.to_owned(),
             source,
         })?;
-        Self::parse(&text, path)
+        Self::parse_with_workspaces(&text, path, extra_workspaces)
     }
 
     /// Parses config text as if read from `path` (used for resolving relative paths
@@ -144,6 +166,19 @@ impl Config {
     /// # Errors
     /// As [`Config::load`], without [`Error::Read`].
     pub fn parse(text: &str, path: &Path) -> Result<Self> {
+        Self::parse_with_workspaces(text, path, &[])
+    }
+
+    /// As [`Config::parse`], with workspaces the caller adds besides the file's (see
+    /// [`Config::load_with_workspaces`]).
+    ///
+    /// # Errors
+    /// As [`Config::load`], without [`Error::Read`].
+    pub fn parse_with_workspaces(
+        text: &str,
+        path: &Path,
+        extra_workspaces: &[String],
+    ) -> Result<Self> {
         let mut cfg: Config = toml::from_str(text).map_err(|e| Error::Parse {
             path: path.to_owned(),
             message: e.to_string().trim_end().to_owned(),
@@ -156,11 +191,11 @@ impl Config {
             }
         }
         cfg.path = Some(path.to_owned());
-        cfg.validate()?;
+        cfg.validate(extra_workspaces)?;
         Ok(cfg)
     }
 
-    fn validate(&self) -> Result<()> {
+    fn validate(&self, extra_workspaces: &[String]) -> Result<()> {
         let path = self.path.clone().unwrap_or_default();
         let mut seen = std::collections::BTreeSet::new();
         for (i, ws) in self.workspaces.iter().enumerate() {
@@ -178,6 +213,44 @@ impl Config {
                     reason: format!("workspace `{}` is defined twice", ws.name),
                 });
             }
+        }
+        let policy = Policy::compile(&self.policy_config()).map_err(|e| match e {
+            PolicyError::Glob {
+                field,
+                glob,
+                source,
+            } => Error::Invalid {
+                path: path.clone(),
+                field,
+                reason: format!("`{glob}` is not a valid glob ({})", source.kind()),
+            },
+            other => Error::Invalid {
+                path: path.clone(),
+                field: "policy".into(),
+                reason: other.to_string(),
+            },
+        })?;
+        let mut known: Vec<&str> = self.workspaces.iter().map(|w| w.name.as_str()).collect();
+        known.extend(extra_workspaces.iter().map(String::as_str));
+        known.sort_unstable();
+        known.dedup();
+        if let Some((i, glob)) = policy
+            .rules_matching_no_workspace(&known)
+            .into_iter()
+            .next()
+        {
+            let known = if known.is_empty() {
+                "no workspace is configured".to_owned()
+            } else {
+                format!("known workspaces: {}", known.join(", "))
+            };
+            return Err(Error::Invalid {
+                path,
+                field: format!("policy[{i}].workspace"),
+                reason: format!(
+                    "`{glob}` matches no configured workspace, so the rule would never apply ({known})"
+                ),
+            });
         }
         Ok(())
     }
@@ -241,6 +314,122 @@ mod tests {
         .to_string();
         assert!(err.contains("workspaces[1].name"), "{err}");
         assert!(err.contains("c.toml"), "{err}");
+    }
+
+    const TWO_WORKSPACES: &str = "[[workspaces]]\nname = \"prod\"\nstate = \"prod.tfstate\"\n\
+        [[workspaces]]\nname = \"staging\"\nstate = \"staging.tfstate\"\n";
+
+    #[test]
+    fn a_policy_naming_an_unknown_workspace_is_refused_with_the_field_and_the_known_names() {
+        let text = format!(
+            "{TWO_WORKSPACES}\
+             [[policy]]\ntype = \"aws_instance\"\naction = \"notify\"\n\
+             [[policy]]\nworkspace = \"prod\"\naction = \"revert\"\n\
+             [[policy]]\nworkspace = \"stagin\"\naction = \"ignore\"\n"
+        );
+        let err = Config::parse(&text, Path::new("/etc/dr/driftreactor.toml")).unwrap_err();
+        let Error::Invalid {
+            path,
+            field,
+            reason,
+        } = &err
+        else {
+            panic!("not Invalid: {err}");
+        };
+        assert_eq!(path, Path::new("/etc/dr/driftreactor.toml"));
+        assert_eq!(field, "policy[2].workspace");
+        assert!(
+            reason.contains("`stagin` matches no configured workspace"),
+            "{reason}"
+        );
+        assert!(
+            reason.contains("known workspaces: prod, staging"),
+            "{reason}"
+        );
+        let text = err.to_string();
+        assert!(text.contains("/etc/dr/driftreactor.toml"), "{text}");
+        assert!(text.contains("policy[2].workspace"), "{text}");
+    }
+
+    #[test]
+    fn a_policy_workspace_glob_matching_some_workspace_is_accepted() {
+        let text = format!(
+            "{TWO_WORKSPACES}\
+             [[policy]]\nworkspace = \"stag*\"\naction = \"ignore\"\n\
+             [[policy]]\nworkspace = \"{{prod,qa}}\"\naction = \"revert\"\n"
+        );
+        let cfg = Config::parse(&text, Path::new("c.toml")).unwrap();
+        assert_eq!(cfg.policy.len(), 2);
+        // A glob matching none is refused like a plain name.
+        let text =
+            format!("{TWO_WORKSPACES}[[policy]]\nworkspace = \"dev-*\"\naction = \"ignore\"\n");
+        let err = Config::parse(&text, Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("policy[0].workspace"), "{err}");
+        assert!(err.contains("`dev-*`"), "{err}");
+    }
+
+    #[test]
+    fn workspaces_added_by_the_caller_count_as_known() {
+        // `replay --config policy.toml --state prod.tfstate`: the file has no
+        // [[workspaces]]; the state file adds `prod`.
+        let text = "[[policy]]\nworkspace = \"prod\"\naction = \"revert\"\n";
+        let err = Config::parse(text, Path::new("policy.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("policy[0].workspace"), "{err}");
+        assert!(err.contains("no workspace is configured"), "{err}");
+        Config::parse_with_workspaces(text, Path::new("policy.toml"), &["prod".to_owned()])
+            .unwrap();
+        let err =
+            Config::parse_with_workspaces(text, Path::new("policy.toml"), &["staging".to_owned()])
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("known workspaces: staging"), "{err}");
+    }
+
+    #[test]
+    fn load_names_the_file_of_a_policy_with_an_unknown_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("driftreactor.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "{TWO_WORKSPACES}[[policy]]\nworkspace = \"production\"\naction = \"revert\"\n"
+            ),
+        )
+        .unwrap();
+        let err = Config::load(&path).unwrap_err().to_string();
+        assert!(err.contains(&path.display().to_string()), "{err}");
+        assert!(err.contains("policy[0].workspace"), "{err}");
+        Config::load_with_workspaces(&path, &["production".to_owned()]).unwrap();
+    }
+
+    #[test]
+    fn a_malformed_glob_is_refused_at_load_with_the_file_and_field() {
+        for (field, rule) in [
+            ("policy[0].address", "address = \"module.[net\""),
+            ("policy[0].type", "type = \"aws_{s3\""),
+            ("policy[0].workspace", "workspace = \"prod[\""),
+        ] {
+            let text = format!("{TWO_WORKSPACES}[[policy]]\n{rule}\naction = \"revert\"\n");
+            let err = Config::parse(&text, Path::new("c.toml")).unwrap_err();
+            assert!(
+                matches!(&err, Error::Invalid { field: f, .. } if f == field),
+                "{err}"
+            );
+            let text = err.to_string();
+            assert!(text.starts_with("invalid config file c.toml: "), "{text}");
+            assert!(text.contains("is not a valid glob"), "{text}");
+        }
+        let err = Config::parse(
+            "[principals]\niac = [\"arn:aws:iam::*:role/{ci\"]\n",
+            Path::new("c.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("principals.iac"), "{err}");
     }
 
     #[test]

@@ -319,6 +319,22 @@ impl Policy {
         })
     }
 
+    /// The `[[policy]]` rules whose `workspace` glob matches none of `workspaces` (the
+    /// names of the workspaces the graph is built from): such a rule can never apply.
+    /// Returns each one's position in `[[policy]]` (counting from 0, as in
+    /// `policy[N].workspace`) and its glob as written, in rule order. Rules without a
+    /// `workspace` field are never listed.
+    pub fn rules_matching_no_workspace(&self, workspaces: &[&str]) -> Vec<(usize, String)> {
+        self.rules
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| {
+                let m = r.workspace.as_ref()?;
+                (!workspaces.iter().any(|w| m.is_match(w))).then(|| (i, m.glob().glob().to_owned()))
+            })
+            .collect()
+    }
+
     /// True when `principal` matches a `[principals] iac` glob.
     pub fn is_iac(&self, principal: &str) -> bool {
         self.iac.is_match(principal)
@@ -509,5 +525,68 @@ mod tests {
         assert_eq!(literal_tail("arn:aws:iam::*:role/*"), None);
         assert_eq!(literal_tail("exact"), Some("exact"));
         assert_eq!(literal_tail("**/ci"), Some("ci"));
+    }
+
+    fn compile(text: &str) -> Result<Policy> {
+        Policy::compile(&toml::from_str::<PolicyConfig>(text).unwrap())
+    }
+
+    #[test]
+    fn rules_whose_workspace_glob_matches_no_workspace_are_listed() {
+        let p = compile(
+            r#"
+            [[policy]]
+            type = "aws_security_group"
+            action = "revert"
+            [[policy]]
+            workspace = "prod"
+            action = "notify"
+            [[policy]]
+            workspace = "stagin"
+            action = "ignore"
+            [[policy]]
+            workspace = "team-*"
+            action = "notify"
+            [[policy]]
+            workspace = "dev-*"
+            action = "notify"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(
+            p.rules_matching_no_workspace(&["prod", "staging", "team-a"]),
+            vec![(2, "stagin".to_owned()), (4, "dev-*".to_owned())]
+        );
+        assert_eq!(
+            p.rules_matching_no_workspace(&["prod", "stagin", "team-a", "dev-b"]),
+            vec![]
+        );
+        // With no workspace at all, every rule naming one is listed, none other.
+        let none: Vec<usize> = p
+            .rules_matching_no_workspace(&[])
+            .into_iter()
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(none, [1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn a_malformed_rule_glob_names_its_field_and_glob() {
+        for (field, text) in [
+            ("policy[1].address", "address = \"module.[net\""),
+            ("policy[1].type", "type = \"aws_{s3\""),
+            ("policy[1].workspace", "workspace = \"prod[\""),
+        ] {
+            let err = compile(&format!(
+                "[[policy]]\naction = \"notify\"\n[[policy]]\n{text}\naction = \"revert\"\n"
+            ))
+            .unwrap_err();
+            let Error::Glob {
+                field: got, glob, ..
+            } = &err;
+            assert_eq!(got, field, "{err}");
+            assert!(text.contains(glob.as_str()), "{err}");
+            assert!(err.to_string().contains(field), "{err}");
+        }
     }
 }
