@@ -63,6 +63,13 @@ struct SourceReport {
     status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    /// Push endpoints only: `oidc`, `token`, `oidc+token`, `secret`, `entra`,
+    /// `secret+entra`, or `none` (anyone may push).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    authentication: Option<&'static str>,
+    /// Set when the source is open to anyone (`authentication: "none"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warning: Option<&'static str>,
 }
 
 async fn readyz(State(s): State<AppState>) -> Response {
@@ -78,6 +85,9 @@ async fn readyz(State(s): State<AppState>) -> Response {
                     kind: st.kind.clone(),
                     status: st.state.as_str(),
                     error: st.error.clone(),
+                    authentication: st.authentication,
+                    warning: (st.authentication == Some(push::UNAUTHENTICATED))
+                        .then_some(push::UNAUTHENTICATED_WARNING),
                 })
                 .collect()
         })
@@ -252,6 +262,7 @@ impl SourceStatus {
             kind: kind.to_owned(),
             state: crate::SourceState::Running,
             error: None,
+            authentication: None,
         }
     }
 }

@@ -132,6 +132,9 @@ pub(crate) struct SourceStatus {
     kind: String,
     state: SourceState,
     error: Option<String>,
+    /// Push endpoints only: how pushes are authenticated
+    /// ([`push::PushEndpoint::authentication`]).
+    authentication: Option<&'static str>,
 }
 
 /// What every task shares.
@@ -325,10 +328,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
     {
         let mut paths = std::collections::BTreeSet::new();
         for p in &pushes {
-            let path = match p {
-                push::PushEndpoint::Gcp(g) => g.path(),
-                push::PushEndpoint::Azure(a) => a.path(),
-            };
+            let path = p.path();
             if !paths.insert(path.to_owned()) {
                 return Err(ServeError::config(
                     "sources",
@@ -357,7 +357,22 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
 
     let mut statuses = BTreeMap::new();
     for p in &pushes {
-        statuses.insert(p.name().to_owned(), SourceStatus::running(p.kind()));
+        let authentication = p.authentication();
+        if authentication == push::UNAUTHENTICATED {
+            tracing::warn!(
+                source = %p.name(),
+                path = %p.path(),
+                "Push endpoint {}.",
+                push::UNAUTHENTICATED_WARNING
+            );
+        }
+        statuses.insert(
+            p.name().to_owned(),
+            SourceStatus {
+                authentication: Some(authentication),
+                ..SourceStatus::running(p.kind())
+            },
+        );
     }
     let ctx = Arc::new(Ctx {
         journal: journal.clone(),

@@ -48,7 +48,40 @@ impl PushEndpoint {
             PushEndpoint::Azure(_) => "azure_event_grid_push",
         }
     }
+    pub(crate) fn path(&self) -> &str {
+        match self {
+            PushEndpoint::Gcp(p) => p.path(),
+            PushEndpoint::Azure(p) => p.path(),
+        }
+    }
+    /// How a push to the endpoint is authenticated, as `/readyz` shows it: `oidc`,
+    /// `token` or `oidc+token` (Pub/Sub), `secret`, `entra` or `secret+entra` (Event
+    /// Grid), or [`UNAUTHENTICATED`] when anyone may push (`allow_unauthenticated`).
+    pub(crate) fn authentication(&self) -> &'static str {
+        match self {
+            PushEndpoint::Gcp(p) => match (p.oidc.is_some(), p.token.is_some()) {
+                (true, true) => "oidc+token",
+                (true, false) => "oidc",
+                (false, true) => "token",
+                (false, false) => UNAUTHENTICATED,
+            },
+            PushEndpoint::Azure(p) => match (p.secret.is_some(), p.entra.is_some()) {
+                (true, true) => "secret+entra",
+                (true, false) => "secret",
+                (false, true) => "entra",
+                (false, false) => UNAUTHENTICATED,
+            },
+        }
+    }
 }
+
+/// [`PushEndpoint::authentication`] of an endpoint that accepts pushes from anyone.
+pub(crate) const UNAUTHENTICATED: &str = "none";
+
+/// What the start-up warning and `/readyz` say about an endpoint that accepts
+/// unauthenticated pushes.
+pub(crate) const UNAUTHENTICATED_WARNING: &str = "accepts unauthenticated pushes \
+    (allow_unauthenticated = true): anyone who can reach the port can inject events";
 
 pub(crate) struct GcpPush {
     name: Arc<str>,

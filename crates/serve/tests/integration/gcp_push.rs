@@ -135,3 +135,93 @@ async fn a_malformed_push_envelope_is_a_400_and_nothing_is_journaled() {
     assert_eq!(h.journal_rows(), 0);
     h.stop().await;
 }
+
+/// `allow_unauthenticated = true` used to start silently: the start now logs a warning
+/// naming the endpoint, `/readyz` shows its `authentication` as `none` with the same
+/// warning, and an authenticated endpoint gets neither.
+#[tokio::test]
+async fn an_unauthenticated_push_endpoint_is_warned_about_at_start_and_in_readyz() {
+    let logs = driftreactor_testkit::logs::capture();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("gcp.token"), "gcp-test-token\n").unwrap();
+    let h = Harness::start_with(
+        &format!(
+            r#"
+[[sources]]
+type = "gcp_pubsub_push"
+name = "open-gcp-push"
+path = "/push/gcp-open"
+allow_unauthenticated = true
+
+[[sources]]
+type = "gcp_pubsub_push"
+name = "closed-gcp-push"
+path = "/push/gcp-closed"
+token_file = "{}"
+allow_unauthenticated = true
+"#,
+            dir.path().join("gcp.token").display()
+        ),
+        driftreactor_serve::SourceRegistry::new(),
+        Some(dir),
+    )
+    .await;
+
+    let text = driftreactor_testkit::logs::text(&logs);
+    let warning: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("source=open-gcp-push"))
+        .collect();
+    assert_eq!(warning.len(), 1, "{text}");
+    assert!(warning[0].contains("WARN"), "{}", warning[0]);
+    assert!(
+        warning[0].contains("anyone who can reach the port can inject events"),
+        "{}",
+        warning[0]
+    );
+    assert!(warning[0].contains("path=/push/gcp-open"), "{}", warning[0]);
+    assert!(
+        !text.contains("source=closed-gcp-push"),
+        "a token makes the endpoint authenticated (the flag has no effect): {text}"
+    );
+
+    let (status, ready) = h.get_json("/readyz").await;
+    assert_eq!(status, 200, "an open endpoint is still ready: {ready}");
+    let source = |name: &str| {
+        ready["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no source {name} in {ready}"))
+            .clone()
+    };
+    let open = source("open-gcp-push");
+    assert_eq!(open["authentication"], "none", "{open}");
+    assert!(
+        open["warning"]
+            .as_str()
+            .unwrap()
+            .contains("anyone who can reach the port can inject events"),
+        "{open}"
+    );
+    let closed = source("closed-gcp-push");
+    assert_eq!(closed["authentication"], "token", "{closed}");
+    assert!(closed.get("warning").is_none(), "{closed}");
+    let azure = source("azure_event_grid_push");
+    assert_eq!(azure["authentication"], "secret", "{azure}");
+    assert!(azure.get("warning").is_none(), "{azure}");
+
+    // The warning is true: a push without any credential is journaled.
+    let entry = corpus_json("gcp/auditlog_compute_firewalls_insert_first.json");
+    let r = h
+        .client
+        .post(h.url("/push/gcp-open"))
+        .body(envelope(&entry, "open-1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(h.journal_rows(), 1);
+    h.stop().await;
+}
