@@ -355,6 +355,22 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         .local_addr()
         .map_err(|source| ServeError::Bind { addr, source })?;
 
+    let metrics = metrics::Metrics::new();
+    metrics.init_known(
+        &pushes
+            .iter()
+            .map(|p| metrics::KnownSource {
+                name: p.name().to_owned(),
+                provider: Some(p.provider()),
+                push: true,
+            })
+            .chain(pulls.iter().map(|(name, kind, _)| metrics::KnownSource {
+                name: name.clone(),
+                provider: sources::provider_of(kind),
+                push: false,
+            }))
+            .collect::<Vec<_>>(),
+    );
     let mut statuses = BTreeMap::new();
     for p in &pushes {
         let authentication = p.authentication();
@@ -377,7 +393,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
     let ctx = Arc::new(Ctx {
         journal: journal.clone(),
         state: ArcSwap::from_pointee(loaded),
-        metrics: metrics::Metrics::new(),
+        metrics,
         sources: std::sync::Mutex::new(statuses),
         loader,
         server: server.clone(),

@@ -7,7 +7,29 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use driftreactor_event::Provider;
+
 type Labels = Vec<(&'static str, String)>;
+
+/// The verdicts events are journaled with (`events_decided_total{verdict}`).
+pub const VERDICTS: [&str; 3] = ["drift", "unmanaged", "ignored"];
+
+/// The results of a hand-off to the remediator (`remediation_handoffs_total{result}`).
+pub const HANDOFF_RESULTS: [&str; 2] = ["queued", "dropped"];
+
+/// The results of a state reload (`state_reloads_total{result}`).
+pub const RELOAD_RESULTS: [&str; 2] = ["ok", "error"];
+
+/// A source as known at start-up, for [`Metrics::init_known`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownSource {
+    /// Its name (the `source` label).
+    pub name: String,
+    /// The provider of its bus (the `provider` label of its messages), when known.
+    pub provider: Option<Provider>,
+    /// A push endpoint (can refuse pushes: `push_unauthorized_total`).
+    pub push: bool,
+}
 
 /// Metric names (without the `driftreactor_` prefix and `_total` suffix the registry
 /// adds), kept in one place so dashboards and the docs can be checked against them.
@@ -170,6 +192,51 @@ impl Metrics {
             m.journal_prune_runs.clone(),
         );
         Self { registry, ..m }
+    }
+
+    /// Creates at 0 every series whose labels are known at start-up, so that alerts
+    /// and `rate()` see a 0 rather than no series until the first increment:
+    /// `remediation_handoffs_total` and `state_reloads_total` for each result; per
+    /// source in `sources`, `messages_received_total` (with its provider, when known),
+    /// `messages_rejected_total`, `messages_failed_total`, `ack_latency_seconds`, and
+    /// `push_unauthorized_total` for push endpoints; per provider of those sources,
+    /// `events_decided_total` for each verdict and `events_duplicate_total`. The
+    /// `operation`-labelled `events_unmanaged_total` / `events_unattributed_total`
+    /// have open-ended labels and still appear with their first event.
+    pub fn init_known(&self, sources: &[KnownSource]) {
+        // `get_or_create` creates the series at 0; its guard is dropped at once.
+        let label = |k: &'static str, v: &str| vec![(k, v.to_owned())];
+        for r in HANDOFF_RESULTS {
+            let _ = self.handoffs.get_or_create(&label("result", r));
+        }
+        for r in RELOAD_RESULTS {
+            let _ = self.reloads.get_or_create(&label("result", r));
+        }
+        let mut providers = std::collections::BTreeSet::new();
+        for s in sources {
+            let source = label("source", &s.name);
+            let _ = self.rejected.get_or_create(&source);
+            let _ = self.failed.get_or_create(&source);
+            let _ = self.ack_latency.get_or_create(&source);
+            if s.push {
+                let _ = self.unauthorized.get_or_create(&source);
+            }
+            if let Some(p) = s.provider {
+                let _ = self.received.get_or_create(&vec![
+                    ("source", s.name.clone()),
+                    ("provider", p.as_str().to_owned()),
+                ]);
+                providers.insert(p.as_str());
+            }
+        }
+        for p in providers {
+            let _ = self.duplicate.get_or_create(&label("provider", p));
+            for v in VERDICTS {
+                let _ = self
+                    .decided
+                    .get_or_create(&vec![("provider", p.to_owned()), ("verdict", v.to_owned())]);
+            }
+        }
     }
 
     /// The metrics in the Prometheus text exposition format.

@@ -48,6 +48,13 @@ impl PushEndpoint {
             PushEndpoint::Azure(_) => "azure_event_grid_push",
         }
     }
+    /// The provider whose bus pushes to the endpoint.
+    pub(crate) fn provider(&self) -> Provider {
+        match self {
+            PushEndpoint::Gcp(_) => Provider::Gcp,
+            PushEndpoint::Azure(_) => Provider::Azure,
+        }
+    }
     pub(crate) fn path(&self) -> &str {
         match self {
             PushEndpoint::Gcp(p) => p.path(),

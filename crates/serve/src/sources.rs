@@ -57,3 +57,16 @@ impl SourceRegistry {
         self.builders.get(kind)
     }
 }
+
+/// The provider whose bus a pull source of type `kind` reads (the `provider` label of
+/// its messages): `aws_sqs` → AWS, `gcp_pubsub` → GCP, `azure_event_grid_namespace` →
+/// Azure; `None` for any other type (e.g. one a test registers).
+pub(crate) fn provider_of(kind: &str) -> Option<driftreactor_event::Provider> {
+    use driftreactor_event::Provider;
+    match kind {
+        "aws_sqs" => Some(Provider::Aws),
+        "gcp_pubsub" => Some(Provider::Gcp),
+        "azure_event_grid_namespace" => Some(Provider::Azure),
+        _ => None,
+    }
+}

@@ -71,3 +71,116 @@ async fn events_are_listed_and_filtered_and_bad_filters_are_400() {
     }
     h.stop().await;
 }
+
+/// A pull source that only waits for the shutdown, registered under a real type name
+/// so the service knows its provider.
+struct IdleSource;
+
+impl driftreactor_source::Source for IdleSource {
+    fn name(&self) -> &'static str {
+        "aws_sqs"
+    }
+
+    fn run(
+        self: Box<Self>,
+        _out: driftreactor_source::MessageSender,
+        shutdown: driftreactor_source::ShutdownSignal,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<(), driftreactor_source::SourceError>> + Send>,
+    > {
+        Box::pin(async move {
+            shutdown.cancelled().await;
+            Ok(())
+        })
+    }
+}
+
+/// Series that only appeared with their first increment (an alert on
+/// `remediation_handoffs_total{result="dropped"}` saw no series, not 0): a freshly
+/// started server exposes every series whose labels are known at start at 0.
+#[tokio::test]
+async fn a_fresh_server_exposes_every_known_series_at_zero() {
+    let mut registry = driftreactor_serve::SourceRegistry::new();
+    registry.register("aws_sqs", |_table: toml::Table| async {
+        Ok(Box::new(IdleSource) as Box<dyn driftreactor_source::Source>)
+    });
+    let h = Harness::start_with(
+        "[[sources]]\ntype = \"aws_sqs\"\nname = \"sqs\"\n",
+        registry,
+        None,
+    )
+    .await;
+    let metrics = h
+        .client
+        .get(h.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let series: Vec<String> = [
+        r#"remediation_handoffs_total{result="queued"}"#,
+        r#"remediation_handoffs_total{result="dropped"}"#,
+        r#"state_reloads_total{result="ok"}"#,
+        r#"state_reloads_total{result="error"}"#,
+        r#"messages_received_total{source="azure_event_grid_push",provider="azure"}"#,
+        r#"messages_received_total{source="sqs",provider="aws"}"#,
+        r#"messages_rejected_total{source="azure_event_grid_push"}"#,
+        r#"messages_rejected_total{source="sqs"}"#,
+        r#"messages_failed_total{source="azure_event_grid_push"}"#,
+        r#"messages_failed_total{source="sqs"}"#,
+        r#"push_unauthorized_total{source="azure_event_grid_push"}"#,
+        r#"ack_latency_seconds_count{source="azure_event_grid_push"}"#,
+        r#"ack_latency_seconds_count{source="sqs"}"#,
+        r#"events_duplicate_total{provider="azure"}"#,
+        r#"events_duplicate_total{provider="aws"}"#,
+        r#"events_decided_total{provider="azure",verdict="drift"}"#,
+        r#"events_decided_total{provider="azure",verdict="unmanaged"}"#,
+        r#"events_decided_total{provider="azure",verdict="ignored"}"#,
+        r#"events_decided_total{provider="aws",verdict="drift"}"#,
+        r#"events_decided_total{provider="aws",verdict="unmanaged"}"#,
+        r#"events_decided_total{provider="aws",verdict="ignored"}"#,
+        "journal_events",
+    ]
+    .iter()
+    .map(|s| format!("driftreactor_{s} 0"))
+    .collect();
+    for s in &series {
+        assert!(
+            metrics.lines().any(|l| l == s),
+            "missing `{s}` in\n{metrics}"
+        );
+    }
+    // No source pulls from GCP, and a pull source cannot refuse a push.
+    assert!(!metrics.contains(r#"provider="gcp""#), "{metrics}");
+    assert!(
+        !metrics.contains(r#"push_unauthorized_total{source="sqs"}"#),
+        "{metrics}"
+    );
+
+    // The zero series count from there.
+    let q = format!("?code={EG_SECRET}");
+    assert_eq!(h.push_azure(&eg_batch("zero", 2), &q).await.status(), 200);
+    let metrics = h
+        .client
+        .get(h.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for s in [
+        r#"driftreactor_events_decided_total{provider="azure",verdict="unmanaged"} 2"#,
+        r#"driftreactor_events_decided_total{provider="azure",verdict="drift"} 0"#,
+        r#"driftreactor_messages_received_total{source="azure_event_grid_push",provider="azure"} 1"#,
+        r#"driftreactor_remediation_handoffs_total{result="dropped"} 0"#,
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == s),
+            "missing `{s}` in\n{metrics}"
+        );
+    }
+    h.stop().await;
+}
