@@ -571,6 +571,32 @@ fn serve_binary_hands_journaled_drift_to_the_remediator_once() {
         metrics.contains("driftreactor_events_duplicate_total{provider=\"azure\"} 1"),
         "{metrics}"
     );
+    // The API shows the remediation, `done` once the applied work item is recorded
+    // as finished, with its work item and without the stored request.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let remediation = loop {
+        let (status, body) = http(&addr, "GET", "/v1/remediations?limit=10", b"").unwrap();
+        assert_eq!(status, 200, "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let rows = v["remediations"].as_array().unwrap().clone();
+        assert_eq!(rows.len(), 1, "one event, delivered twice: {body}");
+        if rows[0]["status"] == "done" {
+            break rows[0].clone();
+        }
+        assert!(Instant::now() < deadline, "not done within 30 s: {body}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(remediation["event_id"], "remediate-once", "{remediation}");
+    assert_eq!(remediation["provider"], "azure", "{remediation}");
+    assert_eq!(remediation["action"], "revert", "{remediation}");
+    assert_eq!(
+        remediation["targets"],
+        serde_json::json!([{"workspace": "prod", "address": "azurerm_kubernetes_cluster.aks", "done": true}]),
+        "{remediation}"
+    );
+    assert!(remediation.get("request").is_none(), "{remediation}");
+    let (_, pending) = http(&addr, "GET", "/v1/remediations?status=pending", b"").unwrap();
+    assert!(pending.contains(r#""remediations":[]"#), "{pending}");
     let (status, body) = http(
         &addr,
         "POST",

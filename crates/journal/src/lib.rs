@@ -63,7 +63,9 @@ mod schema;
 mod writer;
 
 pub use prune::{DEFAULT_PRUNE_BATCH, PruneReport};
-pub use query::{DriftRow, EventQuery, EventRow};
+pub use query::{
+    DriftRow, EventQuery, EventRow, RemediationQuery, RemediationRow, RemediationTarget,
+};
 pub use remediation::PendingRemediation;
 
 /// Result of a journal operation.

@@ -1,4 +1,5 @@
-//! Read queries for the HTTP API (`/v1/events`, `/v1/drift`, `/v1/resources/…`).
+//! Read queries for the HTTP API (`/v1/events`, `/v1/drift`, `/v1/resources/…`,
+//! `/v1/remediations`).
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Row, params_from_iter, types::Value};
@@ -85,6 +86,69 @@ pub struct DriftRow {
     pub events: i64,
     /// The latest drift event (evidence).
     pub last_event: EventRow,
+}
+
+/// Filter for [`Journal::remediations`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RemediationQuery {
+    /// Only this status (`pending`, `done`).
+    pub status: Option<String>,
+    /// Only events of this provider (`aws`, `azure`, `gcp`).
+    pub provider: Option<String>,
+    /// Only events that matched a resource of this workspace.
+    pub workspace: Option<String>,
+    /// Most rows returned, newest event first; 0 means 100; capped at 1000.
+    pub limit: usize,
+}
+
+/// The remediation of one journaled event, as the API returns it: what the event was,
+/// what it matched, the work items it fed and whether they finished. Never the request
+/// stored to resubmit it (it holds the event's request parameters).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RemediationRow {
+    /// Journal sequence number of the event (journal order).
+    pub seq: i64,
+    /// Provider (`aws`, `azure`, `gcp`).
+    pub provider: String,
+    /// Event id.
+    pub event_id: String,
+    /// `pending` (some work item it fed has not reached a terminal state, or it was not
+    /// submitted yet) or `done`.
+    pub status: String,
+    /// The event's action (`revert`, `pull_request`, `notify`).
+    pub action: String,
+    /// The event's verdict (`drift`, `unmanaged`).
+    pub verdict: String,
+    /// The service that handled the call.
+    pub service: String,
+    /// The operation.
+    pub operation: String,
+    /// The resources the event matched (`workspace`, `address`, `match`, `action`);
+    /// empty for an unmanaged change.
+    pub resources: Vec<MatchRecord>,
+    /// The work items (workspace, address) the remediator was given for it, each with
+    /// whether it finished; empty until it was submitted.
+    pub targets: Vec<RemediationTarget>,
+    /// When the change happened (RFC 3339 UTC), if the event says.
+    pub occurred_at: Option<String>,
+    /// When the event was received (RFC 3339 UTC).
+    pub received_at: String,
+    /// When the event and its `pending` remediation were committed (RFC 3339 UTC).
+    pub journaled_at: String,
+    /// When the status last changed (RFC 3339 UTC; the journal time while `pending`).
+    pub updated_at: String,
+}
+
+/// One work item a remediation fed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RemediationTarget {
+    /// Workspace.
+    pub workspace: String,
+    /// Resource address.
+    pub address: String,
+    /// It reached a terminal state (reverted, resolved, notified, PR opened or
+    /// updated, escalated) with this event among its evidence.
+    pub done: bool,
 }
 
 const EVENT_COLUMNS: &str = "e.seq, e.provider, e.event_id, e.source, e.message_id, e.received_at, \
@@ -210,6 +274,65 @@ impl Journal {
                 |r| event_row(r, 0),
             )?;
             rows.collect()
+        })
+        .await
+    }
+
+    /// Journaled events with a remediation (an action, remediation on) matching `q`,
+    /// newest first, each with its status and work items.
+    ///
+    /// # Errors
+    /// [`crate::Error::Sqlite`] when the query fails.
+    pub async fn remediations(&self, q: RemediationQuery) -> Result<Vec<RemediationRow>> {
+        self.read("query remediations", move |conn| {
+            let mut st = conn.prepare_cached(
+                "SELECT r.seq, e.provider, e.event_id, r.status, e.action, e.verdict, e.service, \
+                 e.operation, e.matches, e.occurred_at, e.received_at, e.journaled_at, r.updated_at \
+                 FROM remediations r JOIN events e ON e.seq = r.seq \
+                 WHERE (?1 IS NULL OR r.status = ?1) AND (?2 IS NULL OR e.provider = ?2) \
+                 AND (?3 IS NULL OR EXISTS (SELECT 1 FROM event_resources x \
+                      WHERE x.seq = r.seq AND x.workspace = ?3)) \
+                 ORDER BY r.seq DESC LIMIT ?4",
+            )?;
+            let mut rows = st
+                .query_map(
+                    rusqlite::params![q.status, q.provider, q.workspace, limit(q.limit)],
+                    |r| {
+                        Ok(RemediationRow {
+                            seq: r.get(0)?,
+                            provider: r.get(1)?,
+                            event_id: r.get(2)?,
+                            status: r.get(3)?,
+                            action: r.get(4)?,
+                            verdict: r.get(5)?,
+                            service: r.get(6)?,
+                            operation: r.get(7)?,
+                            resources: parse_json(r.get(8)?),
+                            targets: Vec::new(),
+                            occurred_at: r.get(9)?,
+                            received_at: r.get(10)?,
+                            journaled_at: r.get(11)?,
+                            updated_at: r.get(12)?,
+                        })
+                    },
+                )?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let mut targets = conn.prepare_cached(
+                "SELECT workspace, address, done FROM remediation_targets WHERE seq = ?1 \
+                 ORDER BY workspace, address",
+            )?;
+            for row in &mut rows {
+                row.targets = targets
+                    .query_map([row.seq], |r| {
+                        Ok(RemediationTarget {
+                            workspace: r.get(0)?,
+                            address: r.get(1)?,
+                            done: r.get::<_, i64>(2)? != 0,
+                        })
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+            }
+            Ok(rows)
         })
         .await
     }

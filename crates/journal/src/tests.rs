@@ -651,3 +651,93 @@ fn the_prune_query_walks_the_received_index() {
     assert!(plan.contains("drift_last_seq"), "{plan}");
     assert!(!plan.contains("TEMP B-TREE"), "{plan}");
 }
+
+#[tokio::test]
+async fn remediations_are_listed_with_status_and_work_items_but_never_the_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = journal(&dir);
+    let mut a = drift_entry("a", "aws_security_group.web");
+    a.remediation = Some(r#"{"requestParameters":{"password":"hunter2"}}"#.into());
+    let mut b = drift_entry("b", "aws_security_group.db");
+    b.remediation = Some(r#"{"n":2}"#.into());
+    let mut g = drift_entry("g", "google_compute_firewall.fw");
+    g.provider = Provider::Gcp;
+    g.matches[0].workspace = "shop".into();
+    g.remediation = Some(r#"{"n":3}"#.into());
+    let none = drift_entry("no-action", "aws_security_group.x");
+    j.append(vec![a, b, none, g]).await.unwrap();
+    j.remediation_submitted(
+        Provider::Aws,
+        "a".into(),
+        vec![ResourceKey {
+            workspace: "prod".into(),
+            address: "aws_security_group.web".into(),
+        }],
+    )
+    .await
+    .unwrap();
+    j.remediation_finished(
+        "prod".into(),
+        "aws_security_group.web".into(),
+        vec!["a".into()],
+    )
+    .await
+    .unwrap();
+
+    let all = j.remediations(RemediationQuery::default()).await.unwrap();
+    let ids: Vec<(&str, &str)> = all
+        .iter()
+        .map(|r| (r.event_id.as_str(), r.status.as_str()))
+        .collect();
+    assert_eq!(
+        ids,
+        [("g", "pending"), ("b", "pending"), ("a", "done")],
+        "newest first; an event without a remediation is not listed"
+    );
+    let a = &all[2];
+    assert_eq!(a.provider, "aws");
+    assert_eq!(a.action, "revert");
+    assert_eq!(a.verdict, "drift");
+    assert_eq!(a.resources[0].address, "aws_security_group.web");
+    assert_eq!(
+        a.targets,
+        [RemediationTarget {
+            workspace: "prod".into(),
+            address: "aws_security_group.web".into(),
+            done: true,
+        }]
+    );
+    assert!(a.updated_at >= a.journaled_at, "{a:?}");
+    assert!(all[1].targets.is_empty(), "not submitted yet");
+    let json = serde_json::to_string(&all).unwrap();
+    assert!(!json.contains("hunter2"), "{json}");
+    assert!(!json.contains("requestParameters"), "{json}");
+
+    let q = |status: Option<&str>, provider: Option<&str>, workspace: Option<&str>, limit| {
+        let j = j.clone();
+        let q = RemediationQuery {
+            status: status.map(str::to_owned),
+            provider: provider.map(str::to_owned),
+            workspace: workspace.map(str::to_owned),
+            limit,
+        };
+        async move {
+            j.remediations(q)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|r| r.event_id)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(q(Some("pending"), None, None, 0).await, ["g", "b"]);
+    assert_eq!(q(Some("done"), None, None, 0).await, ["a"]);
+    assert_eq!(q(None, Some("gcp"), None, 0).await, ["g"]);
+    assert_eq!(q(None, None, Some("prod"), 0).await, ["b", "a"]);
+    assert_eq!(
+        q(Some("pending"), Some("aws"), Some("prod"), 0).await,
+        ["b"]
+    );
+    assert_eq!(q(None, None, None, 1).await, ["g"]);
+    assert!(q(None, None, Some("nope"), 0).await.is_empty());
+}

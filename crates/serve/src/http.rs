@@ -1,5 +1,5 @@
-//! The HTTP API (axum): health, readiness, metrics, events, drift, resources, and the
-//! push endpoints.
+//! The HTTP API (axum): health, readiness, metrics, events, drift, remediations,
+//! resources, and the push endpoints.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use driftreactor_journal::EventQuery;
+use driftreactor_journal::{EventQuery, RemediationQuery};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -37,6 +37,7 @@ pub(crate) fn router(state: AppState, pushes: Vec<PushEndpoint>, body_limit: usi
         .route("/metrics", get(metrics))
         .route("/v1/events", get(events))
         .route("/v1/drift", get(drift))
+        .route("/v1/remediations", get(remediations))
         .route(
             "/v1/resources/{workspace}/{*address}",
             get(resource).post(clear),
@@ -173,6 +174,48 @@ async fn drift(State(s): State<AppState>, Query(p): Query<HashMap<String, String
     let ws = p.get("workspace").filter(|v| !v.is_empty()).cloned();
     match s.ctx.journal.drift(ws).await {
         Ok(rows) => axum::Json(json!({ "drift": rows })).into_response(),
+        Err(e) => internal(&e),
+    }
+}
+
+#[derive(Deserialize)]
+struct RemediationsParams {
+    status: Option<String>,
+    provider: Option<String>,
+    workspace: Option<String>,
+    limit: Option<usize>,
+}
+
+/// `GET /v1/remediations?status=&provider=&workspace=&limit=`: the journaled events
+/// with a remediation, newest first, with their status (`pending`, `done`) and work
+/// items; never the request kept to resubmit them.
+async fn remediations(State(s): State<AppState>, Query(p): Query<RemediationsParams>) -> Response {
+    let status = p.status.filter(|v| !v.is_empty());
+    if let Some(v) = status.as_deref()
+        && !matches!(v, "pending" | "done")
+    {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!("status: `{v}` is not one of pending, done"),
+        );
+    }
+    let provider = p.provider.filter(|v| !v.is_empty());
+    if let Some(v) = provider.as_deref()
+        && !matches!(v, "aws" | "azure" | "gcp")
+    {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!("provider: `{v}` is not one of aws, azure, gcp"),
+        );
+    }
+    let q = RemediationQuery {
+        status,
+        provider,
+        workspace: p.workspace.filter(|v| !v.is_empty()),
+        limit: p.limit.unwrap_or(0),
+    };
+    match s.ctx.journal.remediations(q).await {
+        Ok(rows) => axum::Json(json!({ "remediations": rows })).into_response(),
         Err(e) => internal(&e),
     }
 }

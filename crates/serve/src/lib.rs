@@ -7,7 +7,7 @@
 //!                                                                   │      (arc-swap load of the current model)    (group commit)
 //!  state reload (poll serial/lineage every N s) ── ArcSwap::store ──┘
 //!  retention (every prune_interval_secs) ── Journal::prune: batches on the journal's writer thread
-//!  HTTP API: /healthz /readyz /metrics /v1/events /v1/drift /v1/resources/{ws}/{address}
+//!  HTTP API: /healthz /readyz /metrics /v1/events /v1/drift /v1/remediations /v1/resources/{ws}/{address}
 //! ```
 //!
 //! [`start`] sets everything up and returns a [`Running`] service bound to its

@@ -184,3 +184,136 @@ async fn a_fresh_server_exposes_every_known_series_at_zero() {
     }
     h.stop().await;
 }
+
+/// `GET /v1/remediations` lists the journal's remediations newest first with their
+/// status and work items, filters them, refuses bad filters with a 400 naming them,
+/// and never returns the request kept to resubmit an event.
+#[tokio::test]
+async fn remediations_are_listed_with_their_status_and_never_their_request() {
+    use driftreactor_event::Provider;
+    use driftreactor_journal::{Entry, MatchRecord, ResourceKey};
+
+    let h = Harness::start("").await;
+    // An event the test model journals without a remediation (no action taken).
+    let q = format!("?code={EG_SECRET}");
+    assert_eq!(h.push_azure(&eg_batch("plain", 1), &q).await.status(), 200);
+    // Events with a remediation, as the binary's model records them (real journal).
+    let journal = h.running.as_ref().unwrap().journal().clone();
+    let entry = |provider: Provider, id: &str, ws: &str, address: &str| {
+        let mut e = Entry::new(provider, id, "test");
+        e.verdict = "drift".into();
+        e.action = "revert".into();
+        e.operation = "AuthorizeSecurityGroupIngress".into();
+        e.matches = vec![MatchRecord {
+            workspace: ws.into(),
+            address: address.into(),
+            kind: "primary".into(),
+            action: "revert".into(),
+        }];
+        e.remediation = Some(r#"{"event":{"request":{"masterUserPassword":"hunter2"}}}"#.into());
+        e
+    };
+    journal
+        .append(vec![
+            entry(Provider::Aws, "sg-1", "prod", "aws_security_group.web"),
+            entry(Provider::Gcp, "fw-1", "shop", "google_compute_firewall.fw"),
+        ])
+        .await
+        .unwrap();
+    journal
+        .remediation_submitted(
+            Provider::Aws,
+            "sg-1".into(),
+            vec![ResourceKey {
+                workspace: "prod".into(),
+                address: "aws_security_group.web".into(),
+            }],
+        )
+        .await
+        .unwrap();
+    journal
+        .remediation_finished(
+            "prod".into(),
+            "aws_security_group.web".into(),
+            vec!["sg-1".into()],
+        )
+        .await
+        .unwrap();
+
+    let r = h
+        .client
+        .get(h.url("/v1/remediations"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(!text.contains("request"), "{text}");
+    let body: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let rows = body["remediations"].as_array().unwrap();
+    let ids: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["event_id"].as_str().unwrap(),
+                r["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(ids, [("fw-1", "pending"), ("sg-1", "done")], "{body}");
+    let sg = &rows[1];
+    assert_eq!(sg["provider"], "aws");
+    assert_eq!(sg["action"], "revert");
+    assert_eq!(sg["resources"][0]["workspace"], "prod");
+    assert_eq!(sg["resources"][0]["address"], "aws_security_group.web");
+    assert_eq!(
+        sg["targets"],
+        serde_json::json!([{"workspace": "prod", "address": "aws_security_group.web", "done": true}])
+    );
+    for field in ["journaled_at", "updated_at", "received_at"] {
+        let t = sg[field].as_str().unwrap();
+        assert!(
+            chrono::DateTime::parse_from_rfc3339(t).is_ok(),
+            "{field}: {t}"
+        );
+    }
+    assert_eq!(
+        rows[0]["targets"],
+        serde_json::json!([]),
+        "not submitted yet"
+    );
+
+    let ids = |body: serde_json::Value| -> Vec<String> {
+        body["remediations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["event_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (status, body) = h.get_json("/v1/remediations?status=pending").await;
+    assert_eq!(status, 200);
+    assert_eq!(ids(body), ["fw-1"]);
+    let (_, body) = h
+        .get_json("/v1/remediations?status=done&provider=aws")
+        .await;
+    assert_eq!(ids(body), ["sg-1"]);
+    let (_, body) = h.get_json("/v1/remediations?workspace=shop").await;
+    assert_eq!(ids(body), ["fw-1"]);
+    let (_, body) = h.get_json("/v1/remediations?limit=1").await;
+    assert_eq!(ids(body), ["fw-1"]);
+    let (_, body) = h.get_json("/v1/remediations?provider=azure").await;
+    assert!(ids(body).is_empty(), "the plain event has no remediation");
+
+    let (status, body) = h.get_json("/v1/remediations?status=running").await;
+    assert_eq!(status, 400);
+    assert!(body["error"].as_str().unwrap().contains("status"), "{body}");
+    let (status, body) = h.get_json("/v1/remediations?provider=ibm").await;
+    assert_eq!(status, 400);
+    assert!(
+        body["error"].as_str().unwrap().contains("provider"),
+        "{body}"
+    );
+    h.stop().await;
+}
