@@ -1,6 +1,6 @@
 //! Regression tests, each named after the bug it covers.
 
-use crate::util::replay_json;
+use crate::util::{replay_json, resources};
 
 /// An empty event file must be one `rejected` line, not a crash or silence.
 #[test]
@@ -111,21 +111,21 @@ fn same_role_name_in_another_account_is_not_drift_of_its_attachments() {
     assert_eq!(lines[0]["verdict"], "unmanaged", "{}", lines[0]);
     assert_eq!(lines[0]["resources"], serde_json::json!([]), "{}", lines[0]);
     assert_eq!(lines[1]["verdict"], "drift", "{}", lines[1]);
-    let matched: Vec<(&str, &str)> = lines[1]["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["address"].as_str().unwrap(), r["match"].as_str().unwrap()))
-        .collect();
+    let matched = resources(&lines[1]);
+    let has = |address: &str, kind: &str| {
+        matched
+            .iter()
+            .any(|(_, a, k)| a.as_str() == address && k.as_str() == kind)
+    };
     assert!(
-        matched.contains(&("module.ec2.aws_iam_role.ecs_instance_role", "primary")),
+        has("module.ec2.aws_iam_role.ecs_instance_role", "primary"),
         "{matched:?}"
     );
     assert!(
-        matched.contains(&(
+        has(
             "module.ec2.aws_iam_role_policy_attachment.ecs_instance_policy",
             "related"
-        )),
+        ),
         "{matched:?}"
     );
 }
@@ -195,29 +195,24 @@ fn same_function_name_in_another_region_is_not_drift_of_it() {
     ]);
     let lines = run.lines();
     assert_eq!(lines.len(), 2, "{}", run.stdout);
-    let matched = |l: &serde_json::Value| -> Vec<(String, String)> {
-        l["resources"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| {
-                (
-                    r["workspace"].as_str().unwrap().to_owned(),
-                    r["address"].as_str().unwrap().to_owned(),
-                )
-            })
-            .collect()
-    };
     assert_eq!(lines[0]["verdict"], "drift", "{}", lines[0]);
     assert_eq!(
-        matched(&lines[0]),
-        [("us-east-1".to_owned(), "aws_lambda_function.api".to_owned())]
+        resources(&lines[0]),
+        [(
+            "us-east-1".to_owned(),
+            "aws_lambda_function.api".to_owned(),
+            "primary".to_owned()
+        )]
     );
     // IAM is global: the eu-west-1 state's role matches an event from us-east-1.
     assert_eq!(lines[1]["verdict"], "drift", "{}", lines[1]);
     assert_eq!(
-        matched(&lines[1]),
-        [("eu-west-1".to_owned(), "aws_iam_role.api".to_owned())]
+        resources(&lines[1]),
+        [(
+            "eu-west-1".to_owned(),
+            "aws_iam_role.api".to_owned(),
+            "primary".to_owned()
+        )]
     );
 }
 
