@@ -23,6 +23,13 @@
 //! SNS-wrapped bodies (`{"Type":"Notification","Message":"…"}`, from a queue subscribed
 //! to an SNS topic without raw delivery) are unwrapped before hand-off: the payload is
 //! the inner `Message`, and the SNS `TopicArn` / `MessageId` go into the attributes.
+//!
+//! Every `ReceiveMessage` outcome is recorded on the source's [`SourceHealth`]
+//! ([`Source::health`]): an answer, even an empty one, is a success; an error is a
+//! failure with the SDK error's text. A failing receive (bad credentials, network down,
+//! a queue that does not exist or was deleted) is retried with backoff (0.5 s doubling
+//! to 30 s) and never stops the source: the service shows it `degraded` on `/readyz`
+//! and it recovers on its own once the queue answers again.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -30,7 +37,7 @@ use std::pin::Pin;
 use std::time::{Duration, SystemTime};
 
 use aws_sdk_sqs::Client;
-use aws_sdk_sqs::error::DisplayErrorContext;
+use aws_sdk_sqs::error::{DisplayErrorContext, ProvideErrorMetadata};
 use aws_sdk_sqs::types::{
     ChangeMessageVisibilityBatchRequestEntry, DeleteMessageBatchRequestEntry, Message,
     MessageSystemAttributeName,
@@ -38,7 +45,7 @@ use aws_sdk_sqs::types::{
 use driftreactor_event::Provider;
 use driftreactor_source::{
     Ack, AckWait, Delivery, MessageSender, PayloadFormat, ShutdownSignal, Source, SourceError,
-    SourceMessage,
+    SourceHealth, SourceMessage,
 };
 use serde::Deserialize;
 use tracing::{debug, info, warn};
@@ -222,6 +229,7 @@ impl SqsSourceConfig {
             visibility_timeout_secs: self.visibility_timeout_secs,
             wait_time_secs: self.wait_time_secs,
             max_messages: self.max_messages,
+            health: SourceHealth::new(),
         })
     }
 }
@@ -277,6 +285,8 @@ pub struct SqsSource {
     visibility_timeout_secs: u32,
     wait_time_secs: u32,
     max_messages: u32,
+    /// Shared by every receiver (clones share the record).
+    health: SourceHealth,
 }
 
 impl SqsSource {
@@ -289,6 +299,10 @@ impl SqsSource {
 impl Source for SqsSource {
     fn name(&self) -> &'static str {
         SOURCE_NAME
+    }
+
+    fn health(&self) -> Option<SourceHealth> {
+        Some(self.health.clone())
     }
 
     fn run(
@@ -362,19 +376,34 @@ impl SqsSource {
             let messages = match received {
                 Ok(output) => {
                     backoff = Duration::from_millis(500);
+                    let ended = self.health.record_success();
+                    if ended > 0 {
+                        info!(queue_url = %self.queue_url, receiver, failures = ended, "ReceiveMessage succeeded again.");
+                    }
                     output.messages.unwrap_or_default()
                 }
                 Err(err) => {
+                    // A missing (or deleted) queue is retried like any other failure:
+                    // it may be (re)created, and readiness shows the source degraded
+                    // meanwhile.
                     let not_found = err
                         .as_service_error()
                         .is_some_and(|e| e.is_queue_does_not_exist());
                     let message = DisplayErrorContext(&err).to_string();
+                    // The service's code and message (the full context above also
+                    // holds the raw response, too much for `/readyz`).
+                    let mut short = match err.as_service_error() {
+                        Some(service) => format!(
+                            "ReceiveMessage failed: {}: {}",
+                            service.code().unwrap_or("unknown error"),
+                            service.message().unwrap_or_default()
+                        ),
+                        None => format!("ReceiveMessage failed: {message}"),
+                    };
                     if not_found {
-                        return Err(SourceError::Bus {
-                            source_name: SOURCE_NAME,
-                            message: format!("queue {} does not exist: {message}", self.queue_url),
-                        });
+                        short = format!("queue {} does not exist ({short})", self.queue_url);
                     }
+                    self.health.record_failure(&short);
                     warn!(queue_url = %self.queue_url, receiver, error = %message, backoff_ms = backoff.as_millis() as u64, "ReceiveMessage failed; retrying.");
                     tokio::select! {
                         () = shutdown.cancelled() => return Ok(()),

@@ -1,7 +1,8 @@
 //! The `aws_sqs` source against moto's server: messages are deleted only after the
 //! pipeline answered, visibility is extended meanwhile, duplicates are acknowledged
 //! but recorded once, poison messages reach the DLQ through the redrive policy with the
-//! reason logged, failed ones are released, SNS bodies are unwrapped.
+//! reason logged, failed ones are released, SNS bodies are unwrapped; a missing queue
+//! is retried and recorded as failing receives on the health handle until it exists.
 //!
 //! Needs `moto_server` (`pip install 'moto[server]'`); skipped only with
 //! `DRIFTREACTOR_SKIP_MOTO=1`.
@@ -349,4 +350,62 @@ async fn missing_queue_name_fails_to_build_with_the_sdk_error() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("no-such-queue"), "{err}");
+}
+
+/// A queue URL that does not resolve (yet) does not stop the source: every failed
+/// `ReceiveMessage` is recorded on its health handle with the service's answer, and
+/// once the queue exists the next receive is recorded as a success.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_missing_queue_is_recorded_as_failing_receives_until_it_exists() {
+    let Some(moto) = MotoServer::start_or_skip() else {
+        return;
+    };
+    let sqs = aws_sdk_sqs::Client::new(&sdk(&moto).await);
+    // The URL moto gives the queue, which is then deleted before the source starts.
+    let url = create_queue(&sqs, "drift-later", 30, None).await;
+    sqs.delete_queue().queue_url(&url).send().await.unwrap();
+    let config = SqsSourceConfig {
+        queue_url: Some(url.clone()),
+        wait_time_secs: 1,
+        ..SqsSourceConfig::default()
+    };
+    let source = config.build_with(&sdk(&moto).await).await.unwrap();
+    let health = source.health().expect("the SQS source reports its health");
+    assert_eq!(health.snapshot().last_success, None);
+    let (tx, _rx) = mpsc::channel(16);
+    let shutdown = ShutdownSignal::new();
+    let task = tokio::spawn(Box::new(source).run(tx, shutdown.clone()));
+    let running = Running { shutdown, task };
+
+    let failing = eventually(Duration::from_secs(30), || async {
+        health.snapshot().consecutive_failures >= 3
+    })
+    .await;
+    let snapshot = health.snapshot();
+    assert!(failing, "{snapshot:?}");
+    assert_eq!(snapshot.last_success, None);
+    let error = snapshot.last_error.unwrap_or_default();
+    assert!(
+        error.contains("does not exist") && error.contains(&url),
+        "{error}"
+    );
+    assert!(
+        !error.contains("x-amzn-requestid"),
+        "the service's answer, not the raw response: {error}"
+    );
+    assert!(!running.task.is_finished(), "the source keeps retrying");
+
+    create_queue(&sqs, "drift-later", 30, None).await;
+    let recovered = eventually(Duration::from_secs(60), || async {
+        health.snapshot().consecutive_failures == 0
+    })
+    .await;
+    let snapshot = health.snapshot();
+    assert!(recovered, "{snapshot:?}");
+    assert!(
+        snapshot.last_success > snapshot.last_failure,
+        "{snapshot:?}"
+    );
+    assert!(snapshot.failures_total >= 3, "{snapshot:?}");
+    running.stop().await;
 }

@@ -29,6 +29,12 @@
 //! While the pipeline works on a batch, its locks are renewed every half lock
 //! duration. If the source stops before an answer, the lock lapses and Event Grid
 //! redelivers; after the subscription's `maxDeliveryCount` it dead-letters.
+//!
+//! Every `receive` outcome is recorded on the source's [`SourceHealth`]
+//! ([`Source::health`]): an answer, even an empty one, is a success; an error is a
+//! failure with its text. A transient failure is retried with backoff (0.5 s doubling
+//! to 30 s), which `/readyz` shows as `degraded` after a few in a row; a permanent one
+//! ([`NamespaceError::is_permanent`]) is recorded and then stops the source.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -39,7 +45,7 @@ use std::time::{Duration, SystemTime};
 use driftreactor_event::Provider;
 use driftreactor_source::{
     Ack, AckWait, Delivery, MessageSender, PayloadFormat, ShutdownSignal, Source, SourceError,
-    SourceMessage,
+    SourceHealth, SourceMessage,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -607,6 +613,7 @@ impl NamespaceSourceConfig {
             max_events: self.max_events,
             max_wait_secs: self.max_wait_secs,
             lock_duration: Duration::from_secs(u64::from(self.lock_duration_secs)),
+            health: SourceHealth::new(),
         })
     }
 }
@@ -633,6 +640,8 @@ pub struct NamespaceSource {
     max_events: u32,
     max_wait_secs: u32,
     lock_duration: Duration,
+    /// Shared by every receiver (clones share the record).
+    health: SourceHealth,
 }
 
 impl NamespaceSource {
@@ -651,6 +660,7 @@ impl NamespaceSource {
             max_events: max_events.clamp(1, 100),
             max_wait_secs,
             lock_duration,
+            health: SourceHealth::new(),
         }
     }
 }
@@ -658,6 +668,10 @@ impl NamespaceSource {
 impl Source for NamespaceSource {
     fn name(&self) -> &'static str {
         SOURCE_NAME
+    }
+
+    fn health(&self) -> Option<SourceHealth> {
+        Some(self.health.clone())
     }
 
     fn run(
@@ -719,15 +733,25 @@ impl NamespaceSource {
             let events = match received {
                 Ok(events) => {
                     backoff = Duration::from_millis(500);
+                    let ended = self.health.record_success();
+                    if ended > 0 {
+                        info!(
+                            receiver,
+                            failures = ended,
+                            "Receiving from the Event Grid namespace succeeded again."
+                        );
+                    }
                     events
                 }
                 Err(err) if err.is_permanent() => {
+                    self.health.record_failure(&err);
                     return Err(SourceError::Bus {
                         source_name: SOURCE_NAME,
                         message: err.to_string(),
                     });
                 }
                 Err(err) => {
+                    self.health.record_failure(&err);
                     warn!(receiver, error = %err, backoff_ms = backoff.as_millis() as u64, "Receiving from the Event Grid namespace failed; retrying.");
                     tokio::select! {
                         () = shutdown.cancelled() => return Ok(()),

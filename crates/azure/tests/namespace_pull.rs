@@ -3,7 +3,8 @@
 //! Python SDK): events are acknowledged only after the pipeline answers, locks are
 //! renewed meanwhile, duplicates acknowledged, poison rejected (dead-lettered) with the
 //! reason logged, failed ones released and redelivered; events published by
-//! Microsoft's SDK reach the source.
+//! Microsoft's SDK reach the source; the health handle records receives, retried
+//! failures and the permanent one.
 
 use std::time::{Duration, Instant};
 
@@ -278,5 +279,88 @@ async fn events_published_by_microsofts_sdk_reach_the_source() {
     assert_eq!(
         event["data"]["operationName"],
         "Microsoft.Storage/storageAccounts/write"
+    );
+}
+
+/// The source's health handle: an empty receive is a success; an unreachable
+/// endpoint (connection refused) is a run of failures the source keeps retrying; a
+/// wrong key is recorded with the service's answer before it stops the source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn health_records_receives_retried_failures_and_the_permanent_one() {
+    let fake = fake(30).await;
+    let _ = logs::capture();
+    let source = NamespaceSource::new(client(&fake, "fake-key"), 1, 10, 1, Duration::from_secs(30));
+    let health = source.health().expect("the namespace source reports");
+    let (shutdown, task, _rx) = pipeline::run_source(source);
+    assert!(
+        eventually(Duration::from_secs(30), || health
+            .snapshot()
+            .last_success
+            .is_some())
+        .await
+    );
+    assert_eq!(health.snapshot().consecutive_failures, 0);
+    stop(shutdown, task).await;
+
+    // Nothing listens on the port any more: transient, retried with backoff.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let unreachable = NamespaceClient::new(
+        &format!("http://127.0.0.1:{closed}"),
+        &fake.options().topic,
+        SUB,
+        Credential::AccessKey("fake-key".into()),
+    )
+    .unwrap();
+    let source = NamespaceSource::new(unreachable, 1, 10, 1, Duration::from_secs(30));
+    let health = source.health().expect("the namespace source reports");
+    let (shutdown, task, _rx) = pipeline::run_source(source);
+    assert!(
+        eventually(Duration::from_secs(30), || health
+            .snapshot()
+            .consecutive_failures
+            >= 3)
+        .await,
+        "{:?}",
+        health.snapshot()
+    );
+    let snapshot = health.snapshot();
+    assert_eq!(snapshot.last_success, None);
+    assert!(
+        snapshot
+            .last_error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("receive"),
+        "{snapshot:?}"
+    );
+    assert!(!task.is_finished(), "a transient failure is retried");
+    stop(shutdown, task).await;
+
+    let source = NamespaceSource::new(
+        client(&fake, "wrong-key"),
+        1,
+        10,
+        1,
+        Duration::from_secs(30),
+    );
+    let health = source.health().expect("the namespace source reports");
+    let (_shutdown, task, _rx) = pipeline::run_source(source);
+    let result = tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(result.is_err());
+    let snapshot = health.snapshot();
+    assert_eq!(snapshot.consecutive_failures, 1, "{snapshot:?}");
+    assert!(
+        snapshot
+            .last_error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("401"),
+        "{snapshot:?}"
     );
 }

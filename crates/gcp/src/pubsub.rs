@@ -22,6 +22,14 @@
 //!
 //! Against the emulator, set `endpoint = "http://127.0.0.1:PORT"` and
 //! `anonymous = true`: the client ignores `PUBSUB_EMULATOR_HOST`.
+//!
+//! Health ([`Source::health`]): Google's client opens the stream lazily, retries
+//! transient failures (`UNAVAILABLE`, connection errors) inside it with backoff, and
+//! returns only permanent errors (`NOT_FOUND`, `PERMISSION_DENIED`,
+//! `UNAUTHENTICATED`). So a success is recorded for every message and, while the
+//! stream reports no error, every [`ALIVE_EVERY`] (an idle subscription is healthy);
+//! a permanent error is recorded as a failure and stops the source (`failed` on
+//! `/readyz`). A network outage the client retries silently is not visible here.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -30,7 +38,8 @@ use std::time::{Duration, SystemTime};
 
 use driftreactor_event::Provider;
 use driftreactor_source::{
-    Ack, Delivery, MessageSender, PayloadFormat, ShutdownSignal, Source, SourceError, SourceMessage,
+    Ack, Delivery, MessageSender, PayloadFormat, ShutdownSignal, Source, SourceError, SourceHealth,
+    SourceMessage,
 };
 use google_cloud_pubsub::client::Subscriber;
 use google_cloud_pubsub::model::Message;
@@ -48,6 +57,11 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 /// How long a stopping source waits for the client to flush acks and nacks.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// While the stream reports no error, a success is recorded this often (the client
+/// surfaces no "stream open" signal; an idle subscription sends no messages). Well
+/// under the default silence limit of the readiness check (180 s).
+pub const ALIVE_EVERY: Duration = Duration::from_secs(30);
 
 /// The `[[sources]]` table of `type = "gcp_pubsub"`.
 ///
@@ -193,6 +207,7 @@ impl PubsubSourceConfig {
             subscription: self.subscription_name()?,
             max_outstanding_messages: self.max_outstanding_messages,
             max_lease: Duration::from_secs(self.max_lease_secs),
+            health: SourceHealth::new(),
         })
     }
 }
@@ -205,11 +220,16 @@ pub struct PubsubSource {
     subscription: String,
     max_outstanding_messages: u32,
     max_lease: Duration,
+    health: SourceHealth,
 }
 
 impl Source for PubsubSource {
     fn name(&self) -> &'static str {
         SOURCE_NAME
+    }
+
+    fn health(&self) -> Option<SourceHealth> {
+        Some(self.health.clone())
     }
 
     fn run(
@@ -239,6 +259,9 @@ impl PubsubSource {
         // Bounded by the client's flow control (`max_outstanding_messages`).
         let mut acking = tokio::task::JoinSet::new();
         let mut result = Ok(());
+        // A task of its own, not a `select!` branch here: waking this loop would drop
+        // and restart a `stream.next()` that may be opening the stream.
+        let ticker = AbortOnDrop(tokio::spawn(alive(self.health.clone())).abort_handle());
         loop {
             let next = tokio::select! {
                 biased;
@@ -247,11 +270,17 @@ impl PubsubSource {
                 next = stream.next() => next,
             };
             let (message, handler) = match next {
-                Some(Ok(pair)) => pair,
+                Some(Ok(pair)) => {
+                    self.health.record_success();
+                    pair
+                }
                 Some(Err(err)) => {
+                    let message = format!("streaming pull on {}: {err}", self.subscription);
+                    drop(ticker);
+                    self.health.record_failure(&message);
                     result = Err(SourceError::Bus {
                         source_name: SOURCE_NAME,
-                        message: format!("streaming pull on {}: {err}", self.subscription),
+                        message,
                     });
                     break;
                 }
@@ -298,6 +327,27 @@ impl PubsubSource {
         }
         info!(subscription = %self.subscription, "The Pub/Sub source stopped.");
         result
+    }
+}
+
+/// Records a success on `health` every [`ALIVE_EVERY`], from one period after the
+/// start, until aborted.
+async fn alive(health: SourceHealth) {
+    let mut every =
+        tokio::time::interval_at(tokio::time::Instant::now() + ALIVE_EVERY, ALIVE_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        health.record_success();
+    }
+}
+
+/// Aborts its task when dropped (the source's future may be dropped mid-run).
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

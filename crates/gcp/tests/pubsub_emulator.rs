@@ -1,7 +1,9 @@
 //! The `gcp_pubsub` source against Google's Pub/Sub emulator (streaming pull through
 //! the official client): acks only after the pipeline answered, duplicates acked and
 //! recorded once, failed ones nacked and redelivered, poison ones dead-lettered after
-//! the subscription's `maxDeliveryAttempts` with the reason logged.
+//! the subscription's `maxDeliveryAttempts` with the reason logged; the health handle
+//! records messages as successes and a missing subscription as the failure that stops
+//! the source.
 //!
 //! Needs the emulator (`gcloud components install pubsub-emulator beta` + Java);
 //! skipped only with `DRIFTREACTOR_SKIP_PUBSUB=1`.
@@ -251,4 +253,59 @@ async fn poison_message_is_dead_lettered_after_max_delivery_attempts_with_the_re
         .find(|l| l.contains(&poison_id) && l.contains("delivery_attempt=5"))
         .unwrap_or_else(|| panic!("no log line for {poison_id} at attempt 5"));
     assert!(line.contains("payload is not JSON"), "{line}");
+}
+
+/// The source's health handle: a received message is a success; a subscription that
+/// does not exist is a permanent stream error, recorded as a failure with the
+/// service's answer, and the source stops with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn health_records_messages_as_successes_and_a_missing_subscription_as_a_failure() {
+    let Some(emulator) = PubsubEmulator::start_or_skip() else {
+        return;
+    };
+    setup(&emulator, "healthy", false).await;
+    emulator
+        .publish(
+            PROJECT,
+            "healthy",
+            &log_entry("ins-healthy"),
+            &BTreeMap::new(),
+        )
+        .await
+        .unwrap();
+    let config = |subscription: &str| PubsubSourceConfig {
+        project: Some(PROJECT.into()),
+        endpoint: Some(emulator.endpoint()),
+        anonymous: true,
+        ..PubsubSourceConfig::new(subscription)
+    };
+    let source = config("healthy").build().await.unwrap();
+    let health = driftreactor_source::Source::health(&source).expect("gcp_pubsub reports");
+    let (shutdown, task, rx) = pipeline::run_source(source);
+    let answers = pipeline::spawn(rx, 0);
+    assert!(
+        eventually(Duration::from_secs(60), || pipeline::snapshot(&answers)
+            .len()
+            == 1)
+        .await
+    );
+    let snapshot = health.snapshot();
+    assert!(snapshot.last_success.is_some(), "{snapshot:?}");
+    assert_eq!(snapshot.consecutive_failures, 0, "{snapshot:?}");
+    stop(shutdown, task).await;
+
+    let source = config("no-such-subscription").build().await.unwrap();
+    let health = driftreactor_source::Source::health(&source).expect("gcp_pubsub reports");
+    let (_shutdown, task, _rx) = pipeline::run_source(source);
+    let result = tokio::time::timeout(Duration::from_secs(60), task)
+        .await
+        .expect("a missing subscription stops the source")
+        .unwrap();
+    let err = result.unwrap_err().to_string();
+    let snapshot = health.snapshot();
+    assert_eq!(snapshot.consecutive_failures, 1, "{snapshot:?}");
+    assert_eq!(snapshot.last_success, None, "{snapshot:?}");
+    let error = snapshot.last_error.unwrap_or_default();
+    assert!(error.contains("no-such-subscription"), "{error}");
+    assert!(err.contains(&error), "{err} / {error}");
 }

@@ -18,15 +18,22 @@
 //!
 //! [`await_deliveries`] waits for a batch's answers while the adapter keeps the
 //! messages' bus leases alive, and bounds the wait after shutdown.
+//!
+//! A pull source also reports whether its receive calls succeed on a
+//! [`SourceHealth`] handle it exposes through [`Source::health`]: it retries a
+//! failing receive with backoff rather than stopping, and the service's readiness
+//! (`/readyz`) judges the record with a [`HealthPolicy`] (see [`health`]).
 
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use driftreactor_event::Provider;
+pub use health::{Degraded, HealthPolicy, HealthSnapshot, SourceHealth};
 use tokio::sync::{mpsc, oneshot};
 pub use tokio_util::sync::CancellationToken as ShutdownSignal;
 pub use wait::await_deliveries;
 
+pub mod health;
 mod wait;
 
 /// How the pipeline handled a message; decides what the adapter does on its bus.
@@ -144,6 +151,17 @@ pub enum SourceError {
 pub trait Source: Send {
     /// The adapter's type name (`aws_sqs`, `gcp_pubsub`, `azure_event_grid_namespace`).
     fn name(&self) -> &'static str;
+
+    /// The handle on which the adapter records each receive call's outcome
+    /// ([`SourceHealth::record_success`], [`SourceHealth::record_failure`]); the service
+    /// takes it before [`Source::run`] and reads it for `/readyz` and the
+    /// `driftreactor_source_up` metric. Returns a clone sharing the adapter's record.
+    ///
+    /// Default `None`: the adapter does not report, and the service calls it running
+    /// for as long as [`Source::run`] has not returned.
+    fn health(&self) -> Option<SourceHealth> {
+        None
+    }
 
     /// Runs the adapter. Sends messages on `out` and acknowledges them on the bus only
     /// after their [`AckWait`] resolves to a delivery that [`Delivery::should_ack`].
