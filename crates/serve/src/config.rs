@@ -40,6 +40,25 @@ pub struct ServerConfig {
     /// TOKEN`). Unset: the endpoint is as open as the rest of the API (keep the server
     /// on a private network).
     pub admin_token_env: Option<String>,
+    /// Consecutive failed receive calls after which a pull source is `degraded` on
+    /// `/readyz` (and the service not ready). 0: never on failures alone. Default 3.
+    pub source_degraded_failures: u32,
+    /// Seconds without a successful receive (counted from the start until the first
+    /// one) after which a pull source is `degraded`. Keep it above the longest long
+    /// poll (SQS `wait_time_secs`, Event Grid `max_wait_secs`). 0: never on silence
+    /// alone. Default 180.
+    pub source_degraded_silence_secs: u64,
+}
+
+impl ServerConfig {
+    /// The readiness rule for pull sources built from `source_degraded_failures` and
+    /// `source_degraded_silence_secs`.
+    pub fn health_policy(&self) -> driftreactor_source::HealthPolicy {
+        driftreactor_source::HealthPolicy {
+            max_consecutive_failures: self.source_degraded_failures,
+            max_silence: std::time::Duration::from_secs(self.source_degraded_silence_secs),
+        }
+    }
 }
 
 impl Default for ServerConfig {
@@ -53,6 +72,8 @@ impl Default for ServerConfig {
             shutdown_grace_secs: 25,
             push_timeout_secs: 20,
             admin_token_env: None,
+            source_degraded_failures: driftreactor_source::health::DEFAULT_MAX_CONSECUTIVE_FAILURES,
+            source_degraded_silence_secs: driftreactor_source::health::DEFAULT_MAX_SILENCE_SECS,
         }
     }
 }

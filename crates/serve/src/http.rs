@@ -14,9 +14,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::sync::mpsc;
 
+use crate::Ctx;
 use crate::push::{self, PushEndpoint};
 use crate::worker::Envelope;
-use crate::{Ctx, SourceStatus};
 
 /// What the handlers share.
 #[derive(Clone)]
@@ -53,46 +53,12 @@ struct Readiness {
     ready: bool,
     graph_loaded: bool,
     states: Vec<crate::model::StateInfo>,
-    sources: Vec<SourceReport>,
-}
-
-#[derive(Serialize)]
-struct SourceReport {
-    name: String,
-    #[serde(rename = "type")]
-    kind: String,
-    status: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-    /// Push endpoints only: `oidc`, `token`, `oidc+token`, `secret`, `entra`,
-    /// `secret+entra`, or `none` (anyone may push).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    authentication: Option<&'static str>,
-    /// Set when the source is open to anyone (`authentication: "none"`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    warning: Option<&'static str>,
+    sources: Vec<crate::readiness::SourceReport>,
 }
 
 async fn readyz(State(s): State<AppState>) -> Response {
     let loaded = s.ctx.state.load_full();
-    let sources: Vec<SourceReport> = s
-        .ctx
-        .sources
-        .lock()
-        .map(|m| {
-            m.iter()
-                .map(|(name, st)| SourceReport {
-                    name: name.clone(),
-                    kind: st.kind.clone(),
-                    status: st.state.as_str(),
-                    error: st.error.clone(),
-                    authentication: st.authentication,
-                    warning: (st.authentication == Some(push::UNAUTHENTICATED))
-                        .then_some(push::UNAUTHENTICATED_WARNING),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let sources = crate::readiness::reports(&s.ctx, std::time::SystemTime::now());
     let sources_ok = sources.iter().all(|s| s.status == "running");
     let body = Readiness {
         ready: sources_ok,
@@ -114,6 +80,7 @@ async fn metrics(State(s): State<AppState>) -> Response {
         .set(i64::try_from(s.ctx.journal.count()).unwrap_or(i64::MAX));
     m.journal_bytes
         .set(i64::try_from(s.ctx.journal.size_bytes()).unwrap_or(i64::MAX));
+    crate::readiness::export_metrics(&s.ctx, std::time::SystemTime::now());
     (
         [(
             header::CONTENT_TYPE,
@@ -296,16 +263,5 @@ async fn clear(
                 .into_response()
         }
         Err(reason) => error(StatusCode::SERVICE_UNAVAILABLE, reason),
-    }
-}
-
-impl SourceStatus {
-    pub(crate) fn running(kind: &str) -> Self {
-        Self {
-            kind: kind.to_owned(),
-            state: crate::SourceState::Running,
-            error: None,
-            authentication: None,
-        }
     }
 }

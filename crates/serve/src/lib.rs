@@ -38,6 +38,7 @@ mod http;
 pub mod metrics;
 pub mod model;
 mod push;
+mod readiness;
 pub mod reload;
 mod retention;
 mod sources;
@@ -109,7 +110,8 @@ impl ServeError {
     }
 }
 
-/// The state of one source, for `/readyz`.
+/// The lifecycle of one source's task, for `/readyz` (a running pull source may
+/// still be reported `degraded`: see [`readiness`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SourceState {
     Running,
@@ -135,6 +137,8 @@ pub(crate) struct SourceStatus {
     /// Push endpoints only: how pushes are authenticated
     /// ([`push::PushEndpoint::authentication`]).
     authentication: Option<&'static str>,
+    /// The receive health the source records on (pull sources that report).
+    health: Option<driftreactor_source::SourceHealth>,
 }
 
 /// What every task shares.
@@ -386,7 +390,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
             p.name().to_owned(),
             SourceStatus {
                 authentication: Some(authentication),
-                ..SourceStatus::running(p.kind())
+                ..SourceStatus::running(p.kind(), None)
             },
         );
     }
@@ -406,7 +410,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
     let mut source_tasks = Vec::new();
     for (name, kind, source) in pulls {
         if let Ok(mut m) = ctx.sources.lock() {
-            m.insert(name.clone(), SourceStatus::running(&kind));
+            m.insert(name.clone(), SourceStatus::running(&kind, source.health()));
         }
         let (stx, mut srx) = mpsc::channel(SOURCE_CHANNEL);
         let main_tx = tx.clone();

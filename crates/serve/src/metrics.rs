@@ -65,6 +65,11 @@ pub mod names {
     pub const JOURNAL_PRUNED_EVENTS: &str = "journal_pruned_events";
     /// Journal prune runs, by result (`ok`, `error`).
     pub const JOURNAL_PRUNE_RUNS: &str = "journal_prune_runs";
+    /// 1 when a source is `running` on `/readyz`, else 0 (`degraded`, `stopped`,
+    /// `failed`), by source.
+    pub const SOURCE_UP: &str = "source_up";
+    /// Failed receive calls of a pull source, by source.
+    pub const SOURCE_RECEIVE_ERRORS: &str = "source_receive_errors";
 }
 
 fn histogram() -> Histogram {
@@ -91,6 +96,8 @@ pub struct Metrics {
     pub(crate) handoffs: Family<Labels, Counter>,
     pub(crate) journal_pruned: Counter,
     pub(crate) journal_prune_runs: Family<Labels, Counter>,
+    pub(crate) source_up: Family<Labels, Gauge>,
+    pub(crate) source_receive_errors: Family<Labels, Counter>,
 }
 
 impl Metrics {
@@ -113,6 +120,8 @@ impl Metrics {
             handoffs: Family::default(),
             journal_pruned: Counter::default(),
             journal_prune_runs: Family::default(),
+            source_up: Family::default(),
+            source_receive_errors: Family::default(),
             registry: Registry::default(),
         };
         use names::*;
@@ -190,6 +199,16 @@ impl Metrics {
             JOURNAL_PRUNE_RUNS,
             "Journal prune runs, by result (ok, error)",
             m.journal_prune_runs.clone(),
+        );
+        registry.register(
+            SOURCE_UP,
+            "1 when the source is running, 0 when degraded, stopped or failed, by source",
+            m.source_up.clone(),
+        );
+        registry.register(
+            SOURCE_RECEIVE_ERRORS,
+            "Failed receive calls of pull sources, by source",
+            m.source_receive_errors.clone(),
         );
         Self { registry, ..m }
     }
