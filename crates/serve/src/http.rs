@@ -53,6 +53,10 @@ struct Readiness {
     ready: bool,
     graph_loaded: bool,
     states: Vec<crate::model::StateInfo>,
+    /// Why a changed state file could not be loaded (the graph in use is the previous
+    /// one); absent while the graph is current.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state_error: Option<String>,
     sources: Vec<crate::readiness::SourceReport>,
 }
 
@@ -64,6 +68,7 @@ async fn readyz(State(s): State<AppState>) -> Response {
         ready: sources_ok,
         graph_loaded: true,
         states: loaded.states.clone(),
+        state_error: s.ctx.state_error.lock().ok().and_then(|e| e.clone()),
         sources,
     };
     let status = if body.ready {

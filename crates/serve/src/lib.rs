@@ -150,6 +150,9 @@ pub(crate) struct Ctx {
     loader: Arc<dyn ModelLoader>,
     server: ServerConfig,
     after_commit: Option<Arc<dyn AfterCommit>>,
+    /// Why the states on disk could not be reloaded (the graph in use is older than
+    /// them), for `/readyz`; `None` while the graph is current.
+    state_error: std::sync::Mutex<Option<String>>,
 }
 
 /// Everything [`start`] needs.
@@ -402,6 +405,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         loader,
         server: server.clone(),
         after_commit,
+        state_error: std::sync::Mutex::new(None),
     });
     let token = CancellationToken::new();
     let (tx, rx) = mpsc::channel(server.queue_capacity.max(1));

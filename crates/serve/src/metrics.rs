@@ -20,6 +20,9 @@ pub const HANDOFF_RESULTS: [&str; 2] = ["queued", "dropped"];
 /// The results of a state reload (`state_reloads_total{result}`).
 pub const RELOAD_RESULTS: [&str; 2] = ["ok", "error"];
 
+/// The `result` label values of `journal_prune_runs_total`.
+pub const PRUNE_RESULTS: [&str; 2] = ["ok", "error"];
+
 /// A source as known at start-up, for [`Metrics::init_known`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KnownSource {
@@ -230,6 +233,9 @@ impl Metrics {
         }
         for r in RELOAD_RESULTS {
             let _ = self.reloads.get_or_create(&label("result", r));
+        }
+        for r in PRUNE_RESULTS {
+            let _ = self.journal_prune_runs.get_or_create(&label("result", r));
         }
         let mut providers = std::collections::BTreeSet::new();
         for s in sources {

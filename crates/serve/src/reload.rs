@@ -29,9 +29,33 @@ pub fn probe(path: &Path) -> Result<StateProbe, String> {
         .map_err(|e| format!("{}: no serial/lineage: {e}", path.display()))
 }
 
+/// Checks in a row a state file may stay unreadable (a write in progress reads as
+/// truncated JSON) before it counts as a failed reload.
+pub(crate) const UNREADABLE_CHECKS: u32 = 3;
+
+/// Records (or clears, with `None`) why the states on disk are not the graph in use.
+fn set_state_error(ctx: &Ctx, error: Option<String>) {
+    if let Ok(mut e) = ctx.state_error.lock() {
+        *e = error;
+    }
+}
+
+fn count_failed_reload(ctx: &Ctx) {
+    ctx.metrics
+        .reloads
+        .get_or_create(&vec![("result", "error".to_owned())])
+        .inc();
+}
+
 /// Polls every `interval` until `shutdown`; reloads when a state changed.
+///
+/// A state file that stays unreadable for [`UNREADABLE_CHECKS`] checks in a row (not
+/// just caught mid-write) is logged as a warning, counted once as a failed reload and
+/// shown on `/readyz` (`state_error`) until it reads again; the previous graph stays in
+/// use meanwhile.
 pub(crate) async fn run(ctx: Arc<Ctx>, interval: Duration, shutdown: CancellationToken) {
     let mut failed: Option<Vec<StateProbe>> = None;
+    let mut unreadable: u32 = 0;
     loop {
         tokio::select! {
             () = shutdown.cancelled() => return,
@@ -49,12 +73,27 @@ pub(crate) async fn run(ctx: Arc<Ctx>, interval: Duration, shutdown: Cancellatio
         {
             Ok(Ok(p)) => p,
             Ok(Err(reason)) => {
-                // A state being rewritten reads as truncated: try again next tick.
-                tracing::debug!(reason = %reason, "State file not readable now; keeping the current graph.");
+                // A state being rewritten reads as truncated: try again next tick, and
+                // only a file that stays so is a failure.
+                unreadable = unreadable.saturating_add(1);
+                if unreadable == UNREADABLE_CHECKS {
+                    tracing::warn!(reason = %reason, checks = UNREADABLE_CHECKS, "State file unreadable; keeping the previous graph.");
+                    count_failed_reload(&ctx);
+                    set_state_error(&ctx, Some(reason));
+                } else {
+                    tracing::debug!(reason = %reason, "State file not readable now; keeping the current graph.");
+                }
                 continue;
             }
             Err(_) => continue,
         };
+        if unreadable >= UNREADABLE_CHECKS {
+            tracing::info!("State files readable again.");
+            if failed.is_none() {
+                set_state_error(&ctx, None);
+            }
+        }
+        unreadable = 0;
         let changed = current
             .states
             .iter()
@@ -75,20 +114,17 @@ pub(crate) async fn run(ctx: Arc<Ctx>, interval: Duration, shutdown: Cancellatio
                     .get_or_create(&vec![("result", "ok".to_owned())])
                     .inc();
                 failed = None;
+                set_state_error(&ctx, None);
             }
             Ok(Err(reason)) => {
                 tracing::warn!(reason = %reason, "State reload failed; keeping the previous graph.");
-                ctx.metrics
-                    .reloads
-                    .get_or_create(&vec![("result", "error".to_owned())])
-                    .inc();
+                count_failed_reload(&ctx);
+                set_state_error(&ctx, Some(reason));
                 failed = Some(probes);
             }
             Err(_) => {
-                ctx.metrics
-                    .reloads
-                    .get_or_create(&vec![("result", "error".to_owned())])
-                    .inc();
+                count_failed_reload(&ctx);
+                set_state_error(&ctx, Some("the state loader panicked".to_owned()));
                 failed = Some(probes);
             }
         }

@@ -124,6 +124,7 @@ async fn a_fresh_server_exposes_every_known_series_at_zero() {
         r#"remediation_handoffs_total{result="dropped"}"#,
         r#"state_reloads_total{result="ok"}"#,
         r#"state_reloads_total{result="error"}"#,
+        r#"journal_prune_runs_total{result="error"}"#,
         r#"messages_received_total{source="azure_event_grid_push",provider="azure"}"#,
         r#"messages_received_total{source="sqs",provider="aws"}"#,
         r#"messages_rejected_total{source="azure_event_grid_push"}"#,
@@ -152,6 +153,13 @@ async fn a_fresh_server_exposes_every_known_series_at_zero() {
             "missing `{s}` in\n{metrics}"
         );
     }
+    // The first prune runs at start-up: its `ok` series exists, at 0 or 1.
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with(r#"driftreactor_journal_prune_runs_total{result="ok"} "#)),
+        "{metrics}"
+    );
     // No source pulls from GCP, and a pull source cannot refuse a push.
     assert!(!metrics.contains(r#"provider="gcp""#), "{metrics}");
     assert!(

@@ -53,3 +53,61 @@ async fn a_new_state_serial_is_loaded_and_events_route_against_it() {
     assert_eq!(ready["states"][0]["serial"], 2);
     h.stop().await;
 }
+
+/// A state file left truncated (a broken write, a bad copy) used to be invisible: no
+/// log line, no failed-reload count, `/readyz` unchanged. After a few checks it is a
+/// failed reload shown on `/readyz` (`state_error`), and a good file clears it.
+#[tokio::test]
+async fn a_state_file_that_stays_unreadable_is_reported() {
+    let h = Harness::start("").await;
+    let error_count = || async {
+        let text = h
+            .client
+            .get(h.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix(r#"driftreactor_state_reloads_total{result="error"} "#))
+            .map(|v| v.trim().parse::<f64>().unwrap())
+            .unwrap_or(0.0)
+    };
+    assert_eq!(error_count().await, 0.0);
+    let (_, ready) = h.get_json("/readyz").await;
+    assert!(ready.get("state_error").is_none(), "{ready}");
+
+    std::fs::write(h.dir.path().join("prod.tfstate"), "{\"version\": 4, \"seri").unwrap();
+    let mut reported = None;
+    for _ in 0..150 {
+        let (_, ready) = h.get_json("/readyz").await;
+        if let Some(e) = ready.get("state_error") {
+            reported = Some((e.clone(), ready));
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let (error, ready) = reported.expect("state_error shown within 15 s");
+    assert!(error.as_str().unwrap().contains("prod.tfstate"), "{error}");
+    // The previous graph stays in use.
+    assert_eq!(ready["states"][0]["serial"], 1);
+    assert_eq!(error_count().await, 1.0);
+
+    std::fs::write(h.dir.path().join("prod.tfstate"), state(2, true)).unwrap();
+    let mut cleared = false;
+    for _ in 0..150 {
+        let (_, ready) = h.get_json("/readyz").await;
+        if ready["states"][0]["serial"] == 2 && ready.get("state_error").is_none() {
+            cleared = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        cleared,
+        "serial 2 loaded and state_error cleared within 15 s"
+    );
+    h.stop().await;
+}
