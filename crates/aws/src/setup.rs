@@ -588,6 +588,43 @@ const EVENT_SOURCES: &[(&str, &str)] = &[
     ("wafv2_", "aws.wafv2"),
 ];
 
+/// Event sources of AWS global services, whose CloudTrail events EventBridge receives
+/// only in the partition's home region (us-east-1 for `aws`; see "Receiving events
+/// from AWS global services" in the EventBridge user guide).
+pub const GLOBAL_EVENT_SOURCES: [&str; 6] = [
+    "aws.iam",
+    "aws.organizations",
+    "aws.account",
+    "aws.route53",
+    "aws.cloudfront",
+    "aws.globalaccelerator",
+];
+
+/// The global-service event sources a rule in `region` (an AWS region name) would
+/// never see: those of `sources` (every one of them when `sources` is empty, a rule
+/// without a source filter) when `region` is not the partition's home region
+/// (`us-east-1`, `us-gov-west-1`, `cn-north-1`). Empty when the region is the home
+/// region or unknown (`None`).
+pub fn missed_global_sources(region: Option<&str>, sources: &[String]) -> Vec<&'static str> {
+    let Some(region) = region else {
+        return Vec::new();
+    };
+    let home = if region.starts_with("us-gov-") {
+        "us-gov-west-1"
+    } else if region.starts_with("cn-") {
+        "cn-north-1"
+    } else {
+        "us-east-1"
+    };
+    if region == home {
+        return Vec::new();
+    }
+    GLOBAL_EVENT_SOURCES
+        .into_iter()
+        .filter(|g| sources.is_empty() || sources.iter().any(|s| s == g))
+        .collect()
+}
+
 /// The EventBridge sources whose CloudTrail events can change resources of
 /// `resource_types` (Terraform types such as `aws_security_group`), sorted and
 /// deduplicated; non-AWS types are ignored. `Err` with the first AWS type the table
@@ -646,6 +683,28 @@ mod tests {
             plan["rule"]["arn"]
         );
         assert_eq!(plan["redrive_policy"]["maxReceiveCount"], 5);
+    }
+
+    #[test]
+    fn global_sources_are_missed_outside_the_home_region() {
+        let iam_ec2 = vec!["aws.ec2".to_owned(), "aws.iam".to_owned()];
+        assert_eq!(
+            missed_global_sources(Some("eu-west-1"), &iam_ec2),
+            ["aws.iam"]
+        );
+        assert!(missed_global_sources(Some("us-east-1"), &iam_ec2).is_empty());
+        assert!(missed_global_sources(None, &iam_ec2).is_empty());
+        assert!(missed_global_sources(Some("eu-west-1"), &["aws.ec2".to_owned()]).is_empty());
+        // No source filter: every global source is missed.
+        assert_eq!(
+            missed_global_sources(Some("ap-south-1"), &[]),
+            GLOBAL_EVENT_SOURCES
+        );
+        assert!(missed_global_sources(Some("us-gov-west-1"), &iam_ec2).is_empty());
+        assert_eq!(
+            missed_global_sources(Some("us-gov-east-1"), &iam_ec2),
+            ["aws.iam"]
+        );
     }
 
     #[test]

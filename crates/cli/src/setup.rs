@@ -105,6 +105,14 @@ fn run_aws(args: AwsArgs) -> Result<ExitCode> {
         bail!("--queue-name must not be empty");
     }
     if args.dry_run {
+        warn_missed_global_sources(
+            args.region
+                .clone()
+                .or_else(|| std::env::var("AWS_REGION").ok())
+                .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
+                .as_deref(),
+            &options,
+        );
         let plan = setup::plan(&options, args.region.as_deref(), None);
         println!("{}", serde_json::to_string_pretty(&plan)?);
         return Ok(ExitCode::SUCCESS);
@@ -119,6 +127,7 @@ fn run_aws(args: AwsArgs) -> Result<ExitCode> {
             args.endpoint_url.as_deref(),
         )
         .await;
+        warn_missed_global_sources(sdk.region().map(|r| r.as_ref()), &options);
         setup::apply(&options, &sdk).await
     })?;
     for (what, change) in &report.steps {
@@ -135,6 +144,23 @@ fn run_aws(args: AwsArgs) -> Result<ExitCode> {
         println!("no changes; queue_url = \"{}\"", report.queue_url);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Warns on stderr when the rule's region cannot receive events of global services
+/// (IAM, Organizations, Route 53, CloudFront, …) the rule selects: EventBridge gets
+/// those only in us-east-1, so they need a second setup there.
+fn warn_missed_global_sources(region: Option<&str>, options: &SetupOptions) {
+    let missed = setup::missed_global_sources(region, &options.sources);
+    if missed.is_empty() {
+        return;
+    }
+    eprintln!(
+        "driftreactor: warning: EventBridge receives CloudTrail events of global services ({}) \
+         only in us-east-1, so a rule in {} never sees them; also run this command with \
+         `--region us-east-1` and add that queue as a second `aws_sqs` source",
+        missed.join(", "),
+        region.unwrap_or("this region"),
+    );
 }
 
 /// The managed resource types in Terraform state files (format v4: `resources[]` with

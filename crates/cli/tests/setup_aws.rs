@@ -124,3 +124,52 @@ fn setup_aws_dry_run_prints_the_pattern_and_policies_as_json() {
         "arn:aws:sqs:eu-west-1:<account-id>:drift-dlq"
     );
 }
+
+/// A state with IAM resources set up outside us-east-1 used to get a rule that never
+/// sees IAM events (EventBridge receives global services' events in us-east-1 only),
+/// silently; setup now says so and what to do. In us-east-1 it says nothing.
+#[test]
+fn setup_aws_warns_when_the_region_cannot_see_global_service_events() {
+    let state = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        state.path(),
+        serde_json::json!({
+            "version": 4,
+            "resources": [
+                {"mode": "managed", "type": "aws_security_group", "name": "web", "instances": []},
+                {"mode": "managed", "type": "aws_iam_role", "name": "app", "instances": []},
+            ],
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let run = |region: &str| {
+        driftreactor(&[
+            "setup",
+            "aws",
+            "--queue-name",
+            "drift",
+            "--dry-run",
+            "--region",
+            region,
+            "--state",
+            state.path().to_str().unwrap(),
+        ])
+    };
+    let out = run("eu-west-1");
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("global services (aws.iam)")
+            && stderr.contains("never sees them")
+            && stderr.contains("--region us-east-1"),
+        "{stderr}"
+    );
+    let out = run("us-east-1");
+    assert!(out.status.success());
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("global services"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
