@@ -306,3 +306,29 @@ fn a_policy_may_name_a_workspace_given_with_state() {
         run.stderr
     );
 }
+
+/// `replay --remediate` with a `revert` policy for a workspace without `dir` said only
+/// "No [github] configured; cannot open a pull request", never that nothing could be
+/// reverted. It now says why the revert cannot run and what happens instead.
+#[test]
+fn remediate_without_a_dir_says_the_revert_cannot_run() {
+    let run = crate::util::driftreactor(&[
+        "replay",
+        "--remediate",
+        "--config",
+        "fixtures/driftreactor.toml",
+        "fixtures/aws/events/01_sg_open_ssh_console.json",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("Cannot revert: the workspace has no `dir`"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("the drift is only reported"),
+        "{}",
+        run.stderr
+    );
+}

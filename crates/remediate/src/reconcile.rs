@@ -270,7 +270,7 @@ impl Context {
     /// Opens or updates the PR; emits `PullRequestOpened` when it was created.
     async fn open_pr(&self, batch: &Batch, report: &DriftReport) -> Result<bool, Error> {
         let Some(gh) = &self.github else {
-            tracing::warn!(workspace = %batch.workspace, "No [github] configured; cannot open a pull request.");
+            tracing::warn!(workspace = %batch.workspace, "No [github] configured; cannot open a pull request: the drift is only reported.");
             return Ok(false);
         };
         let pr = gh.upsert(report).await?;
@@ -411,6 +411,12 @@ pub async fn reconcile(batch: Arc<Batch>, ctx: Arc<Context>) -> Result<Action, E
     }
     let Some(tf) = ctx.runner(&batch.workspace) else {
         // No Terraform root configured: a PR with the evidence is all we can do.
+        if batch.mode == Mode::Revert {
+            tracing::warn!(
+                workspace = %batch.workspace,
+                "Cannot revert: the workspace has no `dir` (the Terraform root to plan and apply in); opening a pull request with the evidence instead."
+            );
+        }
         let report = batch.report(
             None,
             "No Terraform directory is configured for this workspace.".into(),
