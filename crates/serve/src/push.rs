@@ -315,6 +315,24 @@ fn refuse(s: &AppState, source: &str, e: &AuthError) -> Response {
     error(StatusCode::UNAUTHORIZED, "unauthenticated")
 }
 
+/// Answers 400 to a push body that is not even a message of the endpoint's format
+/// (not JSON, not a Pub/Sub push envelope): logged, and counted as received and as
+/// rejected, like a message the pipeline rejects.
+fn reject_unparsed(s: &AppState, source: &str, provider: Provider, reason: String) -> Response {
+    tracing::warn!(source = %source, reason = %reason, "Rejected a push that could not be parsed.");
+    let m = &s.ctx.metrics;
+    m.received
+        .get_or_create(&vec![
+            ("source", source.to_owned()),
+            ("provider", provider.as_str().to_owned()),
+        ])
+        .inc();
+    m.rejected
+        .get_or_create(&vec![("source", source.to_owned())])
+        .inc();
+    error(StatusCode::BAD_REQUEST, reason)
+}
+
 async fn gcp(
     s: AppState,
     ep: &GcpPush,
@@ -352,14 +370,7 @@ async fn gcp(
         attributes,
     } = match parse_pubsub_push(&body) {
         Ok(v) => v,
-        Err(reason) => {
-            s.ctx
-                .metrics
-                .rejected
-                .get_or_create(&vec![("source", ep.name.to_string())])
-                .inc();
-            return error(StatusCode::BAD_REQUEST, reason);
-        }
+        Err(reason) => return reject_unparsed(&s, &ep.name, Provider::Gcp, reason),
     };
     deliver(
         &s,
@@ -447,12 +458,12 @@ async fn azure(
     let parsed: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => {
-            s.ctx
-                .metrics
-                .rejected
-                .get_or_create(&vec![("source", ep.name.to_string())])
-                .inc();
-            return error(StatusCode::BAD_REQUEST, format!("body is not JSON: {e}"));
+            return reject_unparsed(
+                &s,
+                &ep.name,
+                Provider::Azure,
+                format!("body is not JSON: {e}"),
+            );
         }
     };
     let validation = headers

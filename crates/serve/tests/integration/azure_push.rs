@@ -150,6 +150,23 @@ async fn malformed_pushes_get_400_with_a_reason_and_nothing_is_journaled() {
         body["error"].as_str().unwrap().contains("not JSON"),
         "{body}"
     );
+    // Counted as received and as rejected, like a message the pipeline rejects (it
+    // used to be rejected without being received).
+    let metrics = h
+        .client
+        .get(h.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for series in [
+        r#"driftreactor_messages_received_total{source="azure_event_grid_push",provider="azure"} 1"#,
+        r#"driftreactor_messages_rejected_total{source="azure_event_grid_push"} 1"#,
+    ] {
+        assert!(metrics.lines().any(|l| l == series), "{series}\n{metrics}");
+    }
     // Valid JSON, but the second event has no id: the whole batch is refused, so
     // the first is not recorded either (Event Grid dead-letters the batch).
     let mut batch: Vec<serde_json::Value> = serde_json::from_slice(&eg_batch("bad", 2)).unwrap();
