@@ -115,6 +115,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let after_commit = remediation
             .as_ref()
             .map(|f| Arc::new(f.hook.clone()) as Arc<dyn AfterCommit>);
+        let config_path = config.path.clone();
         let running = match driftreactor_serve::start(ServeOptions {
             config,
             loader,
@@ -129,7 +130,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 if let Some(f) = remediation {
                     f.stop().await;
                 }
-                return Err(e.into());
+                // Name the file, as the config crate's own errors do.
+                return Err(match (e, config_path) {
+                    (driftreactor_serve::ServeError::Config { field, reason }, Some(path)) => {
+                        anyhow::anyhow!(
+                            "invalid config file {}: {field}: {reason}",
+                            path.display()
+                        )
+                    }
+                    (e, _) => e.into(),
+                });
             }
         };
         println!("driftreactor serve: listening on {}", running.local_addr());

@@ -790,3 +790,36 @@ fn serve_binary_killed_mid_plan_resubmits_the_drift_and_applies_it_once() {
         (Some("done".to_owned()), 0)
     );
 }
+
+/// A `[[sources]]` error said `invalid config: sources[0]: …` without the file, unlike
+/// every other config error; it now names the file.
+#[test]
+fn serve_binary_names_the_config_file_in_a_source_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("prod.tfstate"),
+        r#"{"version": 4, "terraform_version": "1.11.4", "serial": 1, "lineage": "e", "outputs": {}, "resources": []}"#,
+    )
+    .unwrap();
+    let config = dir.path().join("driftreactor.toml");
+    std::fs::write(
+        &config,
+        "[[workspaces]]\nname = \"prod\"\nstate = \"prod.tfstate\"\n\n[journal]\npath = \"journal.sqlite\"\n\n\
+         [[sources]]\ntype = \"gcp_pubsub_push\"\ntoken_env = \"DRIFTREACTOR_TEST_UNSET_VARIABLE\"\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_driftreactor"))
+        .args(["serve", "--config", config.to_str().unwrap()])
+        .env_remove("DRIFTREACTOR_TEST_UNSET_VARIABLE")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "invalid config file {}: sources[0]",
+            config.display()
+        )),
+        "{stderr}"
+    );
+}
