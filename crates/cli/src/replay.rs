@@ -40,7 +40,7 @@ pub struct Args {
     #[arg(long, requires = "config")]
     pub remediate: bool,
     /// Recorded event files (one event, a JSON array, JSON Lines, a CloudTrail log
-    /// file or a Pub/Sub push envelope), or directories of `*.json` / `*.jsonl` files.
+    /// file or a Pub/Sub push envelope), or directories of `*.json` / `*.jsonl` / `*.ndjson` files.
     #[arg(value_name = "EVENTS", required = true)]
     pub inputs: Vec<PathBuf>,
 }
