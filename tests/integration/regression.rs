@@ -332,3 +332,28 @@ fn remediate_without_a_dir_says_the_revert_cannot_run() {
         run.stderr
     );
 }
+
+/// A missing state file's error named the path only; it now names the workspace too,
+/// with the path resolved against the config file's folder.
+#[test]
+fn a_missing_state_file_names_its_workspace_and_resolved_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("driftreactor.toml");
+    std::fs::write(
+        &config,
+        "[[workspaces]]\nname = \"prod\"\nstate = \"nope/prod.tfstate\"\n",
+    )
+    .unwrap();
+    let run = crate::util::driftreactor(&[
+        "replay",
+        "--config",
+        config.to_str().unwrap(),
+        "fixtures/aws/events/01_sg_open_ssh_console.json",
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let expected = format!(
+        "workspace prod: failed to read state file {}",
+        dir.path().join("nope/prod.tfstate").display()
+    );
+    assert!(run.stderr.contains(&expected), "{}", run.stderr);
+}

@@ -236,7 +236,9 @@ fn state_workspaces(states: &[PathBuf]) -> anyhow::Result<Vec<(String, PathBuf)>
 fn load_graph(config: &Config, states: &[(String, PathBuf)]) -> anyhow::Result<Graph> {
     let mut builder = GraphBuilder::new(driftreactor_pipeline::identities());
     for ws in &config.workspaces {
-        builder.add_state_file(&ws.name, &ws.state)?;
+        builder
+            .add_state_file(&ws.name, &ws.state)
+            .with_context(|| format!("workspace {}", ws.name))?;
     }
     for (name, file) in states {
         builder.add_state_file(name, file)?;

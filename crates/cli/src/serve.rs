@@ -552,7 +552,7 @@ impl ModelLoader for PipelineLoader {
         for ws in &self.workspaces {
             let meta = builder
                 .add_state_file(&ws.name, &ws.state)
-                .map_err(|e| error_chain(&e))?;
+                .map_err(|e| format!("workspace {}: {}", ws.name, error_chain(&e)))?;
             states.push(StateInfo {
                 workspace: ws.name.clone(),
                 path: ws.state.clone(),
