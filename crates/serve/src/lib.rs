@@ -378,6 +378,11 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
             }))
             .collect::<Vec<_>>(),
     );
+    if pushes.is_empty() && pulls.is_empty() {
+        tracing::warn!(
+            "No [[sources]] configured: nothing will be received (the HTTP API still answers)."
+        );
+    }
     let mut statuses = BTreeMap::new();
     for p in &pushes {
         let authentication = p.authentication();
