@@ -63,14 +63,7 @@ impl AfterCommit for Recording {
 }
 
 async fn metrics(h: &Harness) -> String {
-    h.client
-        .get(h.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
+    h.metrics().await
 }
 
 #[tokio::test]

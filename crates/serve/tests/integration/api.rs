@@ -51,15 +51,7 @@ async fn events_are_listed_and_filtered_and_bad_filters_are_400() {
         "{body}"
     );
 
-    let metrics = h
-        .client
-        .get(h.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = h.metrics().await;
     for name in [
         "driftreactor_messages_received_total{source=\"azure_event_grid_push\",provider=\"azure\"} 1",
         "driftreactor_events_unmanaged_total{provider=\"azure\",operation=\"Microsoft.Resources.ResourceWriteSuccess\"} 3",
@@ -110,15 +102,7 @@ async fn a_fresh_server_exposes_every_known_series_at_zero() {
         None,
     )
     .await;
-    let metrics = h
-        .client
-        .get(h.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = h.metrics().await;
     let series: Vec<String> = [
         r#"remediation_handoffs_total{result="queued"}"#,
         r#"remediation_handoffs_total{result="dropped"}"#,
@@ -170,15 +154,7 @@ async fn a_fresh_server_exposes_every_known_series_at_zero() {
     // The zero series count from there.
     let q = format!("?code={EG_SECRET}");
     assert_eq!(h.push_azure(&eg_batch("zero", 2), &q).await.status(), 200);
-    let metrics = h
-        .client
-        .get(h.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = h.metrics().await;
     for s in [
         r#"driftreactor_events_decided_total{provider="azure",verdict="unmanaged"} 2"#,
         r#"driftreactor_events_decided_total{provider="azure",verdict="drift"} 0"#,

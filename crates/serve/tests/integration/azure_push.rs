@@ -74,15 +74,7 @@ async fn unauthenticated_event_grid_push_is_refused_and_not_journaled() {
         .unwrap();
     assert_eq!(r.status(), 401);
     assert_eq!(h.journal_rows(), 0);
-    let metrics = h
-        .client
-        .get(h.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = h.metrics().await;
     assert!(
         metrics
             .contains("driftreactor_push_unauthorized_total{source=\"azure_event_grid_push\"} 4"),
@@ -152,15 +144,7 @@ async fn malformed_pushes_get_400_with_a_reason_and_nothing_is_journaled() {
     );
     // Counted as received and as rejected, like a message the pipeline rejects (it
     // used to be rejected without being received).
-    let metrics = h
-        .client
-        .get(h.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = h.metrics().await;
     for series in [
         r#"driftreactor_messages_received_total{source="azure_event_grid_push",provider="azure"} 1"#,
         r#"driftreactor_messages_rejected_total{source="azure_event_grid_push"} 1"#,
@@ -202,15 +186,7 @@ async fn a_duplicate_delivery_is_processed_once() {
     assert_eq!(first["status"], "recorded");
     assert_eq!(second["status"], "duplicate");
     assert_eq!(h.journal_rows(), 3);
-    let metrics = h
-        .client
-        .get(h.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = h.metrics().await;
     assert!(
         metrics.contains("driftreactor_events_duplicate_total{provider=\"azure\"} 3"),
         "{metrics}"

@@ -351,6 +351,18 @@ impl Harness {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
+    /// The `/metrics` text.
+    pub async fn metrics(&self) -> String {
+        self.client
+            .get(self.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
     pub async fn stop(mut self) {
         if let Some(r) = self.running.take() {
             r.stop().await.unwrap();

@@ -61,15 +61,7 @@ async fn a_new_state_serial_is_loaded_and_events_route_against_it() {
 async fn a_state_file_that_stays_unreadable_is_reported() {
     let h = Harness::start("").await;
     let error_count = || async {
-        let text = h
-            .client
-            .get(h.url("/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = h.metrics().await;
         text.lines()
             .find_map(|l| l.strip_prefix(r#"driftreactor_state_reloads_total{result="error"} "#))
             .map(|v| v.trim().parse::<f64>().unwrap())

@@ -13,14 +13,7 @@ use driftreactor_serve::{ServeOptions, SourceRegistry};
 use crate::common::*;
 
 async fn metrics(h: &Harness) -> String {
-    h.client
-        .get(h.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
+    h.metrics().await
 }
 
 #[tokio::test]
