@@ -105,7 +105,12 @@ pub(crate) async fn run(ctx: Arc<Ctx>, interval: Duration, shutdown: Cancellatio
         let loader = ctx.loader.clone();
         match tokio::task::spawn_blocking(move || loader.load()).await {
             Ok(Ok(loaded)) => {
-                for s in &loaded.states {
+                // Log the workspaces whose state changed, not every one.
+                for s in loaded.states.iter().filter(|s| {
+                    !current.states.iter().any(|c| {
+                        c.workspace == s.workspace && c.serial == s.serial && c.lineage == s.lineage
+                    })
+                }) {
                     tracing::info!(workspace = %s.workspace, serial = s.serial, lineage = %s.lineage, "Reloaded state graph.");
                 }
                 ctx.state.store(Arc::new(loaded));
