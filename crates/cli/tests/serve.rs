@@ -4,7 +4,7 @@
 //! Plain HTTP/1.1 over `TcpStream`, so the tests need nothing but the binary.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -12,8 +12,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+mod common;
+use common::listening_addr;
+
 const SECRET: &str = "kill9-secret";
-const LISTENING: &str = "driftreactor serve: listening on ";
 
 fn corpus() -> PathBuf {
     std::env::var_os("DRIFTREACTOR_CORPUS")
@@ -57,17 +59,8 @@ fn spawn(config: &Path) -> (Child, String) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines
-            .next()
-            .expect("driftreactor serve exited before listening")
-            .unwrap();
-        if let Some(a) = line.strip_prefix(LISTENING) {
-            break a.trim().to_owned();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+    let addr = listening_addr(child.stdout.take().unwrap())
+        .expect("driftreactor serve exited before listening");
     (child, addr)
 }
 

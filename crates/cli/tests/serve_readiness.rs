@@ -7,38 +7,21 @@
 //!
 //! Needs moto_server; fails naming it unless `DRIFTREACTOR_SKIP_MOTO=1`.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use driftreactor_testkit::aws_e2e::{MotoApi, REGION};
+
+mod common;
+use common::{driftreactor_for_moto, listening_addr};
 use driftreactor_testkit::moto::MotoServer;
 use serde_json::{Value, json};
 
-const LISTENING: &str = "driftreactor serve: listening on ";
 const QUEUE: &str = "driftreactor-readiness";
 const SOURCE: &str = "events";
 /// Bound of every wait below (polling, never a timed assertion).
 const DEADLINE: Duration = Duration::from_secs(90);
-
-/// `driftreactor` with static AWS credentials for moto; nothing read from profiles or
-/// instance metadata.
-fn driftreactor() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_driftreactor"));
-    c.env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env("AWS_REGION", REGION)
-        .env("AWS_CONFIG_FILE", "/nonexistent/driftreactor-test")
-        .env(
-            "AWS_SHARED_CREDENTIALS_FILE",
-            "/nonexistent/driftreactor-test",
-        )
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env_remove("AWS_PROFILE")
-        .env_remove("AWS_SESSION_TOKEN");
-    c
-}
 
 /// The server's log so far, for failure messages.
 fn log_tail(path: &Path) -> String {
@@ -162,7 +145,7 @@ wait_time_secs = 1
     )
     .unwrap();
     let log = dir.path().join("serve.log");
-    let mut child = driftreactor()
+    let mut child = driftreactor_for_moto()
         .args(["serve", "--config"])
         .arg(&config)
         .args(["--listen", "127.0.0.1:0"])
@@ -172,22 +155,10 @@ wait_time_secs = 1
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
-    let addr = tokio::task::spawn_blocking(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        let addr = loop {
-            let line = lines
-                .next()
-                .expect("driftreactor serve exited before listening")
-                .unwrap();
-            if let Some(a) = line.strip_prefix(LISTENING) {
-                break a.trim().to_owned();
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
-        addr
-    })
-    .await
-    .unwrap();
+    let addr = tokio::task::spawn_blocking(move || listening_addr(stdout))
+        .await
+        .unwrap()
+        .expect("driftreactor serve exited before listening");
     let server = Server {
         child,
         base: format!("http://{addr}"),

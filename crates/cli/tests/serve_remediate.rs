@@ -17,7 +17,6 @@
 //! Needs terraform, the provider mirror and moto_server; fails naming what is missing
 //! unless `DRIFTREACTOR_SKIP_TERRAFORM=1` / `DRIFTREACTOR_SKIP_MOTO=1`.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -27,30 +26,14 @@ use driftreactor_testkit::moto::MotoServer;
 use driftreactor_testkit::terraform::{Terraform, temp_dir};
 use serde_json::Value;
 
-const LISTENING: &str = "driftreactor serve: listening on ";
+mod common;
+use common::{driftreactor_for_moto, listening_addr};
+
 const QUEUE: &str = "driftreactor-serve-e2e";
 const EVENT_ID: &str = "serve-e2e-web-22";
 /// Bound of the wait for receive → journal → settle → plan → guard → apply (one real
 /// plan ≈ 10 s and apply ≈ 6 s here).
 const REMEDIATION_TIMEOUT: Duration = Duration::from_secs(240);
-
-/// `driftreactor` with static AWS credentials for moto; nothing read from profiles or
-/// instance metadata.
-fn driftreactor() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_driftreactor"));
-    c.env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env("AWS_REGION", REGION)
-        .env("AWS_CONFIG_FILE", "/nonexistent/driftreactor-test")
-        .env(
-            "AWS_SHARED_CREDENTIALS_FILE",
-            "/nonexistent/driftreactor-test",
-        )
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env_remove("AWS_PROFILE")
-        .env_remove("AWS_SESSION_TOKEN");
-    c
-}
 
 fn output(tf: &Terraform, dir: &Path, name: &str) -> String {
     let out = tf.run_ok(dir, &["output", "-raw", name]);
@@ -126,7 +109,7 @@ async fn serve_binary_reverts_an_opened_port_with_real_terraform_against_moto() 
     let state = root.join("terraform.tfstate");
 
     // EventBridge rule → SQS, through the binary (the rule's sources from the state).
-    let setup = driftreactor()
+    let setup = driftreactor_for_moto()
         .args(["setup", "aws", "--queue-name", QUEUE, "--endpoint-url"])
         .arg(&endpoint)
         .arg("--state")
@@ -193,7 +176,7 @@ visibility_timeout_secs = 120
     .unwrap();
 
     let log = dir.join("serve.log");
-    let mut child = driftreactor()
+    let mut child = driftreactor_for_moto()
         .args(["serve", "--config"])
         .arg(&config)
         .args(["--listen", "127.0.0.1:0"])
@@ -202,21 +185,12 @@ visibility_timeout_secs = 120
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let addr = loop {
-        match lines.next() {
-            Some(Ok(line)) => {
-                if let Some(a) = line.strip_prefix(LISTENING) {
-                    break a.trim().to_owned();
-                }
-            }
-            _ => panic!(
-                "driftreactor serve exited before listening; its log:\n{}",
-                log_tail(&log)
-            ),
-        }
+    let Some(addr) = listening_addr(child.stdout.take().unwrap()) else {
+        panic!(
+            "driftreactor serve exited before listening; its log:\n{}",
+            log_tail(&log)
+        )
     };
-    std::thread::spawn(move || for _ in lines {});
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
         .build()

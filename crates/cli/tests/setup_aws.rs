@@ -5,28 +5,15 @@
 //! Needs `moto_server` (`pip install 'moto[server]'`); skipped only with
 //! `DRIFTREACTOR_SKIP_MOTO=1`.
 
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod common;
 
 use driftreactor_testkit::moto::MotoServer;
 use serde_json::Value;
 
 fn driftreactor(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_driftreactor"))
-        .args(args)
-        // Static credentials; nothing read from profiles or instance metadata.
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_CONFIG_FILE", "/nonexistent/driftreactor-test")
-        .env(
-            "AWS_SHARED_CREDENTIALS_FILE",
-            "/nonexistent/driftreactor-test",
-        )
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env_remove("AWS_PROFILE")
-        .env_remove("AWS_SESSION_TOKEN")
-        .output()
-        .unwrap()
+    common::driftreactor_for_moto().args(args).output().unwrap()
 }
 
 fn stdout(output: &Output) -> String {
