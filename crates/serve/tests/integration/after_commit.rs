@@ -62,10 +62,6 @@ impl AfterCommit for Recording {
     }
 }
 
-async fn metrics(h: &Harness) -> String {
-    h.metrics().await
-}
-
 #[tokio::test]
 async fn hook_gets_each_new_event_after_its_commit_and_never_a_duplicate() {
     let hook = Recording::new(false);
@@ -90,7 +86,7 @@ async fn hook_gets_each_new_event_after_its_commit_and_never_a_duplicate() {
             .all(|(source, _, _)| source == "azure_event_grid_push"),
         "{seen:?}"
     );
-    let m = metrics(&h).await;
+    let m = h.metrics().await;
     assert!(
         m.contains("driftreactor_remediation_handoffs_total{result=\"queued\"} 3"),
         "{m}"
@@ -111,7 +107,7 @@ async fn a_full_hook_queue_never_delays_the_acknowledgement() {
     }
     assert_eq!(h.journal_rows(), 6);
     assert!(eventually(5, || hook.seen.lock().unwrap().len() == 6).await);
-    let m = metrics(&h).await;
+    let m = h.metrics().await;
     assert!(
         m.contains("driftreactor_remediation_handoffs_total{result=\"dropped\"} 6"),
         "{m}"
