@@ -189,7 +189,7 @@ fn remediate(
         });
         for ev in &evaluated {
             remediator
-                .submit(&ev.event, &ev.decision, &ev.routed.dependents)
+                .submit(&ev.event, &ev.decision, &ev.routed.dependent_keys())
                 .await?;
         }
         remediator.run_until_idle().await;

@@ -33,20 +33,18 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use driftreactor_config::{Config, WorkspaceConfig};
-use driftreactor_decide::{Action, Decision, Policy, PolicyConfig, Reason, Target, Verdict};
-use driftreactor_event::{DriftEvent, Provider};
+use driftreactor_decide::{Action, Decision, Policy, PolicyConfig, Target, Verdict};
+use driftreactor_event::{Decided, NormalizeError, Provider};
 use driftreactor_journal::Journal;
 use driftreactor_notify::Redactor;
-use driftreactor_pipeline::{Pipeline, ReportLine, normalize_message};
+use driftreactor_pipeline::{Pipeline, normalize_message};
 use driftreactor_remediate::{Completed, Remediator, SqliteStore, state_secrets};
-use driftreactor_router::{Dependent, MatchKind};
 use driftreactor_serve::source::Source;
 use driftreactor_serve::{
-    AfterCommit, BoxFuture, Handoff, Input, Loaded, MatchRecord, Model, ModelLoader, Opaque,
+    AfterCommit, BoxFuture, ClearError, Handoff, Input, LoadError, Loaded, Model, ModelLoader,
     Processed, ResourceInfo, ResourceKey, ServeOptions, SourceRegistry, StateInfo,
 };
 use driftreactor_tfgraph::GraphBuilder;
-use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 /// Journaled events waiting for the remediator, beyond which hand-offs are dropped
@@ -163,121 +161,45 @@ fn remediation_enabled(config: &Config) -> bool {
     config.remediation.is_some() || config.workspaces.iter().any(|w| w.dir.is_some())
 }
 
-/// What the model hands to the remediator with each event (the service carries it
-/// opaquely from `Model::process` to the after-commit hook).
-#[derive(Clone)]
-struct Decided {
-    decision: Decision,
-    dependents: Vec<Dependent>,
-}
-
 /// What the journal keeps with each event that has an action, to resubmit it to the
-/// remediator after a restart ([`driftreactor_serve::Processed::remediation`]): the
-/// normalized event, its request parameters redacted (the redactor of the states'
-/// secrets and secret-looking keys), the decision and the blast radius.
-#[derive(Debug, Serialize, Deserialize)]
-struct Resubmit {
-    event: DriftEvent,
-    verdict: Verdict,
-    reason: Option<Reason>,
-    action: Action,
-    targets: Vec<ResubmitTarget>,
-    dependents: Vec<ResourceKey>,
-}
-
-/// One [`Target`] of a [`Resubmit`].
-#[derive(Debug, Serialize, Deserialize)]
-struct ResubmitTarget {
-    workspace: String,
-    address: String,
-    /// `primary`, `related` or `parent`.
-    kind: String,
-    action: Action,
-}
-
-impl Resubmit {
-    fn new(event: &DriftEvent, decided: &Decided, redactor: &Redactor) -> Self {
-        let mut event = event.clone();
-        if let Some(raw) = event.request.take() {
-            event.request = serde_json::from_str::<serde_json::Value>(raw.get())
-                .ok()
-                .and_then(|v| serde_json::value::to_raw_value(&redactor.json(&v)).ok());
-        }
-        let d = &decided.decision;
-        Self {
-            event,
-            verdict: d.verdict,
-            reason: d.reason,
-            action: d.action,
-            targets: d
-                .targets
-                .iter()
-                .map(|t| ResubmitTarget {
-                    workspace: t.workspace.to_string(),
-                    address: t.address.to_string(),
-                    kind: match t.kind {
-                        MatchKind::Primary => "primary",
-                        MatchKind::Related => "related",
-                        MatchKind::Parent => "parent",
-                    }
-                    .to_owned(),
-                    action: t.action,
-                })
-                .collect(),
-            dependents: decided
-                .dependents
-                .iter()
-                .map(|d| ResourceKey {
-                    workspace: d.workspace.to_string(),
-                    address: d.address.to_string(),
-                })
-                .collect(),
-        }
+/// remediator after a restart ([`AfterCommit::requeue_record`]): the typed
+/// [`Processed`] event itself, its request parameters redacted (the redactor of the
+/// states' secrets and secret-looking keys).
+fn requeue_record(item: &Processed, redactor: &Redactor) -> Option<String> {
+    if item.action == Action::None || item.verdict == Verdict::Ignored {
+        return None;
     }
+    let mut item = item.clone();
+    if let Some(raw) = item.event.request.take() {
+        item.event.request = serde_json::from_str::<serde_json::Value>(raw.get())
+            .ok()
+            .and_then(|v| serde_json::value::to_raw_value(&redactor.json(&v)).ok());
+    }
+    serde_json::to_string(&item).ok()
+}
 
-    fn into_parts(self) -> (DriftEvent, Decided) {
-        let decision = Decision {
-            verdict: self.verdict,
-            reason: self.reason,
-            action: self.action,
-            targets: self
-                .targets
-                .into_iter()
-                .map(|t| Target {
-                    workspace: t.workspace.into(),
-                    address: t.address.into(),
-                    kind: match t.kind.as_str() {
-                        "related" => MatchKind::Related,
-                        "parent" => MatchKind::Parent,
-                        _ => MatchKind::Primary,
-                    },
-                    action: t.action,
-                })
-                .collect(),
-        };
-        let dependents = self
-            .dependents
-            .into_iter()
-            .map(|d| Dependent {
-                // The remediator reads only the workspace and address of a dependent.
-                node: driftreactor_tfgraph::NodeId(0),
-                workspace: d.workspace.into(),
-                address: d.address.into(),
+/// The decider's [`Decision`] of a processed event (its matches are the targets).
+fn decision_of(item: &Processed) -> Decision {
+    Decision {
+        verdict: item.verdict,
+        reason: item.reason,
+        action: item.action,
+        targets: item
+            .matches
+            .iter()
+            .map(|m| Target {
+                workspace: m.workspace.as_str().into(),
+                address: m.address.as_str().into(),
+                kind: m.kind,
+                action: m.action,
             })
-            .collect();
-        (
-            self.event,
-            Decided {
-                decision,
-                dependents,
-            },
-        )
+            .collect(),
     }
 }
 
 /// A request to the forwarder task.
 enum Cmd {
-    Submit(Box<(DriftEvent, Decided)>),
+    Submit(Box<Processed>),
     Clear {
         workspace: String,
         address: String,
@@ -289,30 +211,21 @@ enum Cmd {
 #[derive(Clone)]
 struct RemediationHook {
     tx: mpsc::Sender<Cmd>,
+    redactor: Redactor,
 }
 
 impl AfterCommit for RemediationHook {
+    fn requeue_record(&self, item: &Processed) -> Option<String> {
+        requeue_record(item, &self.redactor)
+    }
+
     fn committed(&self, source: &str, item: Processed) -> Handoff {
         // The journal stored later entries of an already recorded change as ignored.
-        if item.verdict == "ignored" {
-            return Handoff::Skipped;
-        }
-        let Some(decided) = item
-            .opaque
-            .as_ref()
-            .and_then(|o| o.downcast_ref::<Decided>())
-            .cloned()
-        else {
-            return Handoff::Skipped;
-        };
-        if decided.decision.action == Action::None {
+        if item.verdict == Verdict::Ignored || item.action == Action::None {
             return Handoff::Skipped;
         }
         let event_id = item.event.id.clone();
-        match self
-            .tx
-            .try_send(Cmd::Submit(Box::new((item.event, decided))))
-        {
+        match self.tx.try_send(Cmd::Submit(Box::new(item))) {
             Ok(()) => Handoff::Queued,
             Err(mpsc::error::TrySendError::Full(_)) => {
                 tracing::warn!(source = %source, event_id = %event_id, capacity = HANDOFF_QUEUE,
@@ -331,7 +244,7 @@ impl AfterCommit for RemediationHook {
         &'a self,
         workspace: &'a str,
         address: &'a str,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<(), ClearError>> {
         Box::pin(async move {
             let (done, rx) = oneshot::channel();
             let cmd = Cmd::Clear {
@@ -342,10 +255,10 @@ impl AfterCommit for RemediationHook {
             let timeout = std::time::Duration::from_secs(CLEAR_TIMEOUT_SECS);
             match tokio::time::timeout(timeout, self.tx.send(cmd)).await {
                 Ok(Ok(())) => {}
-                Ok(Err(_)) => return Err("remediation has stopped".to_owned()),
-                Err(_) => return Err("the remediation queue is full; retry later".to_owned()),
+                Ok(Err(_)) => return Err(ClearError::Stopped),
+                Err(_) => return Err(ClearError::Busy),
             }
-            rx.await.map_err(|_| "remediation has stopped".to_owned())
+            rx.await.map_err(|_| ClearError::Stopped)
         })
     }
 }
@@ -379,11 +292,8 @@ impl Forwarder {
                 );
             }
             for p in pending {
-                match serde_json::from_str::<Resubmit>(&p.request) {
-                    Ok(r) => {
-                        let (event, decided) = r.into_parts();
-                        submit(&remediator, &journal, &event, &decided).await;
-                    }
+                match serde_json::from_str::<Processed>(&p.request) {
+                    Ok(item) => submit(&remediator, &journal, &item).await,
                     Err(e) => {
                         tracing::error!(event_id = %p.event_id, error = %e,
                             "Cannot read a journaled remediation request; it is not resubmitted.");
@@ -412,10 +322,7 @@ impl Forwarder {
                         Err(broadcast::error::RecvError::Closed) => break,
                     },
                     cmd = rx.recv() => match cmd {
-                        Some(Cmd::Submit(b)) => {
-                            let (event, d) = *b;
-                            submit(&remediator, &journal, &event, &d).await;
-                        }
+                        Some(Cmd::Submit(item)) => submit(&remediator, &journal, &item).await,
                         Some(Cmd::Clear { workspace, address, done }) => {
                             remediator.clear(&workspace, &address).await;
                             let _ = done.send(());
@@ -448,7 +355,10 @@ impl Forwarder {
             tracing::info!("Remediation stopped.");
         });
         Self {
-            hook: RemediationHook { tx },
+            hook: RemediationHook {
+                tx,
+                redactor: redactor.clone(),
+            },
             redactor,
             stop,
             task,
@@ -467,8 +377,12 @@ impl Forwarder {
 
 /// Submits one event and records in the journal the work items it fed (none: it is
 /// `done` at once, e.g. the echo of our own apply).
-async fn submit(remediator: &Remediator, journal: &Journal, event: &DriftEvent, d: &Decided) {
-    match remediator.submit(event, &d.decision, &d.dependents).await {
+async fn submit(remediator: &Remediator, journal: &Journal, item: &Processed) {
+    let event = &item.event;
+    match remediator
+        .submit(event, &decision_of(item), &item.dependents)
+        .await
+    {
         Ok(s) => {
             let keys = s
                 .keys
@@ -545,14 +459,18 @@ struct PipelineLoader {
 }
 
 impl ModelLoader for PipelineLoader {
-    fn load(&self) -> Result<Loaded, String> {
-        let policy = Policy::compile(&self.policy).map_err(|e| error_chain(&e))?;
+    fn load(&self) -> Result<Loaded, LoadError> {
+        let policy = Policy::compile(&self.policy).map_err(|e| LoadError::Policy(e.into()))?;
         let mut builder = GraphBuilder::new(driftreactor_pipeline::identities());
         let mut states = Vec::new();
+        let failed = |ws: &WorkspaceConfig, e: driftreactor_tfgraph::Error| LoadError::State {
+            workspace: ws.name.clone(),
+            source: e.into(),
+        };
         for ws in &self.workspaces {
             let meta = builder
                 .add_state_file(&ws.name, &ws.state)
-                .map_err(|e| format!("workspace {}: {}", ws.name, error_chain(&e)))?;
+                .map_err(|e| failed(ws, e))?;
             states.push(StateInfo {
                 workspace: ws.name.clone(),
                 path: ws.state.clone(),
@@ -563,22 +481,18 @@ impl ModelLoader for PipelineLoader {
         if let Some(redactor) = &self.redactor {
             for ws in &self.workspaces {
                 let origin = ws.state.display().to_string();
-                let secrets = std::fs::read(&ws.state)
-                    .map_err(|e| error_chain(&e))
-                    .and_then(|b| {
-                        driftreactor_tfgraph::sensitive_values(&origin, &b)
-                            .map_err(|e| error_chain(&e))
-                    })
-                    .map_err(|e| format!("state file {origin}: {e}"))?;
+                let bytes = std::fs::read(&ws.state).map_err(|e| LoadError::State {
+                    workspace: ws.name.clone(),
+                    source: format!("cannot read state file {origin}: {e}").into(),
+                })?;
+                let secrets = driftreactor_tfgraph::sensitive_values(&origin, &bytes)
+                    .map_err(|e| failed(ws, e))?;
                 redactor.add_secrets(secrets);
             }
         }
         let pipeline = Pipeline::new(Arc::new(builder.build()), policy);
         Ok(Loaded {
-            model: Arc::new(PipelineModel {
-                pipeline,
-                redactor: self.redactor.clone(),
-            }),
+            model: Arc::new(PipelineModel { pipeline }),
             states,
         })
     }
@@ -586,12 +500,10 @@ impl ModelLoader for PipelineLoader {
 
 struct PipelineModel {
     pipeline: Pipeline,
-    /// With remediation on: redacts the request kept for resubmission.
-    redactor: Option<Redactor>,
 }
 
 impl Model for PipelineModel {
-    fn process(&self, input: &Input<'_>) -> Vec<Result<Processed, String>> {
+    fn process(&self, input: &Input<'_>) -> Vec<Result<Processed, NormalizeError>> {
         normalize_message(
             input.format,
             input.payload,
@@ -600,59 +512,19 @@ impl Model for PipelineModel {
         )
         .into_iter()
         .map(|r| {
-            let event = r.map_err(|e| error_chain(&e))?;
-            let ev = self.pipeline.evaluate(event);
-            let line = ReportLine::from_evaluated(String::new(), &ev);
-            let driftreactor_pipeline::Evaluated {
-                event,
-                routed,
-                decision,
-            } = ev;
-            let matches = line
-                .resources
-                .iter()
-                .map(|m| MatchRecord {
-                    workspace: m.workspace.clone(),
-                    address: m.address.clone(),
-                    kind: m.kind.clone(),
-                    action: decision
-                        .targets
-                        .iter()
-                        .find(|t| *t.workspace == *m.workspace && *t.address == *m.address)
-                        .map_or("none", |t| t.action.as_str())
-                        .to_owned(),
-                })
-                .collect();
-            let decided = Decided {
-                decision,
-                dependents: routed.dependents,
-            };
-            // What the journal keeps to resubmit the event after a restart (only with
-            // remediation on and an action; redacted).
-            let remediation = self
-                .redactor
-                .as_ref()
-                .filter(|_| {
-                    decided.decision.action != Action::None
-                        && decided.decision.verdict != Verdict::Ignored
-                })
-                .and_then(|r| serde_json::to_string(&Resubmit::new(&event, &decided, r)).ok());
+            let ev = self.pipeline.evaluate(r?);
             Ok(Processed {
-                verdict: line.verdict.as_str().to_owned(),
-                reason: line.reason.clone(),
-                action: line.action.as_str().to_owned(),
-                matches,
-                dependents: line
-                    .dependents
-                    .iter()
-                    .map(|d| ResourceKey {
-                        workspace: d.workspace.clone(),
-                        address: d.address.clone(),
-                    })
-                    .collect(),
-                event,
-                opaque: Some(Opaque::new(decided)),
-                remediation,
+                verdict: ev.decision.verdict,
+                reason: ev.decision.reason,
+                action: ev.decision.action,
+                matches: ev.match_records(),
+                dependents: ev.routed.dependent_keys(),
+                repeated: ev.decision.repeated().map(|d| Decided {
+                    verdict: d.verdict,
+                    reason: d.reason,
+                    action: d.action,
+                }),
+                event: ev.event,
             })
         })
         .collect()
@@ -707,7 +579,7 @@ mod tests {
     /// blast radius.
     #[test]
     fn the_resubmit_request_is_redacted_and_round_trips_the_decision() {
-        let mut event = DriftEvent::new(Provider::Aws, "e1");
+        let mut event = driftreactor_event::DriftEvent::new(Provider::Aws, "e1");
         event.request = Some(
             serde_json::value::to_raw_value(&serde_json::json!({
                 "groupId": "sg-0123",
@@ -716,36 +588,39 @@ mod tests {
             }))
             .unwrap(),
         );
-        let decided = Decided {
-            decision: Decision {
-                verdict: Verdict::Drift,
-                reason: None,
-                action: Action::Revert,
-                targets: vec![Target {
-                    workspace: "prod".into(),
-                    address: "aws_security_group.web".into(),
-                    kind: MatchKind::Related,
-                    action: Action::Revert,
-                }],
-            },
-            dependents: vec![Dependent {
-                node: driftreactor_tfgraph::NodeId(7),
+        let item = Processed {
+            event,
+            verdict: Verdict::Drift,
+            reason: None,
+            action: Action::Revert,
+            matches: vec![driftreactor_event::MatchRecord {
                 workspace: "prod".into(),
-                address: "aws_instance.app".into(),
+                address: "aws_security_group.web".into(),
+                kind: driftreactor_event::MatchKind::Related,
+                action: Action::Revert,
             }],
+            dependents: vec![ResourceKey::new("prod", "aws_instance.app")],
+            repeated: None,
         };
         let redactor = Redactor::new(vec!["s3cr3t-from-state".to_owned()]);
-        let json = serde_json::to_string(&Resubmit::new(&event, &decided, &redactor)).unwrap();
+        let json = requeue_record(&item, &redactor).unwrap();
         assert!(!json.contains("hunter2"), "{json}");
         assert!(!json.contains("s3cr3t-from-state"), "{json}");
         assert!(json.contains("sg-0123"), "{json}");
-        let (back, d) = serde_json::from_str::<Resubmit>(&json)
-            .unwrap()
-            .into_parts();
-        assert_eq!((back.provider, back.id.as_str()), (Provider::Aws, "e1"));
-        assert_eq!(d.decision, decided.decision);
-        assert_eq!(d.dependents.len(), 1);
-        assert_eq!(&*d.dependents[0].address, "aws_instance.app");
+        let back = serde_json::from_str::<Processed>(&json).unwrap();
+        assert_eq!(
+            (back.event.provider, back.event.id.as_str()),
+            (Provider::Aws, "e1")
+        );
+        assert_eq!(decision_of(&back), decision_of(&item));
+        assert_eq!(back.dependents.len(), 1);
+        assert_eq!(back.dependents[0].address, "aws_instance.app");
+        // An event without an action keeps nothing to resubmit.
+        let none = Processed {
+            action: Action::None,
+            ..item
+        };
+        assert_eq!(requeue_record(&none, &redactor), None);
     }
 
     /// A state reload adds the new state's sensitive values to the remediator's

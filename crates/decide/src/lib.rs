@@ -22,11 +22,10 @@
 //! assert!(policy.is_iac("arn:aws:iam::111122223333:role/terraform-ci"));
 //! ```
 
-use std::fmt;
 use std::sync::Arc;
 
 use driftreactor_event::DriftEvent;
-use driftreactor_router::{MatchKind, Routed};
+use driftreactor_router::Routed;
 use globset::{Glob, GlobMatcher, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
@@ -50,37 +49,7 @@ pub enum Error {
     },
 }
 
-/// The action taken on a drifted resource (the report's `action` field).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Action {
-    /// Nothing.
-    None,
-    /// Tell a human (Slack).
-    Notify,
-    /// Open or update a pull request that describes the drift.
-    PullRequest,
-    /// Revert with a targeted plan and apply, guarded.
-    Revert,
-}
-
-impl Action {
-    /// Snake-case name as in reports and config.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Action::None => "none",
-            Action::Notify => "notify",
-            Action::PullRequest => "pull_request",
-            Action::Revert => "revert",
-        }
-    }
-}
-
-impl fmt::Display for Action {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use driftreactor_event::{Action, MatchKind, Reason, Verdict};
 
 /// What a `[[policy]]` rule says to do (an [`Action`] or `ignore`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,71 +63,6 @@ pub enum RuleAction {
     Notify,
     /// Do nothing: the drift is accepted.
     Ignore,
-}
-
-/// The report's `verdict`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// A managed resource changed.
-    Drift,
-    /// A change to something no state manages.
-    Unmanaged,
-    /// Deliberately not acted upon; see [`Reason`].
-    Ignored,
-    /// The input could not be parsed.
-    Rejected,
-}
-
-impl Verdict {
-    /// Snake-case name as in reports.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Drift => "drift",
-            Verdict::Unmanaged => "unmanaged",
-            Verdict::Ignored => "ignored",
-            Verdict::Rejected => "rejected",
-        }
-    }
-}
-
-/// The report's `reason` for `ignored` and `unmanaged` verdicts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Reason {
-    /// The call only read.
-    ReadOnly,
-    /// The call failed.
-    FailedCall,
-    /// The reactor's own principal made it.
-    OwnChange,
-    /// An IaC pipeline principal made it.
-    IacPrincipal,
-    /// A `[[policy]]` rule says `ignore`.
-    Policy,
-    /// Not a resource change (sign-in, notification, handshake, deployment record).
-    NotAChange,
-    /// An unmanaged change whose resource could not be identified from the event.
-    Unattributed,
-    /// A later log entry of a change already reported (GCP `operation.last` after
-    /// `operation.first`, a redelivered event id).
-    Duplicate,
-}
-
-impl Reason {
-    /// Snake-case name as in reports.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Reason::ReadOnly => "read_only",
-            Reason::FailedCall => "failed_call",
-            Reason::OwnChange => "own_change",
-            Reason::IacPrincipal => "iac_principal",
-            Reason::Policy => "policy",
-            Reason::NotAChange => "not_a_change",
-            Reason::Unattributed => "unattributed",
-            Reason::Duplicate => "duplicate",
-        }
-    }
 }
 
 /// `[principals]`: identities whose changes are never drift.
@@ -388,6 +292,17 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// The decision for a later report of a change this one already decided: a
+    /// redelivered event id or the second log entry of one GCP operation (same
+    /// correlation key). A `drift` or `unmanaged` change is reported once, so a
+    /// repeat is `ignored` / `duplicate` with no action; `None` when the first
+    /// report counted nothing (an ignored event stays as it is). Pure.
+    pub fn repeated(&self) -> Option<Decision> {
+        self.verdict
+            .is_change()
+            .then(|| Decision::ignored(Reason::Duplicate))
+    }
+
     /// An `ignored` decision with `reason` and no action.
     pub const fn ignored(reason: Reason) -> Self {
         Self {

@@ -23,9 +23,13 @@ mod error;
 mod identity;
 pub mod json;
 pub mod lenient;
+mod vocab;
 
 pub use error::{NormalizeError, Result};
 pub use identity::{Placement, StateIdentity, StateInstance};
+pub use vocab::{
+    Action, Decided, MatchKind, MatchRecord, Reason, ResourceKey, UnknownName, Verdict,
+};
 
 /// The cloud provider an event came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -72,17 +76,12 @@ pub enum Change {
     Action,
 }
 
-impl Change {
-    /// The lowercase name used in reports (`create`, `update`, `delete`, `action`).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Change::Create => "create",
-            Change::Update => "update",
-            Change::Delete => "delete",
-            Change::Action => "action",
-        }
-    }
-}
+vocab::names!(Change, "change", [
+    Create => "create",
+    Update => "update",
+    Delete => "delete",
+    Action => "action",
+]);
 
 /// How the principal made the call, derived from the user agent and session flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -101,6 +100,14 @@ pub enum Via {
     #[default]
     Unknown,
 }
+
+vocab::names!(Via, "via", [
+    Console => "console",
+    Cli => "cli",
+    Sdk => "sdk",
+    Iac => "iac",
+    Unknown => "unknown",
+]);
 
 /// Whether the call succeeded.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -37,7 +37,7 @@
 //! let dir = tempfile::tempdir().unwrap();
 //! let journal = Journal::open(&JournalConfig::at(dir.path().join("j.sqlite"))).unwrap();
 //! let e = Entry::new(Provider::Aws, "evt-1", "test");
-//! assert!(matches!(journal.append(vec![e.clone()]).await.unwrap()[0], Written::Recorded { .. }));
+//! assert!(matches!(journal.append(vec![e.clone()]).await.unwrap()[0], Written::Recorded(_)));
 //! assert_eq!(journal.append(vec![e]).await.unwrap()[0], Written::Duplicate);
 //! assert_eq!(journal.count(), 1);
 //! journal.close().await;
@@ -52,7 +52,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::{DateTime, Utc};
-use driftreactor_event::Provider;
+use driftreactor_event::{Action, Change, Provider, Reason, Verdict};
+pub use driftreactor_event::{Decided, MatchRecord, ResourceKey};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
@@ -162,29 +163,6 @@ impl JournalConfig {
     }
 }
 
-/// A matched managed resource, as recorded with an event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MatchRecord {
-    /// Workspace name.
-    pub workspace: String,
-    /// Resource address.
-    pub address: String,
-    /// `primary`, `related` or `parent`.
-    #[serde(rename = "match")]
-    pub kind: String,
-    /// The policy action for this resource (`revert`, `pull_request`, `notify`, `none`).
-    pub action: String,
-}
-
-/// A (workspace, address) pair: a dependent resource (blast radius).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ResourceKey {
-    /// Workspace name.
-    pub workspace: String,
-    /// Resource address.
-    pub address: String,
-}
-
 /// One event to record: the normalized summary and the decision, never the raw
 /// payload (only its SHA-256, see [`sha256_hex`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -207,31 +185,39 @@ pub struct Entry {
     pub service: String,
     /// Operation (event name).
     pub operation: String,
-    /// `create`, `update`, `delete`, `action`, or none.
-    pub change: Option<String>,
+    /// The kind of change, or none when the event is not a resource change.
+    pub change: Option<Change>,
     /// The principal's most specific identity, when known.
     pub principal: Option<String>,
     /// Canonical ids of the changed resources.
     pub resource_ids: Vec<String>,
     /// `drift`, `unmanaged` or `ignored`.
-    pub verdict: String,
+    pub verdict: Verdict,
     /// The reason for `ignored` / unattributed `unmanaged`.
-    pub reason: Option<String>,
-    /// The event-level action (`revert`, `pull_request`, `notify`, `none`).
-    pub action: String,
+    pub reason: Option<Reason>,
+    /// The event-level action.
+    pub action: Action,
     /// Matched managed resources.
     pub matches: Vec<MatchRecord>,
     /// Dependents of the matches.
     pub dependents: Vec<ResourceKey>,
-    /// Key shared by several log entries of one change (GCP operation id); only the
-    /// first entry of a key keeps a `drift` / `unmanaged` verdict, later ones are
-    /// recorded as `ignored` / `duplicate`.
+    /// Key shared by several log entries of one change (GCP operation id). When an
+    /// event of the same provider and key is already recorded, the entry is recorded
+    /// with [`Entry::repeated`] instead of its own verdict, reason and action.
     pub correlation_key: Option<String>,
+    /// What to record instead of this entry's verdict, reason and action when an
+    /// earlier event of its [`Entry::correlation_key`] is already recorded: the
+    /// caller's rule for a later report of one change (the decider's
+    /// `Decision::repeated`: `ignored` / `duplicate` for drift and unmanaged changes).
+    /// `None`: always record as given. The journal applies it; it decides nothing.
+    #[serde(default)]
+    pub repeated: Option<Decided>,
     /// What the remediation hook needs to resubmit this event after a restart (its
     /// own JSON, opaque to the journal; `None` when the event has no action or
     /// remediation is off). Recorded as `pending` in the same transaction as the
     /// event, unless the journal stores the event as `ignored`; see
     /// [`Journal::pending_remediations`]. It is stored as given: redact it first.
+    /// Not recorded when the entry is recorded with [`Entry::repeated`].
     #[serde(default)]
     pub remediation: Option<String>,
 }
@@ -253,12 +239,13 @@ impl Entry {
             change: None,
             principal: None,
             resource_ids: Vec::new(),
-            verdict: "unmanaged".into(),
+            verdict: Verdict::Unmanaged,
             reason: None,
-            action: "notify".into(),
+            action: Action::Notify,
             matches: Vec::new(),
             dependents: Vec::new(),
             correlation_key: None,
+            repeated: None,
             remediation: None,
         }
     }
@@ -267,15 +254,10 @@ impl Entry {
 /// What [`Journal::append`] did with one entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Written {
-    /// Newly recorded and committed, with the verdict and reason as stored (a later
-    /// entry of an already recorded correlation key is stored as `ignored` /
-    /// `duplicate`).
-    Recorded {
-        /// The stored verdict.
-        verdict: String,
-        /// The stored reason.
-        reason: Option<String>,
-    },
+    /// Newly recorded and committed, with the verdict, reason and action as stored
+    /// (the entry's own, or its [`Entry::repeated`] when an earlier event of its
+    /// correlation key was already recorded).
+    Recorded(Decided),
     /// Already recorded before (same provider and id): nothing written.
     Duplicate,
 }

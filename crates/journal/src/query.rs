@@ -5,14 +5,42 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Row, params_from_iter, types::Value};
 use serde::Serialize;
 
+use driftreactor_event::{Action, Change, MatchKind, Reason, UnknownName, Verdict};
+
 use crate::writer::ts;
 use crate::{Journal, MatchRecord, ResourceKey, Result};
+
+/// Reads a vocabulary value (verdict, reason, action, match kind, change) stored by
+/// its name in column `idx`; a name this build does not know is a conversion error.
+pub(crate) fn vocab<T>(r: &Row<'_>, idx: usize) -> rusqlite::Result<T>
+where
+    T: std::str::FromStr<Err = UnknownName>,
+{
+    let name: String = r.get(idx)?;
+    name.parse().map_err(|e: UnknownName| {
+        rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+/// [`vocab`] of a nullable column.
+pub(crate) fn vocab_opt<T>(r: &Row<'_>, idx: usize) -> rusqlite::Result<Option<T>>
+where
+    T: std::str::FromStr<Err = UnknownName>,
+{
+    let name: Option<String> = r.get(idx)?;
+    name.map(|n| {
+        n.parse().map_err(|e: UnknownName| {
+            rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))
+        })
+    })
+    .transpose()
+}
 
 /// Filter for [`Journal::events`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EventQuery {
-    /// Only this verdict (`drift`, `unmanaged`, `ignored`).
-    pub verdict: Option<String>,
+    /// Only this verdict.
+    pub verdict: Option<Verdict>,
     /// Only events received at or after this instant.
     pub since: Option<DateTime<Utc>>,
     /// Only this provider (`aws`, `azure`, `gcp`).
@@ -47,17 +75,17 @@ pub struct EventRow {
     /// Operation.
     pub operation: String,
     /// Change kind.
-    pub change: Option<String>,
+    pub change: Option<Change>,
     /// Principal.
     pub principal: Option<String>,
     /// Canonical resource ids.
     pub resource_ids: Vec<String>,
     /// Verdict.
-    pub verdict: String,
+    pub verdict: Verdict,
     /// Reason.
-    pub reason: Option<String>,
+    pub reason: Option<Reason>,
     /// Action.
-    pub action: String,
+    pub action: Action,
     /// Matched resources.
     pub resources: Vec<MatchRecord>,
     /// Dependents.
@@ -75,9 +103,9 @@ pub struct DriftRow {
     pub address: String,
     /// How the latest event matched it.
     #[serde(rename = "match")]
-    pub kind: String,
+    pub kind: MatchKind,
     /// The policy action.
-    pub action: String,
+    pub action: Action,
     /// Earliest drift event time (RFC 3339 UTC).
     pub first_seen: String,
     /// Latest drift event time (RFC 3339 UTC).
@@ -116,9 +144,9 @@ pub struct RemediationRow {
     /// submitted yet) or `done`.
     pub status: String,
     /// The event's action (`revert`, `pull_request`, `notify`).
-    pub action: String,
+    pub action: Action,
     /// The event's verdict (`drift`, `unmanaged`).
-    pub verdict: String,
+    pub verdict: Verdict,
     /// The service that handled the call.
     pub service: String,
     /// The operation.
@@ -173,12 +201,12 @@ fn event_row(r: &Row<'_>, at: usize) -> rusqlite::Result<EventRow> {
         payload_sha256: r.get(at + 8)?,
         service: r.get(at + 9)?,
         operation: r.get(at + 10)?,
-        change: r.get(at + 11)?,
+        change: vocab_opt(r, at + 11)?,
         principal: r.get(at + 12)?,
         resource_ids: parse_json(r.get(at + 13)?),
-        verdict: r.get(at + 14)?,
-        reason: r.get(at + 15)?,
-        action: r.get(at + 16)?,
+        verdict: vocab(r, at + 14)?,
+        reason: vocab_opt(r, at + 15)?,
+        action: vocab(r, at + 16)?,
         resources: parse_json(r.get(at + 17)?),
         dependents: parse_json(r.get(at + 18)?),
         correlation_key: r.get(at + 19)?,
@@ -189,8 +217,8 @@ fn drift_row(r: &Row<'_>) -> rusqlite::Result<DriftRow> {
     Ok(DriftRow {
         workspace: r.get(0)?,
         address: r.get(1)?,
-        kind: r.get(2)?,
-        action: r.get(3)?,
+        kind: vocab(r, 2)?,
+        action: vocab(r, 3)?,
         first_seen: r.get(4)?,
         last_seen: r.get(5)?,
         events: r.get(6)?,
@@ -216,7 +244,7 @@ impl Journal {
             let mut args: Vec<Value> = Vec::new();
             if let Some(v) = q.verdict {
                 sql.push_str(" AND e.verdict = ?");
-                args.push(Value::Text(v));
+                args.push(Value::Text(v.as_str().to_owned()));
             }
             if let Some(p) = q.provider {
                 sql.push_str(" AND e.provider = ?");
@@ -303,8 +331,8 @@ impl Journal {
                             provider: r.get(1)?,
                             event_id: r.get(2)?,
                             status: r.get(3)?,
-                            action: r.get(4)?,
-                            verdict: r.get(5)?,
+                            action: vocab(r, 4)?,
+                            verdict: vocab(r, 5)?,
                             service: r.get(6)?,
                             operation: r.get(7)?,
                             resources: parse_json(r.get(8)?),

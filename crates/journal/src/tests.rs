@@ -1,4 +1,5 @@
 use super::*;
+use driftreactor_event::MatchKind;
 
 fn journal(dir: &tempfile::TempDir) -> Journal {
     Journal::open(&JournalConfig::at(dir.path().join("j.sqlite"))).unwrap()
@@ -6,17 +7,25 @@ fn journal(dir: &tempfile::TempDir) -> Journal {
 
 fn drift_entry(id: &str, address: &str) -> Entry {
     let mut e = Entry::new(Provider::Aws, id, "test");
-    e.verdict = "drift".into();
-    e.action = "revert".into();
+    e.verdict = Verdict::Drift;
+    e.action = Action::Revert;
     e.operation = "AuthorizeSecurityGroupIngress".into();
     e.matches = vec![MatchRecord {
         workspace: "prod".into(),
         address: address.into(),
-        kind: "primary".into(),
-        action: "revert".into(),
+        kind: MatchKind::Primary,
+        action: Action::Revert,
     }];
+    // The pipeline's rule for a later report of one change.
+    e.repeated = Some(DUPLICATE);
     e
 }
+
+const DUPLICATE: Decided = Decided {
+    verdict: Verdict::Ignored,
+    reason: Some(Reason::Duplicate),
+    action: Action::None,
+};
 
 #[tokio::test]
 async fn a_redelivered_event_is_a_duplicate_and_recorded_once() {
@@ -24,14 +33,14 @@ async fn a_redelivered_event_is_a_duplicate_and_recorded_once() {
     let j = journal(&dir);
     let e = Entry::new(Provider::Gcp, "insert-1", "test");
     let w = j.append(vec![e.clone(), e.clone()]).await.unwrap();
-    assert!(matches!(w[0], Written::Recorded { .. }));
+    assert!(matches!(w[0], Written::Recorded(_)));
     assert_eq!(w[1], Written::Duplicate);
     assert_eq!(j.append(vec![e]).await.unwrap(), vec![Written::Duplicate]);
     // Same id from another provider is another event.
     let other = Entry::new(Provider::Aws, "insert-1", "test");
     assert!(matches!(
         j.append(vec![other]).await.unwrap()[0],
-        Written::Recorded { .. }
+        Written::Recorded(_)
     ));
     assert_eq!(j.count(), 2);
     assert_eq!(j.events(EventQuery::default()).await.unwrap().len(), 2);
@@ -74,21 +83,40 @@ async fn a_later_entry_of_one_correlation_key_is_stored_as_duplicate() {
     last.id = "last".into();
     assert_eq!(
         j.append(vec![first]).await.unwrap()[0],
-        Written::Recorded {
-            verdict: "drift".into(),
-            reason: None
-        }
+        Written::Recorded(Decided {
+            verdict: Verdict::Drift,
+            reason: None,
+            action: Action::Revert,
+        })
     );
     assert_eq!(
         j.append(vec![last]).await.unwrap()[0],
-        Written::Recorded {
-            verdict: "ignored".into(),
-            reason: Some("duplicate".into())
-        }
+        Written::Recorded(DUPLICATE)
     );
     let drift = j.drift(None).await.unwrap();
     assert_eq!(drift.len(), 1);
     assert_eq!(drift[0].events, 1, "the duplicate is not counted as drift");
+}
+
+/// The journal applies the caller's rule for a repeated correlation key and decides
+/// nothing itself: an entry without [`Entry::repeated`] is recorded as given.
+#[tokio::test]
+async fn a_later_entry_without_a_repeat_rule_is_recorded_as_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = journal(&dir);
+    let mut first = drift_entry("first", "google_compute_firewall.fw");
+    first.provider = Provider::Gcp;
+    first.correlation_key = Some("operation-1".into());
+    first.repeated = None;
+    let mut last = first.clone();
+    last.id = "last".into();
+    j.append(vec![first]).await.unwrap();
+    let w = j.append(vec![last]).await.unwrap();
+    assert!(
+        matches!(w[0], Written::Recorded(d) if d.verdict == Verdict::Drift),
+        "{w:?}"
+    );
+    assert_eq!(j.drift(None).await.unwrap()[0].events, 2);
 }
 
 #[tokio::test]
@@ -125,7 +153,7 @@ async fn drift_is_kept_per_workspace_and_address_with_the_latest_evidence() {
     );
     let only = j
         .events(EventQuery {
-            verdict: Some("drift".into()),
+            verdict: Some(Verdict::Drift),
             limit: 1,
             ..EventQuery::default()
         })
@@ -148,10 +176,7 @@ async fn concurrent_appends_are_group_committed_and_all_answered() {
         }));
     }
     for t in tasks {
-        assert!(matches!(
-            t.await.unwrap().unwrap()[0],
-            Written::Recorded { .. }
-        ));
+        assert!(matches!(t.await.unwrap().unwrap()[0], Written::Recorded(_)));
     }
     assert_eq!(j.count(), 200);
     assert!(j.size_bytes() > 0);
@@ -504,7 +529,7 @@ async fn a_pruned_event_id_appended_again_is_recorded_anew() {
     // The dedupe record went with it: the same id is a new event now.
     assert!(matches!(
         j.append(vec![old]).await.unwrap()[0],
-        Written::Recorded { .. }
+        Written::Recorded(_)
     ));
     assert_eq!(j.count(), 1);
 }
@@ -696,8 +721,8 @@ async fn remediations_are_listed_with_status_and_work_items_but_never_the_reques
     );
     let a = &all[2];
     assert_eq!(a.provider, "aws");
-    assert_eq!(a.action, "revert");
-    assert_eq!(a.verdict, "drift");
+    assert_eq!(a.action, Action::Revert);
+    assert_eq!(a.verdict, Verdict::Drift);
     assert_eq!(a.resources[0].address, "aws_security_group.web");
     assert_eq!(
         a.targets,

@@ -8,7 +8,9 @@ use chrono::{SecondsFormat, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::mpsc;
 
-use crate::{AppendRequest, Entry, Error, Job, JournalConfig, Request, Result, Written};
+use driftreactor_event::{Action, Change, Reason, Verdict};
+
+use crate::{AppendRequest, Decided, Entry, Error, Job, JournalConfig, Request, Result, Written};
 
 /// Timestamps are stored as RFC 3339 UTC with milliseconds and a `Z`, so text order
 /// is time order.
@@ -146,12 +148,13 @@ fn json<T: serde::Serialize>(v: &T) -> String {
 }
 
 fn insert(tx: &rusqlite::Transaction<'_>, e: &Entry, now: &str) -> Result<Written> {
-    let mut verdict = e.verdict.clone();
-    let mut reason = e.reason.clone();
-    let mut action = e.action.clone();
-    if let Some(key) = &e.correlation_key
-        && matches!(verdict.as_str(), "drift" | "unmanaged")
-    {
+    let mut decided = Decided {
+        verdict: e.verdict,
+        reason: e.reason,
+        action: e.action,
+    };
+    let mut as_given = true;
+    if let (Some(key), Some(repeated)) = (&e.correlation_key, e.repeated) {
         let seen: Option<i64> = tx
             .query_row(
                 "SELECT seq FROM events WHERE provider = ?1 AND correlation_key = ?2 \
@@ -162,9 +165,8 @@ fn insert(tx: &rusqlite::Transaction<'_>, e: &Entry, now: &str) -> Result<Writte
             .optional()
             .map_err(sqlite("correlation lookup"))?;
         if seen.is_some() {
-            verdict = "ignored".into();
-            reason = Some("duplicate".into());
-            action = "none".into();
+            decided = repeated;
+            as_given = false;
         }
     }
     let changed = tx
@@ -187,12 +189,12 @@ fn insert(tx: &rusqlite::Transaction<'_>, e: &Entry, now: &str) -> Result<Writte
                 e.payload_sha256,
                 e.service,
                 e.operation,
-                e.change,
+                e.change.map(Change::as_str),
                 e.principal,
                 json(&e.resource_ids),
-                verdict,
-                reason,
-                action,
+                decided.verdict.as_str(),
+                decided.reason.map(Reason::as_str),
+                decided.action.as_str(),
                 json(&e.matches),
                 json(&e.dependents),
                 e.correlation_key,
@@ -204,7 +206,7 @@ fn insert(tx: &rusqlite::Transaction<'_>, e: &Entry, now: &str) -> Result<Writte
     }
     let seq = tx.last_insert_rowid();
     if let Some(request) = &e.remediation
-        && verdict != "ignored"
+        && as_given
     {
         tx.prepare_cached(
             "INSERT INTO remediations (seq, status, request, updated_at) VALUES (?1, 'pending', ?2, ?3)",
@@ -217,9 +219,10 @@ fn insert(tx: &rusqlite::Transaction<'_>, e: &Entry, now: &str) -> Result<Writte
         tx.prepare_cached(
             "INSERT OR IGNORE INTO event_resources (workspace, address, seq, kind) VALUES (?1, ?2, ?3, ?4)",
         )
-        .and_then(|mut st| st.execute(params![m.workspace, m.address, seq, m.kind]))
+        .and_then(|mut st| st.execute(params![m.workspace, m.address, seq, m.kind.as_str()]))
         .map_err(sqlite("insert event resource"))?;
-        if verdict == "drift" && m.action != "none" {
+        // The drift table holds each resource whose drift asks for an action.
+        if decided.verdict == Verdict::Drift && m.action != Action::None {
             tx.prepare_cached(
                 "INSERT INTO drift (workspace, address, kind, action, first_seen, last_seen, events, last_seq) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?5, 1, ?6) \
@@ -229,9 +232,18 @@ fn insert(tx: &rusqlite::Transaction<'_>, e: &Entry, now: &str) -> Result<Writte
                    last_seen = max(last_seen, excluded.last_seen), \
                    events = events + 1, last_seq = excluded.last_seq",
             )
-            .and_then(|mut st| st.execute(params![m.workspace, m.address, m.kind, m.action, seen_at, seq]))
+            .and_then(|mut st| {
+                st.execute(params![
+                    m.workspace,
+                    m.address,
+                    m.kind.as_str(),
+                    m.action.as_str(),
+                    seen_at,
+                    seq
+                ])
+            })
             .map_err(sqlite("upsert drift"))?;
         }
     }
-    Ok(Written::Recorded { verdict, reason })
+    Ok(Written::Recorded(decided))
 }

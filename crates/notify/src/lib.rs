@@ -34,8 +34,8 @@ pub use import::{ImportBlock, import_block_for};
 pub use redact::{MIN_SECRET_LEN, REDACTED, Redactor, is_secret_key};
 pub use report::{
     AttributeChange, BODY_MARKER, DriftKind, DriftReport, DriftedAddress, Evidence, Fingerprint,
-    PlanSummary, PlannedChange, drift_record, pr_body, pr_title, resolved_comment, slugify,
-    via_str,
+    Matched, PlanSummary, PlannedChange, UnmanagedTag, drift_record, pr_body, pr_title,
+    resolved_comment, slugify,
 };
 pub use slack::{
     QUEUE_SIZE, Slack, SlackConfig, Transition, TransitionKind, message as slack_message,

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use chrono::{DateTime, Utc};
-use driftreactor_event::{DriftEvent, Via};
+use driftreactor_event::{Change, DriftEvent, MatchKind, Via};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -21,7 +21,7 @@ pub struct Evidence {
     /// The principal (most specific identity), empty when unknown.
     pub principal: String,
     /// How the call was made (`console`, `cli`, `sdk`, `iac`, `unknown`).
-    pub via: String,
+    pub via: Via,
     /// Caller's source IP address, when recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_ip: Option<String>,
@@ -34,21 +34,10 @@ pub struct Evidence {
     pub operation: String,
     /// `create`, `update`, `delete` or `action`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub change: Option<String>,
+    pub change: Option<Change>,
     /// The call's request parameters, redacted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<Value>,
-}
-
-/// The report name of a [`Via`].
-pub const fn via_str(via: Via) -> &'static str {
-    match via {
-        Via::Console => "console",
-        Via::Cli => "cli",
-        Via::Sdk => "sdk",
-        Via::Iac => "iac",
-        _ => "unknown",
-    }
 }
 
 impl Evidence {
@@ -64,12 +53,12 @@ impl Evidence {
         Self {
             event_id: t(&event.id),
             principal: t(&event.principal.id),
-            via: via_str(event.via).to_owned(),
+            via: event.via,
             source_ip: event.source_ip.as_deref().map(t),
             occurred_at: event.occurred_at,
             service: t(&event.service),
             operation: t(&event.operation),
-            change: event.change.map(|c| c.as_str().to_owned()),
+            change: event.change,
             request,
         }
     }
@@ -208,13 +197,51 @@ pub enum DriftKind {
     },
 }
 
+/// How a drifted address is known: matched by the router, or the import target of
+/// an unmanaged resource. Ordered strongest first (`primary` < … < `unmanaged`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Matched {
+    /// A managed resource the router matched (`primary`, `related`, `parent`).
+    Managed(MatchKind),
+    /// An unmanaged resource, named by its import address (`unmanaged`).
+    Unmanaged(UnmanagedTag),
+}
+
+/// The single value of [`Matched::Unmanaged`], spelled `unmanaged` in JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UnmanagedTag {
+    /// `unmanaged`.
+    Unmanaged,
+}
+
+impl Matched {
+    /// An unmanaged resource's import target.
+    pub const UNMANAGED: Matched = Matched::Unmanaged(UnmanagedTag::Unmanaged);
+
+    /// `primary`, `related`, `parent` or `unmanaged`, as PR bodies show it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Matched::Managed(k) => k.as_str(),
+            Matched::Unmanaged(_) => "unmanaged",
+        }
+    }
+}
+
+impl std::fmt::Display for Matched {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One drifted address and how the router matched it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DriftedAddress {
     /// Resource address.
     pub address: String,
     /// `primary`, `related`, `parent` or `unmanaged`.
-    pub matched: String,
+    pub matched: Matched,
 }
 
 /// Everything a pull request (and the committed drift record) says about one drift.
@@ -497,18 +524,18 @@ mod tests {
             kind: DriftKind::Managed,
             addresses: vec![DriftedAddress {
                 address: "aws_security_group.web".into(),
-                matched: "primary".into(),
+                matched: Matched::Managed(MatchKind::Primary),
             }],
             dependents: vec![],
             evidence: vec![Evidence {
                 event_id: "e1".into(),
                 principal: "arn:aws:iam::1:user/alice".into(),
-                via: "console".into(),
+                via: Via::Console,
                 source_ip: None,
                 occurred_at: None,
                 service: "ec2.amazonaws.com".into(),
                 operation: "AuthorizeSecurityGroupIngress".into(),
-                change: Some("update".into()),
+                change: Some(Change::Update),
                 request: None,
             }],
             plan: None,

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use backon::Retryable;
 use chrono::{DateTime, Utc};
+use driftreactor_event::Action;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
@@ -69,7 +70,7 @@ pub enum TransitionKind {
         /// The operations.
         operations: Vec<String>,
         /// The action the policy chose (`revert`, `pull_request`, `notify`).
-        action: String,
+        action: Action,
     },
     /// A guarded targeted apply brought the resources back to the code.
     Reverted,
@@ -336,7 +337,7 @@ mod tests {
                 t(TransitionKind::NewDrift {
                     principals: vec!["alice".into()],
                     operations: vec!["AuthorizeSecurityGroupIngress".into()],
-                    action: "revert".into(),
+                    action: Action::Revert,
                 }),
                 t(TransitionKind::Reverted),
             ],

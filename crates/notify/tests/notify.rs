@@ -8,7 +8,7 @@ use driftreactor_event::{Change, DriftEvent, Principal, Provider, ResourceRef, V
 use driftreactor_notify::fake::{FakeGitHub, FakeSlack};
 use driftreactor_notify::{
     AttributeChange, DriftKind, DriftReport, DriftedAddress, Evidence, GitHub, GitHubConfig,
-    PlanSummary, PlannedChange, Redactor, Slack, SlackConfig, Transition, TransitionKind,
+    Matched, PlanSummary, PlannedChange, Redactor, Slack, SlackConfig, Transition, TransitionKind,
     import_block_for, pr_body,
 };
 use serde_json::value::RawValue;
@@ -43,7 +43,7 @@ fn report(redactor: &Redactor) -> DriftReport {
         kind: DriftKind::Managed,
         addresses: vec![DriftedAddress {
             address: "aws_security_group.web".into(),
-            matched: "primary".into(),
+            matched: Matched::Managed(driftreactor_event::MatchKind::Primary),
         }],
         dependents: vec!["aws_instance.app".into()],
         evidence: vec![Evidence::from_event(&event(), redactor)],
@@ -107,7 +107,7 @@ fn pr_body_for_an_unmanaged_create_offers_the_import() {
         },
         addresses: vec![DriftedAddress {
             address: "aws_security_group.sg_0abc".into(),
-            matched: "unmanaged".into(),
+            matched: Matched::UNMANAGED,
         }],
         dependents: vec![],
         evidence: vec![Evidence::from_event(&e, &Redactor::default())],
@@ -200,7 +200,7 @@ async fn slack_groups_per_workspace_and_retries_failures() {
         TransitionKind::NewDrift {
             principals: vec![format!("alice {SECRET}")],
             operations: vec!["AuthorizeSecurityGroupIngress".into()],
-            action: "revert".into(),
+            action: driftreactor_event::Action::Revert,
         },
     ));
     slack.notify(t("prod", TransitionKind::Reverted));

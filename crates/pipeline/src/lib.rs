@@ -22,7 +22,9 @@ use std::sync::Arc;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use driftreactor_decide::{Action, Decision, Policy, Reason, Verdict, decide};
-use driftreactor_event::{DriftEvent, NormalizeError, Provider, StateIdentity};
+use driftreactor_event::{
+    Change, DriftEvent, MatchKind, MatchRecord, NormalizeError, Provider, StateIdentity, Via,
+};
 use driftreactor_router::{Routed, route};
 use driftreactor_source::PayloadFormat;
 use driftreactor_tfgraph::Graph;
@@ -52,6 +54,28 @@ pub struct Evaluated {
     pub routed: Routed,
     /// What policy says to do.
     pub decision: Decision,
+}
+
+impl Evaluated {
+    /// The matched resources with the policy's action for each (`none` for a match
+    /// whose rule says `ignore`), in match order: what the journal records.
+    pub fn match_records(&self) -> Vec<MatchRecord> {
+        self.routed
+            .matches
+            .iter()
+            .map(|m| MatchRecord {
+                workspace: m.workspace.to_string(),
+                address: m.address.to_string(),
+                kind: m.kind,
+                action: self
+                    .decision
+                    .targets
+                    .iter()
+                    .find(|t| t.workspace == m.workspace && t.address == m.address)
+                    .map_or(Action::None, |t| t.action),
+            })
+            .collect()
+    }
 }
 
 /// Route + decide over one graph and policy. Cheap to clone (shares both).
@@ -219,7 +243,7 @@ pub struct ReportResource {
     pub address: String,
     /// `primary`, `related` or `parent`.
     #[serde(rename = "match")]
-    pub kind: String,
+    pub kind: MatchKind,
 }
 
 /// A dependent resource in a report line.
@@ -246,11 +270,11 @@ pub struct ReportLine {
     /// The operation.
     pub operation: Option<String>,
     /// `create`, `update`, `delete`, `action`, or null when not a change.
-    pub change: Option<String>,
+    pub change: Option<Change>,
     /// The principal's most specific identity.
     pub principal: Option<String>,
     /// `console`, `cli`, `sdk`, `iac` or `unknown`.
-    pub via: Option<String>,
+    pub via: Option<Via>,
     /// RFC 3339 UTC time of the change.
     pub occurred_at: Option<String>,
     /// Canonical identifiers of the changed resources.
@@ -306,9 +330,9 @@ impl ReportLine {
             provider: Some(e.provider),
             service: Some(e.service.clone()),
             operation: Some(e.operation.clone()),
-            change: e.change.map(|c| c.as_str().to_owned()),
+            change: e.change,
             principal: (!e.principal.id.is_empty()).then(|| e.principal.id.clone()),
-            via: Some(via_str(e).to_owned()),
+            via: Some(e.via),
             occurred_at: e.occurred_at.map(rfc3339),
             resource_ids: e.resources.iter().map(|r| r.id.clone()).collect(),
             verdict: ev.decision.verdict,
@@ -320,7 +344,7 @@ impl ReportLine {
                 .map(|m| ReportResource {
                     workspace: m.workspace.to_string(),
                     address: m.address.to_string(),
-                    kind: match_kind_str(m.kind).to_owned(),
+                    kind: m.kind,
                 })
                 .collect(),
             dependents: ev
@@ -339,25 +363,6 @@ impl ReportLine {
 
 fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::AutoSi, true)
-}
-
-fn match_kind_str(k: driftreactor_router::MatchKind) -> &'static str {
-    match k {
-        driftreactor_router::MatchKind::Primary => "primary",
-        driftreactor_router::MatchKind::Related => "related",
-        driftreactor_router::MatchKind::Parent => "parent",
-    }
-}
-
-fn via_str(e: &DriftEvent) -> &'static str {
-    use driftreactor_event::Via;
-    match e.via {
-        Via::Console => "console",
-        Via::Cli => "cli",
-        Via::Sdk => "sdk",
-        Via::Iac => "iac",
-        _ => "unknown",
-    }
 }
 
 /// Replays recorded inputs through a [`Pipeline`], producing report lines, and
@@ -434,16 +439,17 @@ impl Replay {
     pub fn evaluate(&mut self, event: DriftEvent) -> Evaluated {
         let dup_id = !self.seen_ids.insert((event.provider, event.id.clone()));
         let mut ev = self.pipeline.evaluate(event);
-        let counts =
-            ev.decision.verdict == Verdict::Drift || ev.decision.verdict == Verdict::Unmanaged;
-        let dup_corr = counts
+        let repeated = ev.decision.repeated();
+        let dup_corr = repeated.is_some()
             && ev
                 .event
                 .correlation_key
                 .as_ref()
                 .is_some_and(|k| !self.seen_correlation.insert(k.clone()));
-        if dup_id || dup_corr {
+        if dup_id {
             ev.decision = Decision::ignored(Reason::Duplicate);
+        } else if dup_corr && let Some(d) = repeated {
+            ev.decision = d;
         }
         ev
     }

@@ -24,7 +24,7 @@ pub enum GuardError {
 
 /// What the guard decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub enum PlanVerdict {
     /// Nothing to do (only `no-op` / `read`, or only output changes).
     NoChanges,
     /// Safe to apply.
@@ -38,7 +38,7 @@ pub enum Verdict {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GuardReport {
     /// The verdict.
-    pub verdict: Verdict,
+    pub verdict: PlanVerdict,
     /// Targets, changes (with attribute diffs) and refusals.
     pub summary: PlanSummary,
 }
@@ -133,11 +133,11 @@ pub fn guard(plan_json: &[u8], targets: &[String]) -> Result<GuardReport, GuardE
         });
     }
     let verdict = if !summary.refusals.is_empty() {
-        Verdict::Refuse
+        PlanVerdict::Refuse
     } else if summary.changes.is_empty() {
-        Verdict::NoChanges
+        PlanVerdict::NoChanges
     } else {
-        Verdict::Pass
+        PlanVerdict::Pass
     };
     Ok(GuardReport { verdict, summary })
 }
@@ -227,7 +227,7 @@ mod tests {
     fn targeted_update_passes_and_lists_the_changed_attributes() {
         // Shape of terraform 1.11 `show -json` after opening port 22 on a group.
         let r = guard(&golden("sg_update.json"), &t(&["aws_security_group.web"])).unwrap();
-        assert_eq!(r.verdict, Verdict::Pass, "{:?}", r.summary.refusals);
+        assert_eq!(r.verdict, PlanVerdict::Pass, "{:?}", r.summary.refusals);
         assert_eq!(r.summary.changes.len(), 1);
         let c = &r.summary.changes[0];
         assert_eq!(
@@ -241,7 +241,7 @@ mod tests {
     #[test]
     fn no_op_and_read_only_is_no_changes() {
         let r = guard(&golden("no_op.json"), &t(&["aws_security_group.web"])).unwrap();
-        assert_eq!(r.verdict, Verdict::NoChanges);
+        assert_eq!(r.verdict, PlanVerdict::NoChanges);
         assert!(r.summary.changes.is_empty());
     }
 
@@ -252,7 +252,7 @@ mod tests {
             &t(&["aws_security_group.web"]),
         )
         .unwrap();
-        assert_eq!(r.verdict, Verdict::Refuse);
+        assert_eq!(r.verdict, PlanVerdict::Refuse);
         assert!(
             r.summary.refusals[0].contains("`aws_vpc.main`"),
             "{:?}",
@@ -263,14 +263,14 @@ mod tests {
     #[test]
     fn replace_and_delete_are_refused_even_when_targeted() {
         let r = guard(&golden("replace.json"), &t(&["aws_instance.app"])).unwrap();
-        assert_eq!(r.verdict, Verdict::Refuse);
+        assert_eq!(r.verdict, PlanVerdict::Refuse);
         assert!(
             r.summary.refusals[0].contains("replaced"),
             "{:?}",
             r.summary.refusals
         );
         let r = guard(&golden("delete.json"), &t(&["aws_s3_bucket.logs"])).unwrap();
-        assert_eq!(r.verdict, Verdict::Refuse);
+        assert_eq!(r.verdict, PlanVerdict::Refuse);
         assert!(
             r.summary.refusals[0].contains("destroyed"),
             "{:?}",
@@ -285,7 +285,7 @@ mod tests {
             &t(&["aws_db_instance.main"]),
         )
         .unwrap();
-        assert_eq!(r.verdict, Verdict::Pass);
+        assert_eq!(r.verdict, PlanVerdict::Pass);
         let attrs = &r.summary.changes[0].attributes;
         let pw = attrs.iter().find(|a| a.name == "password").unwrap();
         assert_eq!(
@@ -303,6 +303,6 @@ mod tests {
         assert!(guard(b"not json", &[]).is_err());
         assert!(guard(b"{}", &[]).is_err());
         let r = guard(br#"{"format_version":"1.2","errored":true}"#, &[]).unwrap();
-        assert_eq!(r.verdict, Verdict::Refuse);
+        assert_eq!(r.verdict, PlanVerdict::Refuse);
     }
 }

@@ -5,10 +5,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use chrono::Duration as ChronoDuration;
-use driftreactor_decide::{Action as Decided, Decision, Verdict};
-use driftreactor_event::{Change, DriftEvent};
-use driftreactor_notify::{Evidence, ImportBlock, Redactor, import_block_for};
-use driftreactor_router::{Dependent, MatchKind};
+use driftreactor_decide::Decision;
+use driftreactor_event::{Action, Change, DriftEvent, ResourceKey, Verdict};
+use driftreactor_notify::{Evidence, ImportBlock, Matched, Redactor, import_block_for};
 
 use crate::store::ApplyRecord;
 
@@ -54,12 +53,12 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// The decider's action name for reports (`notify`, `pull_request`, `revert`).
-    pub const fn as_str(self) -> &'static str {
+    /// The decider's action this mode carries out (`notify`, `pull_request`, `revert`).
+    pub const fn action(self) -> Action {
         match self {
-            Mode::Notify => "notify",
-            Mode::Import | Mode::PullRequest => "pull_request",
-            Mode::Revert => "revert",
+            Mode::Notify => Action::Notify,
+            Mode::Import | Mode::PullRequest => Action::PullRequest,
+            Mode::Revert => Action::Revert,
         }
     }
 }
@@ -72,7 +71,7 @@ pub struct Submission {
     /// The requested work.
     pub mode: Mode,
     /// How the router matched the address (`primary`, `related`, `parent`, `unmanaged`).
-    pub matched: &'static str,
+    pub matched: Matched,
     /// The event, redacted.
     pub evidence: Evidence,
     /// Dependents in the same workspace (blast radius).
@@ -89,7 +88,7 @@ pub struct WorkItem {
     /// The strongest requested mode.
     pub mode: Mode,
     /// The strongest match kind seen.
-    pub matched: &'static str,
+    pub matched: Matched,
     /// Every event, oldest first (at most [`MAX_EVIDENCE`]).
     pub evidence: Vec<Evidence>,
     /// Blast radius.
@@ -115,7 +114,7 @@ impl WorkItem {
     /// evidence is appended, deduplicated by event id).
     pub fn merge(&mut self, s: Submission) {
         self.mode = self.mode.max(s.mode);
-        if rank(s.matched) < rank(self.matched) {
+        if s.matched < self.matched {
             self.matched = s.matched;
         }
         if !self
@@ -147,30 +146,13 @@ impl WorkItem {
     }
 }
 
-fn rank(m: &str) -> u8 {
-    match m {
-        "primary" => 0,
-        "related" => 1,
-        "parent" => 2,
-        _ => 3,
-    }
-}
-
-const fn match_name(k: MatchKind) -> &'static str {
-    match k {
-        MatchKind::Primary => "primary",
-        MatchKind::Related => "related",
-        MatchKind::Parent => "parent",
-    }
-}
-
 /// The submissions for one decided event: one per target with an action, plus one for
 /// an unmanaged create whose import block is known (into `unmanaged_workspace`).
 /// Pure.
 pub fn submissions(
     event: &DriftEvent,
     decision: &Decision,
-    dependents: &[Dependent],
+    dependents: &[ResourceKey],
     redactor: &Redactor,
     unmanaged_workspace: Option<&str>,
 ) -> Vec<Submission> {
@@ -180,26 +162,26 @@ pub fn submissions(
         Verdict::Drift => {
             for t in &decision.targets {
                 let mode = match t.action {
-                    Decided::Revert => Mode::Revert,
-                    Decided::PullRequest => Mode::PullRequest,
-                    Decided::Notify => Mode::Notify,
-                    Decided::None => continue,
+                    Action::Revert => Mode::Revert,
+                    Action::PullRequest => Mode::PullRequest,
+                    Action::Notify => Mode::Notify,
+                    Action::None => continue,
                 };
                 out.push(Submission {
                     key: WorkKey::new(t.workspace.clone(), t.address.clone()),
                     mode,
-                    matched: match_name(t.kind),
+                    matched: Matched::Managed(t.kind),
                     evidence: evidence.clone(),
                     dependents: dependents
                         .iter()
-                        .filter(|d| d.workspace == t.workspace)
-                        .map(|d| d.address.to_string())
+                        .filter(|d| *d.workspace == *t.workspace)
+                        .map(|d| d.address.clone())
                         .collect(),
                     unmanaged: None,
                 });
             }
         }
-        Verdict::Unmanaged if decision.action != Decided::None => {
+        Verdict::Unmanaged if decision.action != Action::None => {
             let Some(ws) = unmanaged_workspace else {
                 return out;
             };
@@ -231,7 +213,7 @@ pub fn submissions(
             out.push(Submission {
                 key: WorkKey::new(ws, address),
                 mode,
-                matched: "unmanaged",
+                matched: Matched::UNMANAGED,
                 evidence,
                 dependents: BTreeSet::new(),
                 unmanaged,

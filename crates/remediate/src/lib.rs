@@ -8,7 +8,7 @@
 //!   to `max_parallel_workspaces`. The runner task owns all scheduling state, so
 //!   nothing holds a lock across an `.await`.
 //! * [`reconcile`] + [`error_policy`] (kube-runtime style) return a small
-//!   `#[must_use]` [`Action`]: done, requeue with backoff (exponential with jitter,
+//!   `#[must_use]` [`Requeue`]: done, requeue with backoff (exponential with jitter,
 //!   `backon`), recheck later, or escalate.
 //! * Revert = `init` when needed, `plan -detailed-exitcode -target=… -out=…`,
 //!   `show -json`, the pure [`guard()`] over the plan JSON, then `apply <planfile>`
@@ -35,9 +35,9 @@ mod store;
 mod tf;
 
 pub use config::{RemediationConfig, Workspace};
-pub use guard::{GuardError, GuardReport, Verdict, guard};
+pub use guard::{GuardError, GuardReport, PlanVerdict, guard};
 pub use item::{MAX_EVIDENCE, Mode, Submission, WorkItem, WorkKey, is_own_echo, submissions};
-pub use reconcile::{Action, Batch, Context, Error, error_policy, escalate, reconcile};
+pub use reconcile::{Batch, Context, Error, Requeue, error_policy, escalate, reconcile};
 pub use runner::{Completed, Remediator, RemediatorBuilder, SubmitError, Submitted};
 pub use setup::{SetupError, state_secrets};
 pub use sqlite_store::{SqliteStore, StoreError};

@@ -1,6 +1,6 @@
 //! The reconciler, kube-runtime style: [`reconcile`] does the work for a batch of items
-//! of one workspace and returns a small [`Action`]; [`error_policy`] maps an error to an
-//! [`Action`]. Both are idempotent: running them again for the same drift gives the
+//! of one workspace and returns a small [`Requeue`]; [`error_policy`] maps an error to an
+//! [`Requeue`]. Both are idempotent: running them again for the same drift gives the
 //! same PR (found by its branch), and a plan that shows no changes resolves it.
 
 use std::collections::BTreeMap;
@@ -10,14 +10,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use chrono::{Duration as ChronoDuration, Utc};
+use driftreactor_event::MatchKind;
 use driftreactor_notify::{
-    DriftKind, DriftReport, DriftedAddress, Fingerprint, GitHub, GitHubError, PlanSummary,
+    DriftKind, DriftReport, DriftedAddress, Fingerprint, GitHub, GitHubError, Matched, PlanSummary,
     Redactor, Slack, Transition, TransitionKind,
 };
 use tokio::sync::broadcast;
 
 use crate::config::{RemediationConfig, Workspace};
-use crate::guard::{self, GuardError, Verdict};
+use crate::guard::{self, GuardError, PlanVerdict};
 use crate::item::{Mode, WorkItem};
 use crate::store::{ApplyRecord, StateStore};
 use crate::tf::{PlanExit, TfError, TfRunner};
@@ -25,7 +26,7 @@ use crate::tf::{PlanExit, TfError, TfRunner};
 /// What the runner does next with a batch. Small and `#[must_use]`, like kube's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use]
-pub enum Action {
+pub enum Requeue {
     /// Finished (reverted, resolved, notified): the next event starts a new story.
     Done,
     /// A PR is open, waiting for a human: keep the evidence for updates, and re-plan
@@ -33,28 +34,28 @@ pub enum Action {
     /// resolved. Does not keep [`crate::Remediator::run_until_idle`] waiting.
     Recheck(Duration),
     /// Try again after this long (transient failure); counts as pending work.
-    Requeue(Duration),
+    After(Duration),
     /// Stop automatic remediation of these addresses and tell a human (the evidence is
     /// kept for the escalation PR).
     Escalate(String),
 }
 
-impl Action {
-    /// [`Action::Done`].
+impl Requeue {
+    /// [`Requeue::Done`].
     pub const fn done() -> Self {
-        Action::Done
+        Requeue::Done
     }
-    /// [`Action::Requeue`].
-    pub const fn requeue(after: Duration) -> Self {
-        Action::Requeue(after)
+    /// [`Requeue::After`].
+    pub const fn after(after: Duration) -> Self {
+        Requeue::After(after)
     }
-    /// [`Action::Recheck`].
+    /// [`Requeue::Recheck`].
     pub const fn recheck(after: Duration) -> Self {
-        Action::Recheck(after)
+        Requeue::Recheck(after)
     }
-    /// [`Action::Escalate`].
+    /// [`Requeue::Escalate`].
     pub fn escalate(reason: impl Into<String>) -> Self {
-        Action::Escalate(reason.into())
+        Requeue::Escalate(reason.into())
     }
 }
 
@@ -150,10 +151,15 @@ impl Batch {
             .iter()
             .map(|i| DriftedAddress {
                 address: i.key.address.to_string(),
-                matched: i.matched.to_owned(),
+                matched: i.matched,
             })
             .collect();
-        addresses.sort_by_key(|a| (a.matched != "primary", a.address.clone()));
+        addresses.sort_by_key(|a| {
+            (
+                a.matched != Matched::Managed(MatchKind::Primary),
+                a.address.clone(),
+            )
+        });
         DriftReport {
             workspace: self.workspace.clone(),
             kind,
@@ -242,8 +248,8 @@ impl Context {
 
     /// A PR is open and waits for a human: keep the evidence, re-plan after
     /// `recheck_secs` (zero: only when new events arrive).
-    fn recheck_action(&self) -> Action {
-        Action::recheck(Duration::from_secs(self.cfg.recheck_secs))
+    fn recheck_action(&self) -> Requeue {
+        Requeue::recheck(Duration::from_secs(self.cfg.recheck_secs))
     }
 
     async fn plan_file(&self, workspace: &str) -> Result<PathBuf, Error> {
@@ -333,7 +339,7 @@ fn announce(batch: &Batch, ctx: &Context) {
         TransitionKind::NewDrift {
             principals,
             operations,
-            action: batch.mode.as_str().to_owned(),
+            action: batch.mode.action(),
         },
     );
 }
@@ -386,15 +392,15 @@ fn blocked(batch: &Batch, ctx: &Context) -> Option<(String, bool)> {
 /// # Errors
 /// [`Error`] from the IaC tool, the plan JSON or GitHub; [`error_policy`] decides.
 #[tracing::instrument(skip_all, fields(workspace = %batch.workspace, mode = ?batch.mode, addresses = ?batch.addresses()))]
-pub async fn reconcile(batch: Arc<Batch>, ctx: Arc<Context>) -> Result<Action, Error> {
+pub async fn reconcile(batch: Arc<Batch>, ctx: Arc<Context>) -> Result<Requeue, Error> {
     announce(&batch, &ctx);
     match batch.mode {
-        Mode::Notify => return Ok(Action::done()),
+        Mode::Notify => return Ok(Requeue::done()),
         Mode::Import => {
             let report = batch.report(None, String::new());
             ctx.open_pr(&batch, &report).await?;
             // Nothing in state to re-plan: the PR waits for a human (or more events).
-            return Ok(Action::recheck(Duration::ZERO));
+            return Ok(Requeue::recheck(Duration::ZERO));
         }
         Mode::PullRequest | Mode::Revert => {}
     }
@@ -402,7 +408,7 @@ pub async fn reconcile(batch: Arc<Batch>, ctx: Arc<Context>) -> Result<Action, E
         && let Some((reason, escalate)) = blocked(&batch, &ctx)
     {
         if escalate {
-            return Ok(Action::escalate(reason));
+            return Ok(Requeue::escalate(reason));
         }
         // Already escalated: keep its PR up to date with the new evidence, no revert.
         let report = batch.report(None, format!("Automatic revert did not run: {reason}."));
@@ -424,7 +430,7 @@ pub async fn reconcile(batch: Arc<Batch>, ctx: Arc<Context>) -> Result<Action, E
         return Ok(if ctx.open_pr(&batch, &report).await? {
             ctx.recheck_action()
         } else {
-            Action::done()
+            Requeue::done()
         });
     };
     let now = Utc::now();
@@ -445,7 +451,7 @@ async fn plan_and_act(
     tf: &TfRunner,
     targets: &[String],
     plan_file: &std::path::Path,
-) -> Result<Action, Error> {
+) -> Result<Requeue, Error> {
     tf.init(false).await?;
     let exit = match tf.plan(targets, plan_file).await {
         Err(TfError::InitRequired { .. }) => {
@@ -462,8 +468,8 @@ async fn plan_and_act(
     let mut summary = report.summary;
     redact_summary(&mut summary, &ctx.redactor);
     match report.verdict {
-        Verdict::NoChanges => resolved(batch, ctx, "the plan has no resource changes").await,
-        Verdict::Refuse => {
+        PlanVerdict::NoChanges => resolved(batch, ctx, "the plan has no resource changes").await,
+        PlanVerdict::Refuse => {
             let reason = format!(
                 "The guard refused to apply the targeted plan ({}).",
                 summary.refusals.join(" ").trim_end_matches('.')
@@ -472,10 +478,10 @@ async fn plan_and_act(
             if ctx.open_pr(batch, &r).await? {
                 Ok(ctx.recheck_action())
             } else {
-                Ok(Action::escalate(reason))
+                Ok(Requeue::escalate(reason))
             }
         }
-        Verdict::Pass if batch.mode == Mode::PullRequest => {
+        PlanVerdict::Pass if batch.mode == Mode::PullRequest => {
             let r = batch.report(
                 Some(summary),
                 "The policy for these resources is `pull_request`.".into(),
@@ -483,7 +489,7 @@ async fn plan_and_act(
             ctx.open_pr(batch, &r).await?;
             Ok(ctx.recheck_action())
         }
-        Verdict::Pass => {
+        PlanVerdict::Pass => {
             let started = Utc::now();
             let changes: BTreeMap<String, Vec<String>> = summary
                 .changes
@@ -514,12 +520,12 @@ async fn plan_and_act(
                 "driftreactor reverted it with a guarded targeted apply",
             )
             .await?;
-            Ok(Action::done())
+            Ok(Requeue::done())
         }
     }
 }
 
-async fn resolved(batch: &Batch, ctx: &Context, how: &str) -> Result<Action, Error> {
+async fn resolved(batch: &Batch, ctx: &Context, how: &str) -> Result<Requeue, Error> {
     let was_paused = batch
         .items
         .iter()
@@ -536,7 +542,7 @@ async fn resolved(batch: &Batch, ctx: &Context, how: &str) -> Result<Action, Err
         batch.addresses(),
         TransitionKind::Resolved,
     );
-    Ok(Action::done())
+    Ok(Requeue::done())
 }
 
 fn redact_summary(s: &mut PlanSummary, r: &Redactor) {
@@ -557,16 +563,16 @@ fn redact_summary(s: &mut PlanSummary, r: &Redactor) {
 /// a tool run that failed, GitHub 5xx / rate limits) retry after `backoff` (the
 /// caller's exponential-with-jitter delay; the hourly attempt cap bounds the retries);
 /// permanent ones (the tool cannot start, unreadable plan JSON) escalate at once.
-pub fn error_policy(batch: &Batch, error: &Error, backoff: Duration) -> Action {
+pub fn error_policy(batch: &Batch, error: &Error, backoff: Duration) -> Requeue {
     tracing::warn!(workspace = %batch.workspace, addresses = ?batch.addresses(), error = %error, "Remediation attempt failed.");
     if error.is_transient() {
-        Action::requeue(backoff)
+        Requeue::after(backoff)
     } else {
-        Action::escalate(format!("remediation failed: {error}"))
+        Requeue::escalate(format!("remediation failed: {error}"))
     }
 }
 
-/// Carries out [`Action::Escalate`]: pauses auto-revert of the batch's addresses, opens
+/// Carries out [`Requeue::Escalate`]: pauses auto-revert of the batch's addresses, opens
 /// or updates the PR (with the reason), and emits `Escalated` once per pause.
 pub async fn escalate(batch: &Batch, reason: &str, ctx: &Context) {
     let reason = ctx.redactor.text(reason).into_owned();

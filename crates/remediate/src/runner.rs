@@ -13,15 +13,15 @@ use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
 use chrono::Duration as ChronoDuration;
 use driftreactor_decide::Decision;
 use driftreactor_event::DriftEvent;
-use driftreactor_notify::{Evidence, GitHub, Redactor, Slack, Transition};
-use driftreactor_router::Dependent;
+use driftreactor_event::ResourceKey;
+use driftreactor_notify::{Evidence, GitHub, Matched, Redactor, Slack, Transition};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
 use crate::config::{RemediationConfig, Workspace};
 use crate::item::{Mode, Submission, WorkItem, WorkKey, is_own_echo, submissions};
-use crate::reconcile::{Action, Batch, Context, error_policy, escalate, reconcile};
+use crate::reconcile::{Batch, Context, Requeue, error_policy, escalate, reconcile};
 use crate::store::{MemoryStore, StateStore};
 
 /// Transitions buffered per subscriber before it lags.
@@ -200,7 +200,7 @@ impl Remediator {
         &self,
         event: &DriftEvent,
         decision: &Decision,
-        dependents: &[Dependent],
+        dependents: &[ResourceKey],
     ) -> Result<Submitted, SubmitError> {
         let all = submissions(
             event,
@@ -306,7 +306,7 @@ struct Slot {
     /// Dependents seen over the same rounds.
     deps: BTreeSet<String>,
     /// How the address was matched (kept for re-checks).
-    matched: &'static str,
+    matched: Matched,
     /// Backoff of consecutive transient failures.
     backoff: Option<ExponentialBackoff>,
     /// A scheduled PR re-check.
@@ -320,7 +320,7 @@ struct Runner {
     completed: broadcast::Sender<Completed>,
     slots: BTreeMap<WorkKey, Slot>,
     busy: BTreeSet<String>,
-    tasks: JoinSet<(Arc<Batch>, Action)>,
+    tasks: JoinSet<(Arc<Batch>, Requeue)>,
     idle_waiters: Vec<oneshot::Sender<()>>,
     backoff: ExponentialBuilder,
 }
@@ -534,9 +534,9 @@ impl Runner {
                 });
                 let action = inner.await.unwrap_or_else(|e| {
                     tracing::error!(error = %e, "A remediation task failed unexpectedly.");
-                    Action::escalate("internal error while remediating (see the logs)")
+                    Requeue::escalate("internal error while remediating (see the logs)")
                 });
-                if let Action::Escalate(reason) = &action {
+                if let Requeue::Escalate(reason) = &action {
                     escalate(&batch, reason, &ctx).await;
                 }
                 (batch, action)
@@ -556,14 +556,14 @@ impl Runner {
             .unwrap_or(Duration::from_secs(self.ctx.cfg.backoff_max_secs.max(1)))
     }
 
-    fn finish(&mut self, batch: &Batch, action: Action) {
+    fn finish(&mut self, batch: &Batch, action: Requeue) {
         self.busy.remove(&batch.workspace);
         let now = Instant::now();
         let outcome = match &action {
-            Action::Done => Some("done"),
-            Action::Escalate(_) => Some("escalated"),
-            Action::Recheck(_) => Some("pull_request"),
-            Action::Requeue(_) => None,
+            Requeue::Done => Some("done"),
+            Requeue::Escalate(_) => Some("escalated"),
+            Requeue::Recheck(_) => Some("pull_request"),
+            Requeue::After(_) => None,
         };
         for item in &batch.items {
             if let Some(outcome) = outcome {
@@ -579,7 +579,7 @@ impl Runner {
             };
             slot.running = false;
             match &action {
-                Action::Requeue(after) => {
+                Requeue::After(after) => {
                     // Retry: put the work back, merged with anything that arrived since.
                     let mut back = item.clone();
                     if let Some(newer) = slot.pending.take() {
@@ -597,17 +597,17 @@ impl Runner {
                     slot.pending = Some(back);
                     slot.not_before = now + *after;
                 }
-                Action::Done => {
+                Requeue::Done => {
                     // Reverted, resolved or notified: a new drift is a new story.
                     slot.backoff = None;
                     slot.history.clear();
                     slot.deps.clear();
                     slot.announced = false;
                 }
-                Action::Escalate(_) => {
+                Requeue::Escalate(_) => {
                     slot.backoff = None;
                 }
-                Action::Recheck(after) => {
+                Requeue::Recheck(after) => {
                     slot.backoff = None;
                     if slot.pending.is_none() && !after.is_zero() {
                         slot.recheck_at = Some(now + *after);
@@ -615,7 +615,7 @@ impl Runner {
                 }
             }
         }
-        if matches!(action, Action::Done) && !batch.recheck {
+        if matches!(action, Requeue::Done) && !batch.recheck {
             // Keep memory bounded: forget keys with nothing pending or scheduled.
             self.slots.retain(|_, s| {
                 s.running || s.pending.is_some() || s.recheck_at.is_some() || !s.history.is_empty()

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use driftreactor_decide::{Action as Decided, Decision, Target, Verdict};
+use driftreactor_event::ResourceKey;
 use driftreactor_event::{Change, DriftEvent, Principal, Provider, ResourceRef, Via};
 use driftreactor_notify::fake::{FakeGitHub, FakeSlack};
 use driftreactor_notify::{
@@ -16,8 +17,7 @@ use driftreactor_notify::{
 use driftreactor_remediate::{
     RemediationConfig, Remediator, SqliteStore, StateStore, WorkKey, Workspace,
 };
-use driftreactor_router::{Dependent, MatchKind};
-use driftreactor_tfgraph::NodeId;
+use driftreactor_router::MatchKind;
 use serde_json::value::RawValue;
 use tokio::sync::broadcast;
 
@@ -144,12 +144,8 @@ fn decision(ws: &str, address: &str, action: Decided) -> Decision {
     }
 }
 
-fn dependents(ws: &str) -> Vec<Dependent> {
-    vec![Dependent {
-        node: NodeId(0),
-        workspace: ws.into(),
-        address: "aws_instance.app".into(),
-    }]
+fn dependents(ws: &str) -> Vec<ResourceKey> {
+    vec![ResourceKey::new(ws, "aws_instance.app")]
 }
 
 async fn github(fake: &FakeGitHub, redactor: Redactor) -> GitHub {

@@ -166,7 +166,7 @@ async fn real_terraform_against_moto_reverts_opens_a_pr_recreates_and_waits_for_
         .submit(
             &evaluated.event,
             &evaluated.decision,
-            &evaluated.routed.dependents,
+            &evaluated.routed.dependent_keys(),
         )
         .await
         .unwrap();
@@ -205,7 +205,7 @@ async fn real_terraform_against_moto_reverts_opens_a_pr_recreates_and_waits_for_
         .submit(
             &evaluated.event,
             &evaluated.decision,
-            &evaluated.routed.dependents,
+            &evaluated.routed.dependent_keys(),
         )
         .await
         .unwrap();
@@ -265,7 +265,7 @@ async fn real_terraform_against_moto_reverts_opens_a_pr_recreates_and_waits_for_
         .submit(
             &evaluated.event,
             &evaluated.decision,
-            &evaluated.routed.dependents,
+            &evaluated.routed.dependent_keys(),
         )
         .await
         .unwrap();
@@ -314,7 +314,7 @@ async fn real_terraform_against_moto_reverts_opens_a_pr_recreates_and_waits_for_
         .submit(
             &evaluated.event,
             &evaluated.decision,
-            &evaluated.routed.dependents,
+            &evaluated.routed.dependent_keys(),
         )
         .await
         .unwrap();

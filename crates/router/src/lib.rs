@@ -15,21 +15,11 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use driftreactor_event::DriftEvent;
+use driftreactor_event::{DriftEvent, ResourceKey};
 use driftreactor_tfgraph::{Graph, MAX_DEPENDENTS, NodeId};
 use serde::Serialize;
 
-/// How a resource was matched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MatchKind {
-    /// The resource's own identity is the changed object.
-    Primary,
-    /// The resource hangs off the changed object.
-    Related,
-    /// The changed object is an unmanaged child of this managed resource.
-    Parent,
-}
+pub use driftreactor_event::MatchKind;
 
 /// One matched resource.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -66,6 +56,17 @@ pub struct Routed {
     pub matches: Vec<ResourceMatch>,
     /// Dependents of the matches that are not themselves matches, each once.
     pub dependents: Vec<Dependent>,
+}
+
+impl Routed {
+    /// The dependents as (workspace, address) keys, in order: what the journal records
+    /// and the remediator reads of the blast radius.
+    pub fn dependent_keys(&self) -> Vec<ResourceKey> {
+        self.dependents
+            .iter()
+            .map(|d| ResourceKey::new(&*d.workspace, &*d.address))
+            .collect()
+    }
 }
 
 /// Up to this many matches, [`route`] dedupes them by a linear scan.

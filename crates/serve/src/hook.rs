@@ -1,42 +1,17 @@
 //! The after-commit hook: what the service hands on once an event is durably journaled
 //! (the remediator, in the `driftreactor` binary).
 //!
-//! The service stays free of the decide / router / remediate types: a [`Model`] may
-//! attach any value to each [`Processed`] event ([`Processed::opaque`], an [`Opaque`]),
-//! and the [`AfterCommit`] implementation given in [`crate::ServeOptions`] gets the
-//! event back, with that value, after its journal `COMMIT` and the bus acknowledgement.
-//!
-//! [`Model`]: crate::Model
+//! The [`AfterCommit`] implementation given in [`crate::ServeOptions`] gets each newly
+//! recorded [`Processed`] event (typed: verdict, reason, action, matches, dependents)
+//! after its journal `COMMIT` and the bus acknowledgement. Before the commit it is
+//! asked for the record to keep with the event so it can resubmit it after a restart
+//! ([`AfterCommit::requeue_record`]), which the journal stores in the same
+//! transaction as the event.
 
-use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 
 use crate::model::Processed;
-
-/// A value a [`crate::Model`] attaches to a [`Processed`] event for the
-/// [`AfterCommit`] hook (e.g. the decision and the blast radius). Cheap to clone.
-#[derive(Clone)]
-pub struct Opaque(Arc<dyn Any + Send + Sync>);
-
-impl Opaque {
-    /// Wraps `value`.
-    pub fn new<T: Any + Send + Sync>(value: T) -> Self {
-        Self(Arc::new(value))
-    }
-
-    /// The value, when it is a `T`.
-    pub fn downcast_ref<T: Any>(&self) -> Option<&T> {
-        self.0.downcast_ref()
-    }
-}
-
-impl std::fmt::Debug for Opaque {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Opaque(..)")
-    }
-}
 
 /// What [`AfterCommit::committed`] did with an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,8 +22,8 @@ pub enum Handoff {
     Skipped,
     /// Not taken: the hook's queue is full or its worker stopped (counted
     /// `remediation_handoffs_total{result="dropped"}`; the event stays in the journal,
-    /// as a `pending` remediation when the model set [`Processed::remediation`], which
-    /// the binary resubmits at its next start).
+    /// as a `pending` remediation when [`AfterCommit::requeue_record`] gave one, which
+    /// the hook resubmits at its next start).
     Dropped,
 }
 
@@ -59,19 +34,39 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// duplicates, not entries the journal stored as `ignored` for an already recorded
 /// correlation key), after its message's journal commit and acknowledgement.
 pub trait AfterCommit: Send + Sync {
+    /// What to keep with `item` in the journal, in the same transaction as the event,
+    /// so the hook can resubmit it after a restart (recorded as a `pending`
+    /// remediation until the hook marks it finished; see
+    /// `driftreactor_journal::Journal::pending_remediations`). `None`: nothing to
+    /// resubmit (no action). Stored as given: redact it first. Pure; called before the
+    /// commit for every event of a message.
+    fn requeue_record(&self, item: &Processed) -> Option<String>;
+
     /// Hands one committed event on. Must not block or wait: queue it and return
-    /// ([`Handoff::Dropped`] when the queue is full). `item.verdict` / `item.reason` are
-    /// the ones the journal stored.
+    /// ([`Handoff::Dropped`] when the queue is full). `item.verdict`, `item.reason`
+    /// and `item.action` are the ones the journal stored.
     fn committed(&self, source: &str, item: Processed) -> Handoff;
 
     /// Lifts an escalation of (workspace, address): `POST
     /// /v1/resources/{workspace}/{address}/clear`.
     ///
     /// # Errors
-    /// A plain-words reason (answered 503).
+    /// [`ClearError`] (answered 503).
     fn clear<'a>(
         &'a self,
         workspace: &'a str,
         address: &'a str,
-    ) -> BoxFuture<'a, Result<(), String>>;
+    ) -> BoxFuture<'a, Result<(), ClearError>>;
+}
+
+/// Why [`AfterCommit::clear`] could not lift an escalation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClearError {
+    /// Remediation has stopped (the service is shutting down).
+    #[error("remediation has stopped")]
+    Stopped,
+    /// The remediation queue stayed full for the wait allowed.
+    #[error("the remediation queue is full; retry later")]
+    Busy,
 }

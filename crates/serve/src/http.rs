@@ -9,6 +9,7 @@ use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use driftreactor_event::Verdict;
 use driftreactor_journal::{EventQuery, RemediationQuery};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -117,16 +118,20 @@ async fn events(State(s): State<AppState>, Query(p): Query<EventsParams>) -> Res
             }
         },
     };
-    if let Some(v) = p.verdict.as_deref()
-        && !matches!(v, "drift" | "unmanaged" | "ignored" | "")
-    {
-        return error(
-            StatusCode::BAD_REQUEST,
-            format!("verdict: `{v}` is not one of drift, unmanaged, ignored"),
-        );
-    }
+    let verdict = match p.verdict.as_deref().filter(|v| !v.is_empty()) {
+        None => None,
+        Some(v) => match v.parse::<Verdict>() {
+            Ok(v) if v != Verdict::Rejected => Some(v),
+            _ => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    format!("verdict: `{v}` is not one of drift, unmanaged, ignored"),
+                );
+            }
+        },
+    };
     let q = EventQuery {
-        verdict: p.verdict.filter(|v| !v.is_empty()),
+        verdict,
         since,
         provider: p.provider.filter(|v| !v.is_empty()),
         limit: p.limit.unwrap_or(0),
@@ -267,6 +272,6 @@ async fn clear(
             axum::Json(json!({ "cleared": true, "workspace": workspace, "address": address }))
                 .into_response()
         }
-        Err(reason) => error(StatusCode::SERVICE_UNAVAILABLE, reason),
+        Err(reason) => error(StatusCode::SERVICE_UNAVAILABLE, reason.to_string()),
     }
 }

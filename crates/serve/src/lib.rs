@@ -47,8 +47,11 @@ mod worker;
 pub use config::{AzurePushConfig, GcpPushConfig, OidcConfig, Retention, ServerConfig, SourceSpec};
 pub use driftreactor_journal::{MatchRecord, ResourceKey};
 pub use driftreactor_source as source;
-pub use hook::{AfterCommit, BoxFuture, Handoff, Opaque};
-pub use model::{Input, Loaded, Model, ModelLoader, Processed, ResourceInfo, StateInfo};
+pub use hook::{AfterCommit, BoxFuture, ClearError, Handoff};
+pub use model::{
+    BoxError, Input, LoadError, Loaded, Model, ModelLoader, Processed, ResourceInfo, StateInfo,
+    chain,
+};
 pub use push::{PushedMessage, parse_pubsub_push};
 pub use sources::{BuildFuture, SourceBuilder, SourceRegistry};
 
@@ -78,7 +81,7 @@ pub enum ServeError {
     Journal(#[from] driftreactor_journal::Error),
     /// The state graph could not be loaded at start-up.
     #[error("cannot load the state graph: {0}")]
-    Model(String),
+    Model(#[source] LoadError),
     /// A pull source could not be built.
     #[error("cannot start source {name}: {reason}")]
     Source {
@@ -348,7 +351,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
     let load = loader.clone();
     let loaded = tokio::task::spawn_blocking(move || load.load())
         .await
-        .map_err(|e| ServeError::Model(e.to_string()))?
+        .map_err(|e| ServeError::Model(LoadError::Aborted(e.to_string())))?
         .map_err(ServeError::Model)?;
     for s in &loaded.states {
         tracing::info!(workspace = %s.workspace, serial = s.serial, lineage = %s.lineage, "Loaded state.");

@@ -7,12 +7,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use driftreactor_event::Provider;
+use driftreactor_event::{Provider, Verdict};
 
 type Labels = Vec<(&'static str, String)>;
-
-/// The verdicts events are journaled with (`events_decided_total{verdict}`).
-pub const VERDICTS: [&str; 3] = ["drift", "unmanaged", "ignored"];
 
 /// The results of a hand-off to the remediator (`remediation_handoffs_total{result}`).
 pub const HANDOFF_RESULTS: [&str; 2] = ["queued", "dropped"];
@@ -256,10 +253,11 @@ impl Metrics {
         }
         for p in providers {
             let _ = self.duplicate.get_or_create(&label("provider", p));
-            for v in VERDICTS {
-                let _ = self
-                    .decided
-                    .get_or_create(&vec![("provider", p.to_owned()), ("verdict", v.to_owned())]);
+            for v in Verdict::RECORDED {
+                let _ = self.decided.get_or_create(&vec![
+                    ("provider", p.to_owned()),
+                    ("verdict", v.as_str().to_owned()),
+                ]);
             }
         }
     }

@@ -11,10 +11,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use driftreactor_event::{DriftEvent, Provider};
-use driftreactor_journal::{MatchRecord, ResourceKey};
+use driftreactor_event::{Action, DriftEvent, NormalizeError, Provider, Reason, Verdict};
+use driftreactor_journal::{Decided, MatchRecord, ResourceKey};
 use driftreactor_source::PayloadFormat;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One message's payload, as handed to [`Model::process`].
 #[derive(Debug, Clone, Copy)]
@@ -32,30 +32,42 @@ pub struct Input<'a> {
     pub attributes: &'a BTreeMap<String, String>,
 }
 
-/// One event of a message after normalize → route → decide.
-#[derive(Debug, Clone)]
+/// One event of a message after normalize → route → decide: everything the journal
+/// records and the remediator needs, typed.
+///
+/// Serializable, so that what the remediation side keeps to resubmit an event after a
+/// restart ([`crate::AfterCommit::requeue_record`]) is this same value (with the
+/// event's request parameters redacted).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Processed {
     /// The normalized event.
     pub event: DriftEvent,
-    /// `drift`, `unmanaged` or `ignored` (DESIGN.md, "The replay report").
-    pub verdict: String,
+    /// `drift`, `unmanaged` or `ignored`.
+    pub verdict: Verdict,
     /// The reason for `ignored` and unattributed `unmanaged` verdicts.
-    pub reason: Option<String>,
-    /// The event-level action (`revert`, `pull_request`, `notify`, `none`).
-    pub action: String,
+    pub reason: Option<Reason>,
+    /// The event-level action.
+    pub action: Action,
     /// Matched managed resources with their policy actions.
     pub matches: Vec<MatchRecord>,
     /// Dependents of the matches (blast radius).
     pub dependents: Vec<ResourceKey>,
-    /// Whatever the model wants the [`crate::AfterCommit`] hook to get back with this
-    /// event (the service never looks inside).
-    pub opaque: Option<crate::Opaque>,
-    /// What the [`crate::AfterCommit`] hook needs to resubmit this event after a
-    /// restart, as JSON the service never looks inside (`None`: nothing to remediate).
-    /// The journal records it as a `pending` remediation in the same transaction as
-    /// the event (see `driftreactor_journal::Journal::pending_remediations`); redact it
-    /// first, the journal stores it as given.
-    pub remediation: Option<String>,
+    /// What the journal records instead when an earlier event of the same correlation
+    /// key is already recorded (the decider's rule for a later report of one change;
+    /// see `driftreactor_journal::Entry::repeated`).
+    #[serde(default)]
+    pub repeated: Option<Decided>,
+}
+
+impl Processed {
+    /// The verdict, reason and action as one value.
+    pub const fn decided(&self) -> Decided {
+        Decided {
+            verdict: self.verdict,
+            reason: self.reason,
+            action: self.action,
+        }
+    }
 }
 
 /// What the state graph knows about one managed resource (`/v1/resources/…`).
@@ -86,8 +98,8 @@ pub struct StateInfo {
 pub trait Model: Send + Sync {
     /// Normalizes, routes and decides every event in one message's payload, in order.
     /// A payload that is not an event, or an event that does not parse, gives an
-    /// `Err` with the reason in plain words. Pure; never panics on input.
-    fn process(&self, input: &Input<'_>) -> Vec<Result<Processed, String>>;
+    /// `Err` saying why. Pure; never panics on input.
+    fn process(&self, input: &Input<'_>) -> Vec<Result<Processed, NormalizeError>>;
 
     /// What the graph knows of (workspace, address); `None` when it is not managed.
     fn resource(&self, workspace: &str, address: &str) -> Option<ResourceInfo>;
@@ -116,7 +128,47 @@ pub trait ModelLoader: Send + Sync {
     /// Loads every state file and builds the model.
     ///
     /// # Errors
-    /// A plain-words reason naming the file when a state cannot be read or parsed; the
-    /// service then keeps the previous model.
-    fn load(&self) -> Result<Loaded, String>;
+    /// [`LoadError`] naming the workspace when a state cannot be read or parsed, or
+    /// the policy does not compile; the service then keeps the previous model.
+    fn load(&self) -> Result<Loaded, LoadError>;
+}
+
+/// An error of any library, for [`LoadError`]'s causes.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why a [`ModelLoader`] could not build a model. Its message includes every cause,
+/// on one line (`outer: cause: cause`), as `/readyz` and the logs show it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// A workspace's state cannot be read or parsed.
+    #[error("workspace {workspace}: {}", chain(&**source))]
+    State {
+        /// The workspace (`[[workspaces]] name`).
+        workspace: String,
+        /// What went wrong (the state reader's error).
+        source: BoxError,
+    },
+    /// The policy (`[principals]`, `[[policy]]`) does not compile.
+    #[error("invalid policy: {}", chain(&**.0))]
+    Policy(BoxError),
+    /// The loading task stopped before it answered (it panicked).
+    #[error("the state loader stopped unexpectedly: {0}")]
+    Aborted(String),
+}
+
+/// `err` and its causes on one line (`outer: cause: cause`), leaving out a cause
+/// whose text the outer message already holds.
+pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = err.to_string();
+    let mut cause = err.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = c.source();
+    }
+    out
 }

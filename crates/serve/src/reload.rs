@@ -79,7 +79,7 @@ pub(crate) async fn run(ctx: Arc<Ctx>, interval: Duration, shutdown: Cancellatio
                 if unreadable == UNREADABLE_CHECKS {
                     tracing::warn!(reason = %reason, checks = UNREADABLE_CHECKS, "State file unreadable; keeping the previous graph.");
                     count_failed_reload(&ctx);
-                    set_state_error(&ctx, Some(reason));
+                    set_state_error(&ctx, Some(reason.to_string()));
                 } else {
                     tracing::debug!(reason = %reason, "State file not readable now; keeping the current graph.");
                 }
@@ -124,7 +124,7 @@ pub(crate) async fn run(ctx: Arc<Ctx>, interval: Duration, shutdown: Cancellatio
             Ok(Err(reason)) => {
                 tracing::warn!(reason = %reason, "State reload failed; keeping the previous graph.");
                 count_failed_reload(&ctx);
-                set_state_error(&ctx, Some(reason));
+                set_state_error(&ctx, Some(reason.to_string()));
                 failed = Some(probes);
             }
             Err(_) => {

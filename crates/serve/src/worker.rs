@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use chrono::{DateTime, Utc};
+use driftreactor_event::{Reason, Verdict};
 use driftreactor_journal::{Entry, Written, sha256_hex};
 use driftreactor_source::{Delivery, SourceMessage};
 use tokio::sync::{Semaphore, mpsc};
@@ -64,11 +65,13 @@ pub(crate) async fn run(mut rx: mpsc::Receiver<Envelope>, ctx: Arc<Ctx>) {
         };
         // `Model::process` must not panic; if a bug makes it, that one message is
         // rejected (left for the dead-letter queue) and the service keeps running.
-        let results = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| loaded.model.process(&input)))
-            .unwrap_or_else(|_| {
-                tracing::error!(source = %source, message_id = %message_id, "The pipeline panicked on a message; it is rejected.");
-                vec![Err("internal error: the pipeline panicked on this message".to_owned())]
-            });
+        let results: Vec<Result<Processed, String>> =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| loaded.model.process(&input)))
+                .map(|r| r.into_iter().map(|r| r.map_err(|e| e.to_string())).collect())
+                .unwrap_or_else(|_| {
+                    tracing::error!(source = %source, message_id = %message_id, "The pipeline panicked on a message; it is rejected.");
+                    vec![Err("internal error: the pipeline panicked on this message".to_owned())]
+                });
         // The hook gets the events back after the commit (cloned only when there is one).
         let processed: Option<Vec<Processed>> = ctx.after_commit.as_ref().map(|_| {
             results
@@ -76,7 +79,15 @@ pub(crate) async fn run(mut rx: mpsc::Receiver<Envelope>, ctx: Arc<Ctx>) {
                 .filter_map(|r| r.as_ref().ok().cloned())
                 .collect()
         });
-        let entries = match to_entries(results, &source, &message_id, &payload, received_at) {
+        let requeue = |p: &Processed| ctx.after_commit.as_ref().and_then(|h| h.requeue_record(p));
+        let entries = match to_entries(
+            results,
+            &source,
+            &message_id,
+            &payload,
+            received_at,
+            requeue,
+        ) {
             Ok(entries) => entries,
             Err(reason) => {
                 tracing::warn!(source = %source, message_id = %message_id, reason = %reason, "Message rejected; not acknowledged as processed.");
@@ -121,6 +132,7 @@ fn to_entries(
     message_id: &str,
     payload: &[u8],
     received_at: SystemTime,
+    requeue: impl Fn(&Processed) -> Option<String>,
 ) -> Result<Vec<Entry>, String> {
     if results.is_empty() {
         return Err("the payload holds no event".into());
@@ -139,6 +151,7 @@ fn to_entries(
         .into_iter()
         .flatten()
         .map(|p| {
+            let remediation = requeue(&p);
             let e = p.event;
             Entry {
                 provider: e.provider,
@@ -152,14 +165,15 @@ fn to_entries(
                 payload_sha256: sha.clone(),
                 service: e.service,
                 operation: e.operation,
-                change: e.change.map(|c| c.as_str().to_owned()),
+                change: e.change,
                 verdict: p.verdict,
                 reason: p.reason,
                 action: p.action,
                 matches: p.matches,
                 dependents: p.dependents,
                 correlation_key: e.correlation_key,
-                remediation: p.remediation,
+                repeated: p.repeated,
+                remediation,
             }
         })
         .collect())
@@ -171,11 +185,12 @@ fn after_commit(ctx: &Ctx, source: &str, items: Vec<Processed>, written: Vec<Wri
         return;
     };
     for (mut item, w) in items.into_iter().zip(written) {
-        let Written::Recorded { verdict, reason } = w else {
+        let Written::Recorded(stored) = w else {
             continue;
         };
-        item.verdict = verdict;
-        item.reason = reason;
+        item.verdict = stored.verdict;
+        item.reason = stored.reason;
+        item.action = stored.action;
         let result = match hook.committed(source, item) {
             Handoff::Queued => "queued",
             Handoff::Dropped => "dropped",
@@ -206,19 +221,19 @@ async fn journal(ctx: &Ctx, source: &str, entries: Vec<Entry>) -> (Delivery, Vec
                             .get_or_create(&vec![("provider", provider)])
                             .inc();
                     }
-                    Written::Recorded { verdict, reason } => {
+                    Written::Recorded(stored) => {
                         all_duplicate = false;
                         let m = &ctx.metrics;
                         m.decided
                             .get_or_create(&vec![
                                 ("provider", provider.clone()),
-                                ("verdict", verdict.clone()),
+                                ("verdict", stored.verdict.as_str().to_owned()),
                             ])
                             .inc();
-                        if verdict == "unmanaged" {
+                        if stored.verdict == Verdict::Unmanaged {
                             let labels = vec![("provider", provider), ("operation", operation)];
                             m.unmanaged.get_or_create(&labels).inc();
-                            if reason.as_deref() == Some("unattributed") {
+                            if stored.reason == Some(Reason::Unattributed) {
                                 m.unattributed.get_or_create(&labels).inc();
                             }
                         }

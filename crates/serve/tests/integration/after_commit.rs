@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use driftreactor_serve::{AfterCommit, BoxFuture, Handoff, Processed, SourceRegistry};
+use driftreactor_serve::{AfterCommit, BoxFuture, ClearError, Handoff, Processed, SourceRegistry};
 
 use crate::common::*;
 
@@ -29,6 +29,10 @@ impl Recording {
 }
 
 impl AfterCommit for Recording {
+    fn requeue_record(&self, _: &Processed) -> Option<String> {
+        None
+    }
+
     fn committed(&self, source: &str, item: Processed) -> Handoff {
         let committed = self
             .journal
@@ -51,7 +55,7 @@ impl AfterCommit for Recording {
         &'a self,
         workspace: &'a str,
         address: &'a str,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<(), ClearError>> {
         Box::pin(async move {
             self.cleared
                 .lock()

@@ -185,14 +185,14 @@ async fn remediations_are_listed_with_their_status_and_never_their_request() {
     let journal = h.running.as_ref().unwrap().journal().clone();
     let entry = |provider: Provider, id: &str, ws: &str, address: &str| {
         let mut e = Entry::new(provider, id, "test");
-        e.verdict = "drift".into();
-        e.action = "revert".into();
+        e.verdict = Verdict::Drift;
+        e.action = Action::Revert;
         e.operation = "AuthorizeSecurityGroupIngress".into();
         e.matches = vec![MatchRecord {
             workspace: ws.into(),
             address: address.into(),
-            kind: "primary".into(),
-            action: "revert".into(),
+            kind: MatchKind::Primary,
+            action: Action::Revert,
         }];
         e.remediation = Some(r#"{"event":{"request":{"masterUserPassword":"hunter2"}}}"#.into());
         e

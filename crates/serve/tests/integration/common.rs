@@ -8,10 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use driftreactor_config::Config;
-use driftreactor_event::{DriftEvent, Provider, ResourceRef};
-use driftreactor_journal::{MatchRecord, ResourceKey};
+pub use driftreactor_event::{
+    Action, DriftEvent, MatchKind, NormalizeError, Provider, Reason, ResourceRef, Verdict,
+};
+use driftreactor_journal::{Decided, MatchRecord, ResourceKey};
 use driftreactor_serve::{
-    Input, Loaded, Model, ModelLoader, Processed, ResourceInfo, Running, ServeOptions,
+    Input, LoadError, Loaded, Model, ModelLoader, Processed, ResourceInfo, Running, ServeOptions,
     SourceRegistry, StateInfo,
 };
 use driftreactor_source::PayloadFormat;
@@ -96,32 +98,40 @@ impl TestModel {
             .map(|r| MatchRecord {
                 workspace: r.workspace.clone(),
                 address: r.address.clone(),
-                kind: "primary".into(),
-                action: "pull_request".into(),
+                kind: MatchKind::Primary,
+                action: Action::PullRequest,
             })
             .collect();
         let (verdict, reason, action) = if !matches.is_empty() {
-            ("drift", None, "pull_request")
+            (Verdict::Drift, None, Action::PullRequest)
         } else if event.resources.is_empty() {
-            ("unmanaged", Some("unattributed".to_owned()), "notify")
+            (
+                Verdict::Unmanaged,
+                Some(Reason::Unattributed),
+                Action::Notify,
+            )
         } else {
-            ("unmanaged", None, "notify")
+            (Verdict::Unmanaged, None, Action::Notify)
         };
         Processed {
             event,
-            verdict: verdict.into(),
+            verdict,
             reason,
-            action: action.into(),
+            action,
             matches,
             dependents: Vec::new(),
-            opaque: None,
-            remediation: None,
+            // As the binary's pipeline does: a later entry of one change is a duplicate.
+            repeated: verdict.is_change().then_some(Decided {
+                verdict: Verdict::Ignored,
+                reason: Some(Reason::Duplicate),
+                action: Action::None,
+            }),
         }
     }
 }
 
 impl Model for TestModel {
-    fn process(&self, input: &Input<'_>) -> Vec<Result<Processed, String>> {
+    fn process(&self, input: &Input<'_>) -> Vec<Result<Processed, NormalizeError>> {
         // Simulates a pipeline bug, to check the service survives it.
         assert!(
             !String::from_utf8_lossy(input.payload).contains("PANIC-ME"),
@@ -129,7 +139,7 @@ impl Model for TestModel {
         );
         let v: Value = match serde_json::from_slice(input.payload) {
             Ok(v) => v,
-            Err(e) => return vec![Err(format!("invalid JSON: {e}"))],
+            Err(e) => return vec![Err(NormalizeError::json(&e))],
         };
         let provider = match input.format {
             PayloadFormat::GcpPubsubData => Provider::Gcp,
@@ -141,7 +151,11 @@ impl Model for TestModel {
         };
         items
             .iter()
-            .map(|item| event_of(provider, item).map(|e| self.decide(e)))
+            .map(|item| {
+                event_of(provider, item)
+                    .map(|e| self.decide(e))
+                    .map_err(|e| NormalizeError::UnknownFormat(e.to_owned()))
+            })
             .collect()
     }
 
@@ -175,18 +189,28 @@ impl TestLoader {
 }
 
 impl ModelLoader for TestLoader {
-    fn load(&self) -> Result<Loaded, String> {
+    fn load(&self) -> Result<Loaded, LoadError> {
         let mut resources = Vec::new();
         let mut states = Vec::new();
         for (ws, path) in &self.workspaces {
-            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let v: Value =
-                serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+            let failed = |e: String| LoadError::State {
+                workspace: ws.clone(),
+                source: e.into(),
+            };
+            let bytes =
+                std::fs::read(path).map_err(|e| failed(format!("{}: {e}", path.display())))?;
+            let v: Value = serde_json::from_slice(&bytes)
+                .map_err(|e| failed(format!("{}: {e}", path.display())))?;
             states.push(StateInfo {
                 workspace: ws.clone(),
                 path: path.clone(),
-                serial: v["serial"].as_u64().ok_or("no serial")?,
-                lineage: v["lineage"].as_str().ok_or("no lineage")?.to_owned(),
+                serial: v["serial"]
+                    .as_u64()
+                    .ok_or_else(|| failed("no serial".into()))?,
+                lineage: v["lineage"]
+                    .as_str()
+                    .ok_or_else(|| failed("no lineage".into()))?
+                    .to_owned(),
             });
             for r in v["resources"].as_array().into_iter().flatten() {
                 if r["mode"] != "managed" {
