@@ -1,6 +1,6 @@
 //! The pure path every event takes: split a payload into events, sniff each one's
 //! format, normalize it with its provider's normalizer, route it against the state
-//! graph, and decide. Also the replay report line (DESIGN.md, "The replay report").
+//! graph, and decide. Also the replay report line (`docs/ARCHITECTURE.md`, "The replay report").
 //!
 //! No I/O: callers read files or receive bus messages and hand bytes in.
 //!
@@ -231,7 +231,7 @@ pub struct ReportDependent {
     pub address: String,
 }
 
-/// One line of the replay report (DESIGN.md, "The replay report"): one per event, in
+/// One line of the replay report (`docs/ARCHITECTURE.md`, "The replay report"): one per event, in
 /// input order. Serialized as one JSON object per line with `--format json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReportLine {

@@ -37,7 +37,7 @@ pub struct Input<'a> {
 pub struct Processed {
     /// The normalized event.
     pub event: DriftEvent,
-    /// `drift`, `unmanaged` or `ignored` (DESIGN.md, "The replay report").
+    /// `drift`, `unmanaged` or `ignored` (`docs/ARCHITECTURE.md`, "The replay report").
     pub verdict: String,
     /// The reason for `ignored` and unattributed `unmanaged` verdicts.
     pub reason: Option<String>,
