@@ -15,7 +15,7 @@ fn repo_root() -> PathBuf {
 }
 
 /// The corpus root: `$DRIFTREACTOR_CORPUS`, else `<repo>/../shared/corpus`. Not checked
-/// for existence (see [`dir`] and [`file`]).
+/// for existence (see [`dir`] and [`file()`]).
 pub fn root() -> PathBuf {
     std::env::var_os("DRIFTREACTOR_CORPUS")
         .map_or_else(|| repo_root().join("../shared/corpus"), PathBuf::from)
