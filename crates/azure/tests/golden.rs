@@ -21,10 +21,14 @@ fn golden_corpus_azure() {
     );
 }
 
-/// Nothing panics on any prefix or byte-flip of any corpus file.
+/// Nothing panics on any prefix or byte-flip of any corpus file. An empty or missing
+/// corpus folder fails the test rather than passing it vacuously.
 #[test]
 fn no_panic_on_truncated_or_mangled_corpus() {
-    for file in corpus::files_in(&corpus::dir("azure")) {
+    let dir = corpus::dir("azure");
+    let files = corpus::files_in(&dir);
+    assert!(!files.is_empty(), "no corpus files in {}", dir.display());
+    for file in files {
         let bytes = std::fs::read(file).unwrap();
         for cut in (0..bytes.len()).step_by(5) {
             let _ = driftreactor_azure::normalize(&bytes[..cut]);

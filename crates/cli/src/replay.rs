@@ -1,4 +1,4 @@
-//! `driftreactor replay`: recorded events → drift report (DESIGN.md, "The replay report").
+//! `driftreactor replay`: recorded events → drift report (README, "The replay report").
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};

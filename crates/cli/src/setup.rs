@@ -28,10 +28,10 @@ struct AwsArgs {
     /// The queue the `aws_sqs` source reads.
     #[arg(long)]
     queue_name: String,
-    /// The dead-letter queue [default: <queue-name>-dlq].
+    /// The dead-letter queue [default: QUEUE_NAME-dlq].
     #[arg(long)]
     dlq_name: Option<String>,
-    /// The EventBridge rule [default: <queue-name>-cloudtrail].
+    /// The EventBridge rule [default: QUEUE_NAME-cloudtrail].
     #[arg(long)]
     rule_name: Option<String>,
     /// The event bus [default: default].

@@ -159,9 +159,10 @@ impl Principal {
 
 /// One resource an event names as changed.
 ///
-/// `id` is the canonical identifier the state graph indexes (see the identity rules in
-/// DESIGN.md: exact ARNs and per-service plain-id keys for AWS, case-folded resource
-/// IDs for Azure, one canonical `//service.googleapis.com/…`-free path for GCP).
+/// `id` is the canonical identifier the state graph indexes (the identity rules,
+/// `docs/ARCHITECTURE.md`, "Identity": exact ARNs and per-service plain-id keys for
+/// AWS, case-folded resource IDs for Azure, one canonical
+/// `//service.googleapis.com/…`-free path for GCP).
 /// `display` keeps the provider's original spelling for humans. `parents` are the
 /// canonical identifiers of the objects this one hangs off, nearest first: the router
 /// falls back to them when `id` itself is not managed (an Azure child resource whose
@@ -222,7 +223,7 @@ impl NotAChange {
 /// The one common shape every change-feed message normalizes into.
 ///
 /// Built by the provider crates' pure `normalize` functions; consumed by the router
-/// and the decider. Field meanings follow DESIGN.md, "The DriftEvent".
+/// and the decider. Each field's meaning is documented on it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DriftEvent {
     /// Bus-unique event id (CloudTrail `eventID`, Event Grid / CloudEvents `id`,

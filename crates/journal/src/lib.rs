@@ -45,7 +45,7 @@
 //! ```
 //!
 //! A PostgreSQL journal for several replicas sharing one queue is future work (see
-//! DESIGN.md, "Scale").
+//! `docs/ARCHITECTURE.md`, "Where to add …").
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! The pure path every event takes: split a payload into events, sniff each one's
 //! format, normalize it with its provider's normalizer, route it against the state
-//! graph, and decide. Also the replay report line (DESIGN.md, "The replay report").
+//! graph, and decide. Also the replay report line (README, "The replay report").
 //!
 //! No I/O: callers read files or receive bus messages and hand bytes in.
 //!
@@ -33,6 +33,7 @@ use serde_json::value::RawValue;
 
 mod sniff;
 
+pub use driftreactor_source::{Item, split};
 pub use sniff::{Format, sniff};
 
 /// The identity plug-ins of every supported provider, for
@@ -117,80 +118,6 @@ impl Pipeline {
     }
 }
 
-/// One event's JSON value from [`split`], or why that part of the payload is unreadable.
-pub type Item<'a> = Result<&'a RawValue, NormalizeError>;
-
-/// Splits a payload that may hold several events into the JSON values of the events.
-///
-/// Accepts one JSON value, a JSON array (Event Grid batches, CloudTrail record
-/// lists), JSON Lines / concatenated values, and the CloudTrail log-file shape
-/// `{"Records": [...]}`. Returns the values and whether the payload was a batch (more
-/// than one event possible: array, Records or several values), which decides whether
-/// report lines get a `#N` suffix. A JSON error after some values is returned as the
-/// last element, so nothing before it is lost.
-///
-/// # Errors
-/// [`NormalizeError::Empty`] for an empty payload, [`NormalizeError::Json`] when the
-/// first value does not parse.
-pub fn split(payload: &[u8]) -> Result<(Vec<Item<'_>>, bool), NormalizeError> {
-    let mut values: Vec<&RawValue> = Vec::new();
-    let mut tail_error = None;
-    for item in serde_json::Deserializer::from_slice(payload).into_iter::<&RawValue>() {
-        match item {
-            Ok(v) => values.push(v),
-            Err(e) => {
-                tail_error = Some(NormalizeError::json(&e));
-                break;
-            }
-        }
-    }
-    if values.is_empty() {
-        return Err(tail_error.unwrap_or(NormalizeError::Empty));
-    }
-    let mut batch = values.len() > 1 || tail_error.is_some();
-    let mut out = Vec::with_capacity(values.len());
-    for v in values {
-        let text = v.get().trim_start();
-        if text.starts_with('[') {
-            batch = true;
-            match serde_json::from_str::<Vec<&RawValue>>(v.get()) {
-                Ok(items) => out.extend(items.into_iter().map(Ok)),
-                Err(e) => out.push(Err(NormalizeError::json(&e))),
-            }
-        } else if let Some(records) = records_of(v) {
-            batch = true;
-            match records {
-                Ok(items) => out.extend(items.into_iter().map(Ok)),
-                Err(e) => out.push(Err(e)),
-            }
-        } else {
-            out.push(Ok(v));
-        }
-    }
-    if let Some(e) = tail_error {
-        out.push(Err(e));
-    }
-    Ok((out, batch))
-}
-
-/// `Some(records)` when `v` is a CloudTrail log file `{"Records": [...]}`.
-fn records_of(v: &RawValue) -> Option<Result<Vec<&RawValue>, NormalizeError>> {
-    #[derive(Deserialize)]
-    struct LogFile<'a> {
-        #[serde(rename = "Records", borrow)]
-        records: Option<&'a RawValue>,
-    }
-    let file: LogFile<'_> = serde_json::from_str(v.get()).ok()?;
-    let records = file.records?;
-    Some(
-        serde_json::from_str::<Vec<&RawValue>>(records.get()).map_err(|_| NormalizeError::Field {
-            format: "CloudTrail log file",
-            field: "Records".into(),
-            problem: "is not an array of records".into(),
-        }),
-    )
-}
-
 /// Normalizes one JSON value whose format is unknown: sniffs it, then calls the
 /// provider's normalizer.
 ///
@@ -255,7 +182,7 @@ pub struct ReportDependent {
     pub address: String,
 }
 
-/// One line of the replay report (DESIGN.md, "The replay report"): one per event, in
+/// One line of the replay report (README, "The replay report"): one per event, in
 /// input order. Serialized as one JSON object per line with `--format json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReportLine {

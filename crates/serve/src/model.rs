@@ -42,7 +42,7 @@ pub struct Input<'a> {
 pub struct Processed {
     /// The normalized event.
     pub event: DriftEvent,
-    /// `drift`, `unmanaged` or `ignored`.
+    /// `drift`, `unmanaged` or `ignored` (README, "The replay report").
     pub verdict: Verdict,
     /// The reason for `ignored` and unattributed `unmanaged` verdicts.
     pub reason: Option<Reason>,

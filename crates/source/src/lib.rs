@@ -29,11 +29,13 @@ use std::time::SystemTime;
 
 use driftreactor_event::Provider;
 pub use health::{Degraded, HealthPolicy, HealthSnapshot, SourceHealth};
+pub use split::{Item, split};
 use tokio::sync::{mpsc, oneshot};
 pub use tokio_util::sync::CancellationToken as ShutdownSignal;
 pub use wait::await_deliveries;
 
 pub mod health;
+mod split;
 mod wait;
 
 /// How the pipeline handled a message; decides what the adapter does on its bus.

@@ -7,13 +7,15 @@
 
 use std::path::{Path, PathBuf};
 
+use driftreactor_event::NormalizeError;
+
 /// The repository root (two levels above this crate's manifest).
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// The corpus root: `$DRIFTREACTOR_CORPUS`, else `<repo>/../shared/corpus`. Not checked
-/// for existence (see [`dir`] and [`file`]).
+/// for existence (see [`dir`] and [`file()`]).
 pub fn root() -> PathBuf {
     std::env::var_os("DRIFTREACTOR_CORPUS")
         .map_or_else(|| repo_root().join("../shared/corpus"), PathBuf::from)
@@ -83,15 +85,20 @@ pub fn files_in(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// A JSON file split the way the pipeline splits a batch: each element of a top-level
-/// array, re-serialized; anything else (an object, invalid JSON) is the one item,
-/// unchanged.
-pub fn split_array(bytes: &[u8]) -> Vec<Vec<u8>> {
-    match serde_json::from_slice::<serde_json::Value>(bytes) {
-        Ok(serde_json::Value::Array(items)) => items
-            .iter()
-            .map(|item| serde_json::to_vec(item).expect("a JSON value serializes"))
-            .collect(),
-        _ => vec![bytes.to_vec()],
+/// A payload split into its events by the pipeline's own splitter,
+/// [`driftreactor_source::split`]: each item is one event's JSON text, or the error
+/// that part of the payload yields; a payload that does not split at all (empty, the
+/// first value unparseable) is one error item. Also returns whether the payload was a
+/// batch (array, `Records`, several values).
+pub fn split(bytes: &[u8]) -> (Vec<Result<Vec<u8>, NormalizeError>>, bool) {
+    match driftreactor_source::split(bytes) {
+        Ok((items, batch)) => (
+            items
+                .into_iter()
+                .map(|item| item.map(|v| v.get().as_bytes().to_vec()))
+                .collect(),
+            batch,
+        ),
+        Err(e) => (vec![Err(e)], false),
     }
 }

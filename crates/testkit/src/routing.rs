@@ -93,7 +93,7 @@ pub fn replay(
             .to_string_lossy()
             .into_owned();
         let bytes = std::fs::read(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        let items = corpus::split_array(&bytes);
+        let (items, _) = corpus::split(&bytes);
         let several = items.len() > 1;
         for (i, payload) in items.into_iter().enumerate() {
             let input = if several {
@@ -101,7 +101,7 @@ pub fn replay(
             } else {
                 name.clone()
             };
-            match normalize(&payload) {
+            match payload.and_then(|event| normalize(&event)) {
                 Err(_) => out.push(Line {
                     input,
                     verdict: "rejected".into(),
