@@ -29,11 +29,13 @@ use std::time::SystemTime;
 
 use driftreactor_event::Provider;
 pub use health::{Degraded, HealthPolicy, HealthSnapshot, SourceHealth};
+pub use pull::{PullOptions, PullReceiver, Pulled, ReceiveError, Settle, Settlement, run_pull};
 use tokio::sync::{mpsc, oneshot};
 pub use tokio_util::sync::CancellationToken as ShutdownSignal;
 pub use wait::await_deliveries;
 
 pub mod health;
+pub mod pull;
 mod wait;
 
 /// How the pipeline handled a message; decides what the adapter does on its bus.
