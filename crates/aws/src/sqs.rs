@@ -241,6 +241,26 @@ fn unreachable_config() -> Result<String, SqsError> {
     })
 }
 
+/// The `aws_sqs` pull source type for the service's source registry: reads the
+/// `[[sources]]` table into a [`SqsSourceConfig`] and [builds](SqsSourceConfig::build)
+/// the source.
+pub fn registration() -> driftreactor_source::Registration {
+    driftreactor_source::Registration {
+        kind: SOURCE_NAME,
+        build: |table| {
+            Box::pin(async move {
+                let config: SqsSourceConfig =
+                    driftreactor_source::registry::parse_table(SOURCE_NAME, table)?;
+                let source = config
+                    .build()
+                    .await
+                    .map_err(|e| driftreactor_source::BuildError::build(SOURCE_NAME, e))?;
+                Ok(Box::new(source) as Box<dyn Source>)
+            })
+        },
+    }
+}
+
 /// Loads the SDK config from the default provider chain with an optional region and
 /// endpoint URL override (shared by the source and `driftreactor setup aws`).
 pub async fn load_sdk_config(

@@ -40,7 +40,6 @@ use driftreactor_notify::Redactor;
 use driftreactor_pipeline::{Pipeline, ReportLine, normalize_message};
 use driftreactor_remediate::{Completed, Remediator, SqliteStore, state_secrets};
 use driftreactor_router::{Dependent, MatchKind};
-use driftreactor_serve::source::Source;
 use driftreactor_serve::{
     AfterCommit, BoxFuture, Handoff, Input, Loaded, MatchRecord, Model, ModelLoader, Opaque,
     Processed, ResourceInfo, ResourceKey, ServeOptions, SourceRegistry, StateInfo,
@@ -514,24 +513,9 @@ async fn finished(journal: &Journal, c: Completed) {
 /// The pull source types compiled into this binary.
 fn registry() -> SourceRegistry {
     let mut r = SourceRegistry::new();
-    r.register("aws_sqs", |t: toml::Table| async move {
-        let cfg: driftreactor_aws::sqs::SqsSourceConfig =
-            t.try_into().map_err(|e| format!("{e}"))?;
-        let source = cfg.build().await.map_err(|e| error_chain(&e))?;
-        Ok(Box::new(source) as Box<dyn Source>)
-    });
-    r.register("gcp_pubsub", |t: toml::Table| async move {
-        let cfg: driftreactor_gcp::pubsub::PubsubSourceConfig =
-            t.try_into().map_err(|e| format!("{e}"))?;
-        let source = cfg.build().await.map_err(|e| error_chain(&e))?;
-        Ok(Box::new(source) as Box<dyn Source>)
-    });
-    r.register("azure_event_grid_namespace", |t: toml::Table| async move {
-        let cfg: driftreactor_azure::namespace::NamespaceSourceConfig =
-            t.try_into().map_err(|e| format!("{e}"))?;
-        let source = cfg.build().map_err(|e| error_chain(&e))?;
-        Ok(Box::new(source) as Box<dyn Source>)
-    });
+    r.add(driftreactor_aws::sqs::registration())
+        .add(driftreactor_gcp::pubsub::registration())
+        .add(driftreactor_azure::namespace::registration());
     r
 }
 

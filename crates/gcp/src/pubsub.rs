@@ -213,6 +213,26 @@ impl PubsubSourceConfig {
     }
 }
 
+/// The `gcp_pubsub` pull source type for the service's source registry: reads the
+/// `[[sources]]` table into a [`PubsubSourceConfig`] and
+/// [builds](PubsubSourceConfig::build) the source.
+pub fn registration() -> driftreactor_source::Registration {
+    driftreactor_source::Registration {
+        kind: SOURCE_NAME,
+        build: |table| {
+            Box::pin(async move {
+                let config: PubsubSourceConfig =
+                    driftreactor_source::registry::parse_table(SOURCE_NAME, table)?;
+                let source = config
+                    .build()
+                    .await
+                    .map_err(|e| driftreactor_source::BuildError::build(SOURCE_NAME, e))?;
+                Ok(Box::new(source) as Box<dyn Source>)
+            })
+        },
+    }
+}
+
 /// The running `gcp_pubsub` source (see the module docs). Built by
 /// [`PubsubSourceConfig::build`].
 #[derive(Debug)]

@@ -24,9 +24,11 @@ use driftreactor_source::{Ack, Delivery, PayloadFormat, SourceMessage};
 use serde_json::{Value, json};
 
 use crate::ServeError;
-use crate::auth::{AuthError, GOOGLE_ISSUERS, GOOGLE_JWKS_URL, OidcVerifier, bearer, secret_eq};
+use crate::auth::{
+    AuthError, GOOGLE_ISSUERS, GOOGLE_JWKS_URL, OidcVerifier, UNAUTHENTICATED, bearer, secret_eq,
+};
 use crate::config::{AzurePushConfig, GcpPushConfig};
-use crate::http::{AppState, error};
+use crate::state::{AppState, error};
 use crate::worker::Envelope;
 
 /// A configured push endpoint, with its credentials resolved.
@@ -81,14 +83,6 @@ impl PushEndpoint {
         }
     }
 }
-
-/// [`PushEndpoint::authentication`] of an endpoint that accepts pushes from anyone.
-pub(crate) const UNAUTHENTICATED: &str = "none";
-
-/// What the start-up warning and `/readyz` say about an endpoint that accepts
-/// unauthenticated pushes.
-pub(crate) const UNAUTHENTICATED_WARNING: &str = "accepts unauthenticated pushes \
-    (allow_unauthenticated = true): anyone who can reach the port can inject events";
 
 pub(crate) struct GcpPush {
     name: Arc<str>,

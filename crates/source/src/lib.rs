@@ -30,12 +30,14 @@ use std::time::SystemTime;
 use driftreactor_event::Provider;
 pub use health::{Degraded, HealthPolicy, HealthSnapshot, SourceHealth};
 pub use pull::{PullOptions, PullReceiver, Pulled, ReceiveError, Settle, Settlement, run_pull};
+pub use registry::{BuildError, BuildFuture, Registration};
 use tokio::sync::{mpsc, oneshot};
 pub use tokio_util::sync::CancellationToken as ShutdownSignal;
 pub use wait::await_deliveries;
 
 pub mod health;
 pub mod pull;
+pub mod registry;
 mod wait;
 
 /// How the pipeline handled a message; decides what the adapter does on its bus.

@@ -55,6 +55,25 @@ pub use source::NamespaceSource;
 /// The adapter's type name, also the `type` of its `[[sources]]` table.
 pub const SOURCE_NAME: &str = "azure_event_grid_namespace";
 
+/// The `azure_event_grid_namespace` pull source type for the service's source
+/// registry: reads the `[[sources]]` table into a [`NamespaceSourceConfig`] and
+/// [builds](NamespaceSourceConfig::build) the source.
+pub fn registration() -> driftreactor_source::Registration {
+    driftreactor_source::Registration {
+        kind: SOURCE_NAME,
+        build: |table| {
+            Box::pin(async move {
+                let config: NamespaceSourceConfig =
+                    driftreactor_source::registry::parse_table(SOURCE_NAME, table)?;
+                let source = config
+                    .build()
+                    .map_err(|e| driftreactor_source::BuildError::build(SOURCE_NAME, e))?;
+                Ok(Box::new(source) as Box<dyn driftreactor_source::Source>)
+            })
+        },
+    }
+}
+
 /// The data-plane API version this client speaks.
 pub const API_VERSION: &str = "2024-06-01";
 
