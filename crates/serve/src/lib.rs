@@ -50,7 +50,6 @@ pub use driftreactor_journal::{MatchRecord, ResourceKey};
 pub use driftreactor_source as source;
 pub use hook::{AfterCommit, BoxFuture, Handoff, Opaque};
 pub use model::{Input, Loaded, Model, ModelLoader, Processed, ResourceInfo, StateInfo};
-pub use push::{PushedMessage, parse_pubsub_push};
 pub use sources::{BuildError, BuildFuture, Registration, SourceBuilder, SourceRegistry};
 
 /// Capacity of each pull source's own channel in front of the shared pipeline channel,
