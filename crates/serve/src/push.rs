@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -19,7 +19,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, post};
 use driftreactor_event::Provider;
-use driftreactor_source::{Ack, Delivery, PayloadFormat, SourceMessage};
+use driftreactor_source::{Delivery, PayloadFormat, SourceMessage};
 use serde_json::json;
 
 use crate::ServeError;
@@ -498,16 +498,7 @@ async fn deliver(
     payload: Vec<u8>,
     attributes: BTreeMap<String, String>,
 ) -> Response {
-    let (ack, wait) = Ack::pair();
-    let msg = SourceMessage {
-        provider,
-        format,
-        message_id,
-        payload,
-        attributes,
-        received_at: SystemTime::now(),
-        ack,
-    };
+    let (msg, wait) = SourceMessage::received(provider, format, message_id, payload, attributes);
     let timeout = Duration::from_secs(s.ctx.server.push_timeout_secs.max(1));
     let outcome = tokio::time::timeout(timeout, async {
         s.tx.send(Envelope { source, msg }).await.ok()?;

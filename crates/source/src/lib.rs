@@ -129,6 +129,31 @@ pub struct SourceMessage {
     pub ack: Ack,
 }
 
+impl SourceMessage {
+    /// A message received now from `provider`'s bus: `payload` unmodified,
+    /// `attributes` as the bus gave them. Returns it with the adapter's half of its
+    /// fresh [`Ack`] pair (pull sources and push endpoints alike).
+    pub fn received(
+        provider: Provider,
+        format: PayloadFormat,
+        message_id: String,
+        payload: Vec<u8>,
+        attributes: BTreeMap<String, String>,
+    ) -> (SourceMessage, AckWait) {
+        let (ack, wait) = Ack::pair();
+        let message = SourceMessage {
+            provider,
+            format,
+            message_id,
+            payload,
+            attributes,
+            received_at: SystemTime::now(),
+            ack,
+        };
+        (message, wait)
+    }
+}
+
 /// The sending side of the bounded channel from adapters to the pipeline.
 pub type MessageSender = mpsc::Sender<SourceMessage>;
 

@@ -26,7 +26,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
 use driftreactor_event::Provider;
@@ -34,8 +34,8 @@ use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
 
 use crate::{
-    Ack, AckWait, Delivery, MessageSender, PayloadFormat, ShutdownSignal, SourceError,
-    SourceHealth, SourceMessage,
+    AckWait, Delivery, MessageSender, PayloadFormat, ShutdownSignal, SourceError, SourceHealth,
+    SourceMessage,
 };
 
 /// Why a receive call failed, as the loop acts on it.
@@ -105,17 +105,10 @@ impl<L> Pulled<L> {
         attributes: BTreeMap<String, String>,
         lease: L,
     ) -> Self {
-        let (ack, wait) = Ack::pair();
+        let (message, wait) =
+            SourceMessage::received(provider, format, message_id, payload, attributes);
         Pulled {
-            message: SourceMessage {
-                provider,
-                format,
-                message_id,
-                payload,
-                attributes,
-                received_at: SystemTime::now(),
-                ack,
-            },
+            message,
             wait,
             lease,
         }
