@@ -4,8 +4,9 @@
 //!
 //! After Vector's `aws_sqs` source: the config struct ([`SqsSourceConfig`]) is data;
 //! [`SqsSourceConfig::build`] does the I/O set-up (credentials, queue URL) and returns
-//! the running part ([`SqsSource`]); the source `select!`s on its shutdown signal and
-//! acknowledges (deletes) late.
+//! the running part ([`SqsSource`]), which runs `receivers` long-polling receivers in
+//! the shared pull loop ([`driftreactor_source::pull`]) and acknowledges (deletes)
+//! late.
 //!
 //! Per message, by the pipeline's [`Delivery`]:
 //!
@@ -28,7 +29,8 @@
 //! ([`Source::health`]): an answer, even an empty one, is a success; an error is a
 //! failure with the SDK error's text. A failing receive (bad credentials, network down,
 //! a queue that does not exist or was deleted) is retried with backoff (0.5 s doubling
-//! to 30 s) and never stops the source: the service shows it `degraded` on `/readyz`
+//! to 30 s, with jitter: [`driftreactor_source::pull::default_backoff`]) and never
+//! stops the source: the service shows it `degraded` on `/readyz`
 //! and it recovers on its own once the queue answers again.
 
 use std::collections::BTreeMap;
@@ -44,8 +46,9 @@ use aws_sdk_sqs::types::{
 };
 use driftreactor_event::Provider;
 use driftreactor_source::{
-    Ack, AckWait, Delivery, MessageSender, PayloadFormat, ShutdownSignal, Source, SourceError,
-    SourceHealth, SourceMessage,
+    Ack, AckWait, Delivery, MessageSender, PayloadFormat, PullOptions, PullReceiver, Pulled,
+    ReceiveError, Settle, Settlement, ShutdownSignal, Source, SourceError, SourceHealth,
+    SourceMessage, run_pull,
 };
 use serde::Deserialize;
 use tracing::{debug, info, warn};
@@ -55,9 +58,6 @@ pub const SOURCE_NAME: &str = "aws_sqs";
 
 /// SQS's own limit on messages per `ReceiveMessage` and per batch call.
 const SQS_BATCH_MAX: usize = 10;
-
-/// The longest wait between retries of a failing `ReceiveMessage`.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// How long a stopping receiver still waits for the pipeline's answers on its batch
 /// before it leaves the messages to their visibility timeout.
@@ -241,6 +241,26 @@ fn unreachable_config() -> Result<String, SqsError> {
     })
 }
 
+/// The `aws_sqs` pull source type for the service's source registry: reads the
+/// `[[sources]]` table into a [`SqsSourceConfig`] and [builds](SqsSourceConfig::build)
+/// the source.
+pub fn registration() -> driftreactor_source::Registration {
+    driftreactor_source::Registration {
+        kind: SOURCE_NAME,
+        build: |table| {
+            Box::pin(async move {
+                let config: SqsSourceConfig =
+                    driftreactor_source::registry::parse_table(SOURCE_NAME, table)?;
+                let source = config
+                    .build()
+                    .await
+                    .map_err(|e| driftreactor_source::BuildError::build(SOURCE_NAME, e))?;
+                Ok(Box::new(source) as Box<dyn Source>)
+            })
+        },
+    }
+}
+
 /// Loads the SDK config from the default provider chain with an optional region and
 /// endpoint URL override (shared by the source and `driftreactor setup aws`).
 pub async fn load_sdk_config(
@@ -312,224 +332,160 @@ impl Source for SqsSource {
     ) -> Pin<Box<dyn Future<Output = Result<(), SourceError>> + Send>> {
         Box::pin(async move {
             info!(queue_url = %self.queue_url, receivers = self.receivers, "Starting the SQS source.");
-            let mut tasks = tokio::task::JoinSet::new();
-            for receiver in 0..self.receivers {
-                let source = (*self).clone();
-                let out = out.clone();
-                let shutdown = shutdown.clone();
-                tasks.spawn(async move { source.receive_loop(receiver, out, shutdown).await });
-            }
-            drop(out);
-            let mut result = Ok(());
-            while let Some(joined) = tasks.join_next().await {
-                let outcome = joined.unwrap_or_else(|e| {
-                    Err(SourceError::Bus {
-                        source_name: SOURCE_NAME,
-                        message: format!("receiver task failed: {e}"),
-                    })
-                });
-                if let Err(err) = outcome {
-                    // One receiver failing permanently stops the others too.
-                    shutdown.cancel();
-                    if result.is_ok() {
-                        result = Err(err);
-                    }
-                }
-            }
+            let receivers = (0..self.receivers)
+                .map(|_| SqsReceiver(self.settler()))
+                .collect();
+            let options = PullOptions {
+                renew_every: Some(Duration::from_secs(
+                    u64::from(self.visibility_timeout_secs.max(2)) / 2,
+                )),
+                shutdown_grace: SHUTDOWN_GRACE,
+                ..PullOptions::new(SOURCE_NAME)
+            };
+            let result = run_pull(receivers, self.health.clone(), options, out, shutdown).await;
             info!(queue_url = %self.queue_url, "The SQS source stopped.");
             result
         })
     }
 }
 
+impl SqsSource {
+    fn settler(&self) -> SqsSettler {
+        SqsSettler {
+            client: self.client.clone(),
+            queue_url: self.queue_url.clone(),
+            visibility_timeout_secs: self.visibility_timeout_secs,
+            wait_time_secs: self.wait_time_secs,
+            max_messages: self.max_messages,
+        }
+    }
+}
+
 /// One received message on its way through the pipeline.
+#[derive(Debug)]
 struct InFlight {
     message_id: String,
     receipt_handle: String,
     receive_count: String,
 }
 
-impl SqsSource {
-    async fn receive_loop(
-        self,
-        receiver: usize,
-        out: MessageSender,
-        shutdown: ShutdownSignal,
-    ) -> Result<(), SourceError> {
-        let mut backoff = Duration::from_millis(500);
-        loop {
-            let receive = self
-                .client
-                .receive_message()
-                .queue_url(&self.queue_url)
-                .max_number_of_messages(i32::try_from(self.max_messages).unwrap_or(10))
-                .wait_time_seconds(i32::try_from(self.wait_time_secs).unwrap_or(20))
-                .visibility_timeout(i32::try_from(self.visibility_timeout_secs).unwrap_or(60))
-                .message_system_attribute_names(MessageSystemAttributeName::All)
-                .message_attribute_names("All")
-                .send();
-            let received = tokio::select! {
-                biased;
-                () = shutdown.cancelled() => return Ok(()),
-                received = receive => received,
-            };
-            let messages = match received {
-                Ok(output) => {
-                    backoff = Duration::from_millis(500);
-                    let ended = self.health.record_success();
-                    if ended > 0 {
-                        info!(queue_url = %self.queue_url, receiver, failures = ended, "ReceiveMessage succeeded again.");
-                    }
-                    output.messages.unwrap_or_default()
+/// One long-polling receiver (a competing consumer) of the queue.
+struct SqsReceiver(SqsSettler);
+
+/// The queue's client and settings: receives, deletes and changes visibility.
+#[derive(Debug, Clone)]
+struct SqsSettler {
+    client: Client,
+    queue_url: String,
+    visibility_timeout_secs: u32,
+    wait_time_secs: u32,
+    max_messages: u32,
+}
+
+impl PullReceiver for SqsReceiver {
+    type Lease = InFlight;
+    type Settler = SqsSettler;
+
+    async fn receive(&mut self) -> Result<Option<Vec<Pulled<InFlight>>>, ReceiveError> {
+        let q = &self.0;
+        let received = q
+            .client
+            .receive_message()
+            .queue_url(&q.queue_url)
+            .max_number_of_messages(i32::try_from(q.max_messages).unwrap_or(10))
+            .wait_time_seconds(i32::try_from(q.wait_time_secs).unwrap_or(20))
+            .visibility_timeout(i32::try_from(q.visibility_timeout_secs).unwrap_or(60))
+            .message_system_attribute_names(MessageSystemAttributeName::All)
+            .message_attribute_names("All")
+            .send()
+            .await;
+        match received {
+            Ok(output) => Ok(Some(
+                output
+                    .messages
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(to_pulled)
+                    .collect(),
+            )),
+            Err(err) => {
+                // A missing (or deleted) queue is retried like any other failure: it
+                // may be (re)created, and readiness shows the source degraded
+                // meanwhile.
+                let not_found = err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_queue_does_not_exist());
+                let detail = DisplayErrorContext(&err).to_string();
+                // The service's code and message (the full context also holds the raw
+                // response, too much for `/readyz`).
+                let mut summary = match err.as_service_error() {
+                    Some(service) => format!(
+                        "ReceiveMessage failed: {}: {}",
+                        service.code().unwrap_or("unknown error"),
+                        service.message().unwrap_or_default()
+                    ),
+                    None => format!("ReceiveMessage failed: {detail}"),
+                };
+                if not_found {
+                    summary = format!("queue {} does not exist ({summary})", q.queue_url);
                 }
-                Err(err) => {
-                    // A missing (or deleted) queue is retried like any other failure:
-                    // it may be (re)created, and readiness shows the source degraded
-                    // meanwhile.
-                    let not_found = err
-                        .as_service_error()
-                        .is_some_and(|e| e.is_queue_does_not_exist());
-                    let message = DisplayErrorContext(&err).to_string();
-                    // The service's code and message (the full context above also
-                    // holds the raw response, too much for `/readyz`).
-                    let mut short = match err.as_service_error() {
-                        Some(service) => format!(
-                            "ReceiveMessage failed: {}: {}",
-                            service.code().unwrap_or("unknown error"),
-                            service.message().unwrap_or_default()
-                        ),
-                        None => format!("ReceiveMessage failed: {message}"),
-                    };
-                    if not_found {
-                        short = format!("queue {} does not exist ({short})", self.queue_url);
-                    }
-                    self.health.record_failure(&short);
-                    warn!(queue_url = %self.queue_url, receiver, error = %message, backoff_ms = backoff.as_millis() as u64, "ReceiveMessage failed; retrying.");
-                    tokio::select! {
-                        () = shutdown.cancelled() => return Ok(()),
-                        () = tokio::time::sleep(backoff) => {}
-                    }
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
-                    continue;
-                }
-            };
-            if messages.is_empty() {
-                continue;
+                Err(ReceiveError::Transient { summary, detail })
             }
-            debug!(receiver, count = messages.len(), "Received SQS messages.");
-            self.hand_off(messages, &out, &shutdown).await?;
         }
     }
 
-    /// Sends a batch to the pipeline, waits for its answers while extending
-    /// visibility, then deletes / releases / leaves each message.
-    async fn hand_off(
-        &self,
-        messages: Vec<Message>,
-        out: &MessageSender,
-        shutdown: &ShutdownSignal,
-    ) -> Result<(), SourceError> {
-        let mut in_flight = Vec::with_capacity(messages.len());
-        let mut waits = Vec::with_capacity(messages.len());
-        let mut unsent: Vec<String> = Vec::new();
-        let mut closed = false;
-        for message in messages {
-            let Some(receipt_handle) = message.receipt_handle().map(str::to_owned) else {
-                continue;
-            };
-            if closed || shutdown.is_cancelled() {
-                unsent.push(receipt_handle);
-                continue;
-            }
-            let (source_message, wait) = to_source_message(&message);
-            let message_id = source_message.message_id.clone();
-            let receive_count = source_message
-                .attributes
-                .get("ApproximateReceiveCount")
-                .cloned()
-                .unwrap_or_default();
-            let sent = tokio::select! {
-                biased;
-                sent = out.send(source_message) => sent.is_ok(),
-                () = shutdown.cancelled() => false,
-            };
-            if sent {
-                in_flight.push(InFlight {
-                    message_id,
-                    receipt_handle,
-                    receive_count,
-                });
-                waits.push(wait);
-            } else {
-                closed = !shutdown.is_cancelled();
-                unsent.push(receipt_handle);
-            }
-        }
-        // Messages we could not hand off go straight back to the queue.
-        self.change_visibility(&unsent, 0).await;
+    fn settler(&self) -> SqsSettler {
+        self.0.clone()
+    }
+}
 
-        let deliveries = self.await_deliveries(&in_flight, waits, shutdown).await;
+impl Settle for SqsSettler {
+    type Lease = InFlight;
+
+    fn renew<'a>(&'a self, leases: Vec<&'a InFlight>) -> impl Future<Output = ()> + Send + 'a {
+        let handles: Vec<String> = leases.iter().map(|l| l.receipt_handle.clone()).collect();
+        async move {
+            debug!(
+                count = handles.len(),
+                "Extending the visibility of SQS messages still in the pipeline."
+            );
+            self.change_visibility(&handles, self.visibility_timeout_secs)
+                .await;
+        }
+    }
+
+    /// `Recorded` / `Duplicate`: deleted; `Rejected`: left for the redrive policy;
+    /// `Failed` and never handed off: released (visibility 0); unanswered: left to
+    /// the visibility timeout.
+    async fn settle(&self, settled: Vec<(InFlight, Settlement)>) {
         let mut delete = Vec::new();
         let mut release = Vec::new();
-        for (item, delivery) in in_flight.iter().zip(deliveries) {
-            match delivery {
-                Some(Delivery::Recorded) | Some(Delivery::Duplicate) => delete.push(item),
-                Some(Delivery::Rejected(reason)) => warn!(
+        for (item, settlement) in settled {
+            match settlement {
+                Settlement::Answered(Delivery::Recorded | Delivery::Duplicate) => delete.push(item),
+                Settlement::Answered(Delivery::Rejected(reason)) => warn!(
                     message_id = %item.message_id,
                     receive_count = %item.receive_count,
                     %reason,
                     "Rejected a poison SQS message; leaving it for the queue's redrive policy (dead-letter queue)."
                 ),
-                Some(Delivery::Failed(reason)) => {
+                Settlement::Answered(Delivery::Failed(reason)) => {
                     warn!(message_id = %item.message_id, %reason, "The pipeline failed on an SQS message; releasing it for redelivery.");
-                    release.push(item.receipt_handle.clone());
+                    release.push(item.receipt_handle);
                 }
-                None => {
+                Settlement::NotHandedOff => release.push(item.receipt_handle),
+                Settlement::Unanswered => {
                     debug!(message_id = %item.message_id, "No answer before shutdown; the message reappears after its visibility timeout.")
                 }
             }
         }
         self.delete(&delete).await;
         self.change_visibility(&release, 0).await;
-        if closed {
-            return Err(SourceError::ChannelClosed);
-        }
-        Ok(())
     }
+}
 
-    /// Waits for every message's [`Delivery`], extending visibility meanwhile; after
-    /// shutdown, waits at most [`SHUTDOWN_GRACE`] (unanswered ones give `None`).
-    async fn await_deliveries(
-        &self,
-        in_flight: &[InFlight],
-        waits: Vec<AckWait>,
-        shutdown: &ShutdownSignal,
-    ) -> Vec<Option<Delivery>> {
-        let extend_every = Duration::from_secs(u64::from(self.visibility_timeout_secs.max(2)) / 2);
-        driftreactor_source::await_deliveries(
-            waits,
-            extend_every,
-            SHUTDOWN_GRACE,
-            shutdown,
-            |still| {
-                let handles: Vec<String> = still
-                    .into_iter()
-                    .map(|i| in_flight[i].receipt_handle.clone())
-                    .collect();
-                async move {
-                    debug!(
-                        count = handles.len(),
-                        "Extending the visibility of SQS messages still in the pipeline."
-                    );
-                    self.change_visibility(&handles, self.visibility_timeout_secs)
-                        .await;
-                }
-            },
-        )
-        .await
-    }
-
-    async fn delete(&self, items: &[&InFlight]) {
+impl SqsSettler {
+    async fn delete(&self, items: &[InFlight]) {
         for chunk in items.chunks(SQS_BATCH_MAX) {
             let entries: Vec<DeleteMessageBatchRequestEntry> = chunk
                 .iter()
@@ -616,6 +572,27 @@ impl SqsSource {
             }
         }
     }
+}
+
+/// A received SQS message for the pull loop; `None` without a receipt handle (it
+/// cannot be settled, so it is not handed off).
+fn to_pulled(message: &Message) -> Option<Pulled<InFlight>> {
+    let receipt_handle = message.receipt_handle()?.to_owned();
+    let (message, wait) = to_source_message(message);
+    let lease = InFlight {
+        message_id: message.message_id.clone(),
+        receive_count: message
+            .attributes
+            .get("ApproximateReceiveCount")
+            .cloned()
+            .unwrap_or_default(),
+        receipt_handle,
+    };
+    Some(Pulled {
+        message,
+        wait,
+        lease,
+    })
 }
 
 /// Turns an SQS message into the pipeline's [`SourceMessage`], unwrapping an SNS

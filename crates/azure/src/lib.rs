@@ -70,7 +70,8 @@ pub fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
 /// `{"validationResponse": "<code>"}`).
 ///
 /// `event` is the request body as delivered (a JSON array of events, in practice of
-/// one) or a single event object; the first validation event found wins. `None` when
+/// one) or a single event object; only a validation event alone in its batch counts
+/// (the one parser of the handshake, used by the push endpoint too). `None` when
 /// the body is not JSON or holds no validation event with a non-empty code. Pure,
 /// never panics.
 pub fn subscription_validation_code(event: &[u8]) -> Option<String> {

@@ -405,8 +405,12 @@ pub(crate) fn validation_code(event: &[u8]) -> Option<String> {
             .filter(|s| !s.is_empty())
             .map(str::to_owned)
     }
+    // Only a validation event alone in its batch is a handshake: the handshake is
+    // answered without credentials, so a batch that also carries real events must
+    // never be answered (and acknowledged) by it.
     match parse(event).ok()? {
-        Value::Array(items) => items.iter().find_map(one),
+        Value::Array(items) if items.len() == 1 => items.first().and_then(one),
+        Value::Array(_) => None,
         v => one(&v),
     }
 }
@@ -414,6 +418,17 @@ pub(crate) fn validation_code(event: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Moved from the serve crate's push endpoint, which now uses this parser.
+    #[test]
+    fn only_a_lone_validation_event_is_a_handshake() {
+        let v = br#"[{"eventType":"Microsoft.EventGrid.SubscriptionValidationEvent","data":{"validationCode":"c"}}]"#;
+        assert_eq!(validation_code(v).as_deref(), Some("c"));
+        let v = br#"[{"eventType":"Microsoft.Resources.ResourceWriteSuccess"}]"#;
+        assert_eq!(validation_code(v), None);
+        let batch = br#"[{"eventType":"Microsoft.EventGrid.SubscriptionValidationEvent","data":{"validationCode":"c"}},{"eventType":"Microsoft.Resources.ResourceWriteSuccess"}]"#;
+        assert_eq!(validation_code(batch), None, "not alone in its batch");
+    }
 
     #[test]
     fn read_only_verbs() {

@@ -39,7 +39,6 @@ use driftreactor_journal::Journal;
 use driftreactor_notify::Redactor;
 use driftreactor_pipeline::{Pipeline, normalize_message};
 use driftreactor_remediate::{Completed, Remediator, SqliteStore, state_secrets};
-use driftreactor_serve::source::Source;
 use driftreactor_serve::{
     AfterCommit, BoxFuture, ClearError, Handoff, Input, LoadError, Loaded, Model, ModelLoader,
     Processed, ResourceInfo, ResourceKey, ServeOptions, SourceRegistry, StateInfo,
@@ -428,24 +427,9 @@ async fn finished(journal: &Journal, c: Completed) {
 /// The pull source types compiled into this binary.
 fn registry() -> SourceRegistry {
     let mut r = SourceRegistry::new();
-    r.register("aws_sqs", |t: toml::Table| async move {
-        let cfg: driftreactor_aws::sqs::SqsSourceConfig =
-            t.try_into().map_err(|e| format!("{e}"))?;
-        let source = cfg.build().await.map_err(|e| error_chain(&e))?;
-        Ok(Box::new(source) as Box<dyn Source>)
-    });
-    r.register("gcp_pubsub", |t: toml::Table| async move {
-        let cfg: driftreactor_gcp::pubsub::PubsubSourceConfig =
-            t.try_into().map_err(|e| format!("{e}"))?;
-        let source = cfg.build().await.map_err(|e| error_chain(&e))?;
-        Ok(Box::new(source) as Box<dyn Source>)
-    });
-    r.register("azure_event_grid_namespace", |t: toml::Table| async move {
-        let cfg: driftreactor_azure::namespace::NamespaceSourceConfig =
-            t.try_into().map_err(|e| format!("{e}"))?;
-        let source = cfg.build().map_err(|e| error_chain(&e))?;
-        Ok(Box::new(source) as Box<dyn Source>)
-    });
+    r.add(driftreactor_aws::sqs::registration())
+        .add(driftreactor_gcp::pubsub::registration())
+        .add(driftreactor_azure::namespace::registration());
     r
 }
 
@@ -550,22 +534,6 @@ impl Model for PipelineModel {
                 .collect(),
         })
     }
-}
-
-/// An error and its causes on one line (`outer: cause: cause`), for the serve crate's
-/// string errors.
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut out = err.to_string();
-    let mut cause = err.source();
-    while let Some(c) = cause {
-        let text = c.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        cause = c.source();
-    }
-    out
 }
 
 #[cfg(test)]

@@ -63,6 +63,7 @@ mod identity;
 mod normalize;
 #[cfg(feature = "pubsub")]
 pub mod pubsub;
+pub mod push;
 pub mod resource_name;
 
 use std::collections::BTreeMap;

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use base64::Engine as _;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use driftreactor_event::json::{describe, parse};
 use driftreactor_event::{
@@ -233,11 +232,12 @@ fn cloud_event(
         }),
         _ => match str_of(&obj, "data_base64") {
             Some(b64) => {
-                let bytes = decode_base64(b64).ok_or_else(|| NormalizeError::Field {
-                    format: CLOUDEVENT,
-                    field: "data_base64".into(),
-                    problem: "is not valid base64".into(),
-                })?;
+                let bytes =
+                    crate::push::decode_base64(b64).ok_or_else(|| NormalizeError::Field {
+                        format: CLOUDEVENT,
+                        field: "data_base64".into(),
+                        problem: "is not valid base64".into(),
+                    })?;
                 pubsub_data(&bytes, &inner, depth + 1)
             }
             None => Err(NormalizeError::missing(CLOUDEVENT, "data")),
@@ -245,51 +245,29 @@ fn cloud_event(
     }
 }
 
-fn decode_base64(s: &str) -> Option<Vec<u8>> {
-    let s = s.trim();
-    base64::engine::general_purpose::STANDARD
-        .decode(s)
-        .or_else(|_| base64::engine::general_purpose::URL_SAFE.decode(s))
-        .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(s))
-        .or_else(|_| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s))
-        .ok()
-}
-
 fn push(obj: &Map<String, Value>, depth: u8) -> Result<DriftEvent, NormalizeError> {
-    let Some(message) = obj_of(obj, "message") else {
-        return Err(NormalizeError::missing(PUSH, "message"));
-    };
-    let data = match message.get("data") {
-        Some(Value::String(s)) => s,
-        None | Some(Value::Null) => return Err(NormalizeError::missing(PUSH, "message.data")),
-        Some(other) => {
-            return Err(NormalizeError::Field {
-                format: PUSH,
-                field: "message.data".into(),
-                problem: format!("is {}, expected a base64 string", describe(other)),
-            });
-        }
-    };
-    let bytes = decode_base64(data).ok_or_else(|| NormalizeError::Field {
-        format: PUSH,
-        field: "message.data".into(),
-        problem: "is not valid base64".into(),
+    let envelope = crate::push::from_object(obj).map_err(|e| match e {
+        crate::push::PushEnvelopeError::Field { field, problem } => NormalizeError::Field {
+            format: PUSH,
+            field: field.into(),
+            problem,
+        },
+        crate::push::PushEnvelopeError::Json(problem) => NormalizeError::Field {
+            format: PUSH,
+            field: "message".into(),
+            problem,
+        },
     })?;
-    let message_id = str_any(message, &["messageId", "message_id"]);
-    let attributes: BTreeMap<String, String> = obj_of(message, "attributes")
-        .map(|a| {
-            a.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                .collect()
-        })
-        .unwrap_or_default();
-    let env = Envelope {
-        message_id,
-        attributes: Some(&attributes),
+    let Some(bytes) = envelope.data.as_deref() else {
+        return Err(NormalizeError::missing(PUSH, "message.data"));
     };
-    let mut ev = pubsub_data(&bytes, &env, depth + 1)?;
+    let env = Envelope {
+        message_id: envelope.message_id.as_deref(),
+        attributes: Some(&envelope.attributes),
+    };
+    let mut ev = pubsub_data(bytes, &env, depth + 1)?;
     if ev.occurred_at.is_none() {
-        ev.occurred_at = parse_time(str_any(message, &["publishTime", "publish_time"]));
+        ev.occurred_at = parse_time(envelope.publish_time.as_deref());
     }
     Ok(ev)
 }

@@ -4,7 +4,8 @@
 //! journaled.
 //!
 //! After Vector's `gcp_pubsub` source: [`PubsubSourceConfig`] is data,
-//! [`PubsubSourceConfig::build`] connects, [`PubsubSource`] runs until its shutdown
+//! [`PubsubSourceConfig::build`] connects, [`PubsubSource`] runs the stream as a
+//! receiver of the shared pull loop ([`driftreactor_source::pull`]) until its shutdown
 //! signal. The client manages leases itself (it extends the ack deadline of messages
 //! the pipeline still holds, up to `max_lease_secs`) and flow control
 //! (`max_outstanding_messages`).
@@ -38,13 +39,13 @@ use std::time::{Duration, SystemTime};
 
 use driftreactor_event::Provider;
 use driftreactor_source::{
-    Ack, Delivery, MessageSender, PayloadFormat, ShutdownSignal, Source, SourceError, SourceHealth,
-    SourceMessage,
+    Ack, Delivery, MessageSender, PayloadFormat, PullOptions, PullReceiver, Pulled, ReceiveError,
+    Settle, Settlement, ShutdownSignal, Source, SourceError, SourceHealth, SourceMessage, run_pull,
 };
 use google_cloud_pubsub::client::Subscriber;
 use google_cloud_pubsub::model::Message;
-use google_cloud_pubsub::subscriber::ShutdownBehavior;
 use google_cloud_pubsub::subscriber::handler::Handler;
+use google_cloud_pubsub::subscriber::{MessageStream, ShutdownBehavior};
 use serde::Deserialize;
 use tracing::{debug, info, warn};
 
@@ -212,6 +213,26 @@ impl PubsubSourceConfig {
     }
 }
 
+/// The `gcp_pubsub` pull source type for the service's source registry: reads the
+/// `[[sources]]` table into a [`PubsubSourceConfig`] and
+/// [builds](PubsubSourceConfig::build) the source.
+pub fn registration() -> driftreactor_source::Registration {
+    driftreactor_source::Registration {
+        kind: SOURCE_NAME,
+        build: |table| {
+            Box::pin(async move {
+                let config: PubsubSourceConfig =
+                    driftreactor_source::registry::parse_table(SOURCE_NAME, table)?;
+                let source = config
+                    .build()
+                    .await
+                    .map_err(|e| driftreactor_source::BuildError::build(SOURCE_NAME, e))?;
+                Ok(Box::new(source) as Box<dyn Source>)
+            })
+        },
+    }
+}
+
 /// The running `gcp_pubsub` source (see the module docs). Built by
 /// [`PubsubSourceConfig::build`].
 #[derive(Debug)]
@@ -248,88 +269,103 @@ impl PubsubSource {
         shutdown: ShutdownSignal,
     ) -> Result<(), SourceError> {
         info!(subscription = %self.subscription, "Starting the Pub/Sub source.");
-        let mut stream = self
+        let stream = self
             .client
             .subscribe(self.subscription.clone())
             .set_max_outstanding_messages(i64::from(self.max_outstanding_messages))
             .set_max_lease(self.max_lease)
             .set_shutdown_behavior(ShutdownBehavior::WaitForProcessing)
             .build();
-        // One task per handed-off message: waits for the answer, then acks / nacks.
-        // Bounded by the client's flow control (`max_outstanding_messages`).
-        let mut acking = tokio::task::JoinSet::new();
-        let mut result = Ok(());
-        // A task of its own, not a `select!` branch here: waking this loop would drop
-        // and restart a `stream.next()` that may be opening the stream.
+        // A task of its own: the client surfaces no "stream open" signal.
         let ticker = AbortOnDrop(tokio::spawn(alive(self.health.clone())).abort_handle());
-        loop {
-            let next = tokio::select! {
-                biased;
-                () = shutdown.cancelled() => break,
-                Some(_) = acking.join_next(), if !acking.is_empty() => continue,
-                next = stream.next() => next,
-            };
-            let (message, handler) = match next {
-                Some(Ok(pair)) => {
-                    self.health.record_success();
-                    pair
-                }
-                Some(Err(err)) => {
-                    let message = format!("streaming pull on {}: {err}", self.subscription);
-                    drop(ticker);
-                    self.health.record_failure(&message);
-                    result = Err(SourceError::Bus {
-                        source_name: SOURCE_NAME,
-                        message,
-                    });
-                    break;
-                }
-                None => break,
-            };
-            let delivery_attempt = handler.delivery_attempt();
-            let (source_message, wait) = to_source_message(message);
-            let message_id = source_message.message_id.clone();
-            let sent = tokio::select! {
-                biased;
-                sent = out.send(source_message) => sent.is_ok(),
-                () = shutdown.cancelled() => false,
-            };
-            if !sent {
-                handler.nack();
-                if !shutdown.is_cancelled() {
-                    result = Err(SourceError::ChannelClosed);
-                }
-                break;
-            }
-            acking.spawn(async move {
-                let delivery = wait.wait().await;
-                settle(handler, delivery, &message_id, delivery_attempt).await;
-            });
-        }
-        // Let the pipeline answer what it holds, then flush acks / nacks.
-        if tokio::time::timeout(SHUTDOWN_GRACE, async {
-            while acking.join_next().await.is_some() {}
-        })
-        .await
-        .is_err()
-        {
-            warn!(
-                pending = acking.len(),
-                "The pipeline did not answer in time; nacking the rest."
-            );
-            acking.abort_all();
-        }
-        if tokio::time::timeout(FLUSH_TIMEOUT, stream.shutdown_token().shutdown())
-            .await
-            .is_err()
-        {
-            warn!(subscription = %self.subscription, "Flushing acknowledgements timed out; unacknowledged messages will be redelivered.");
-        }
+        let receiver = PubsubReceiver {
+            subscription: self.subscription.clone(),
+            stream,
+            ticker: Some(ticker),
+        };
+        let options = PullOptions {
+            // The client extends the leases itself (up to `max_lease`).
+            renew_every: None,
+            shutdown_grace: SHUTDOWN_GRACE,
+            // Each message is a batch of its own, settled when its answer comes; the
+            // client's flow control (`max_outstanding_messages`) bounds how many wait.
+            max_pending_batches: usize::MAX,
+            ..PullOptions::new(SOURCE_NAME)
+        };
+        let result = run_pull(vec![receiver], self.health.clone(), options, out, shutdown).await;
         info!(subscription = %self.subscription, "The Pub/Sub source stopped.");
         result
     }
 }
 
+/// The streaming pull: one message per receive.
+struct PubsubReceiver {
+    subscription: String,
+    stream: MessageStream,
+    /// Records a success every [`ALIVE_EVERY`] until the stream reports an error.
+    ticker: Option<AbortOnDrop>,
+}
+
+/// One handed-off message: its ack handler and what the settlement logs.
+struct PubsubLease {
+    handler: Handler,
+    message_id: String,
+    delivery_attempt: Option<i32>,
+}
+
+impl PullReceiver for PubsubReceiver {
+    type Lease = PubsubLease;
+    type Settler = PubsubSettler;
+
+    /// The client retries transient failures inside the stream; an error it returns
+    /// is permanent (`NOT_FOUND`, `PERMISSION_DENIED`, `UNAUTHENTICATED`).
+    async fn receive(&mut self) -> Result<Option<Vec<Pulled<PubsubLease>>>, ReceiveError> {
+        match self.stream.next().await {
+            Some(Ok((message, handler))) => Ok(Some(vec![to_pulled(message, handler)])),
+            Some(Err(err)) => {
+                // Stop the alive ticker first: it must not record a success over the
+                // failure.
+                self.ticker = None;
+                Err(ReceiveError::permanent(format!(
+                    "streaming pull on {}: {err}",
+                    self.subscription
+                )))
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn settler(&self) -> PubsubSettler {
+        PubsubSettler
+    }
+
+    /// Flushes acks and nacks, for at most [`FLUSH_TIMEOUT`].
+    async fn close(self) {
+        drop(self.ticker);
+        if tokio::time::timeout(FLUSH_TIMEOUT, self.stream.shutdown_token().shutdown())
+            .await
+            .is_err()
+        {
+            warn!(subscription = %self.subscription, "Flushing acknowledgements timed out; unacknowledged messages will be redelivered.");
+        }
+    }
+}
+
+/// Acks or nacks through each message's handler.
+#[derive(Debug, Clone, Copy)]
+struct PubsubSettler;
+
+impl Settle for PubsubSettler {
+    type Lease = PubsubLease;
+
+    async fn renew<'a>(&'a self, _leases: Vec<&'a PubsubLease>) {}
+
+    async fn settle(&self, settled: Vec<(PubsubLease, Settlement)>) {
+        for (lease, settlement) in settled {
+            settle(lease, settlement).await;
+        }
+    }
+}
 /// Records a success on `health` every [`ALIVE_EVERY`], from one period after the
 /// start, until aborted.
 async fn alive(health: SourceHealth) {
@@ -351,18 +387,19 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Acks or nacks one message by the pipeline's answer.
-async fn settle(
-    handler: Handler,
-    delivery: Delivery,
-    message_id: &str,
-    delivery_attempt: Option<i32>,
-) {
+/// Acks or nacks one message by its settlement.
+async fn settle(lease: PubsubLease, settlement: Settlement) {
+    let PubsubLease {
+        handler,
+        message_id,
+        delivery_attempt,
+    } = lease;
+    let message_id = message_id.as_str();
     let attempt = delivery_attempt
         .map(|a| a.to_string())
         .unwrap_or_else(|| "unknown".into());
-    match delivery {
-        Delivery::Recorded | Delivery::Duplicate => match handler {
+    match settlement {
+        Settlement::Answered(Delivery::Recorded | Delivery::Duplicate) => match handler {
             Handler::ExactlyOnce(h) => {
                 if let Err(err) = h.confirmed_ack().await {
                     warn!(message_id, error = %err, "Acknowledging a journaled Pub/Sub message failed; it will be redelivered and deduplicated.");
@@ -370,14 +407,37 @@ async fn settle(
             }
             other => other.ack(),
         },
-        Delivery::Rejected(reason) => {
+        Settlement::Answered(Delivery::Rejected(reason)) => {
             warn!(message_id, delivery_attempt = %attempt, %reason, "Rejected a poison Pub/Sub message; nacking it for the subscription's dead-letter topic.");
             handler.nack();
         }
-        Delivery::Failed(reason) => {
+        Settlement::Answered(Delivery::Failed(reason)) => {
             debug!(message_id, %reason, "The pipeline failed on a Pub/Sub message; nacking it for redelivery.");
             handler.nack();
         }
+        Settlement::Unanswered => {
+            warn!(
+                message_id,
+                "The pipeline did not answer in time; nacking the message."
+            );
+            handler.nack();
+        }
+        Settlement::NotHandedOff => handler.nack(),
+    }
+}
+
+fn to_pulled(message: Message, handler: Handler) -> Pulled<PubsubLease> {
+    let delivery_attempt = handler.delivery_attempt();
+    let (message, wait) = to_source_message(message);
+    let lease = PubsubLease {
+        message_id: message.message_id.clone(),
+        handler,
+        delivery_attempt,
+    };
+    Pulled {
+        message,
+        wait,
+        lease,
     }
 }
 

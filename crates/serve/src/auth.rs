@@ -13,6 +13,15 @@ pub const GOOGLE_ISSUERS: [&str; 2] = ["https://accounts.google.com", "accounts.
 /// Google's signing keys.
 pub const GOOGLE_JWKS_URL: &str = "https://www.googleapis.com/oauth2/v3/certs";
 
+/// How a push endpoint that accepts pushes from anyone (`allow_unauthenticated`)
+/// shows its authentication on `/readyz`.
+pub(crate) const UNAUTHENTICATED: &str = "none";
+
+/// What the start-up warning and `/readyz` say about an endpoint that accepts
+/// unauthenticated pushes.
+pub(crate) const UNAUTHENTICATED_WARNING: &str = "accepts unauthenticated pushes \
+    (allow_unauthenticated = true): anyone who can reach the port can inject events";
+
 /// How long a fetched JWKS is used before it is fetched again, in seconds.
 const JWKS_TTL: Duration = Duration::from_secs(3600);
 /// An unknown `kid` refetches the JWKS at most this often (key rotation), in seconds.
@@ -182,19 +191,17 @@ impl OidcVerifier {
     }
 }
 
-/// Compares two secrets in time independent of where they differ.
+/// True when `given` equals `expected`, compared in constant time (`subtle`): the
+/// time taken does not depend on where they differ (only on their lengths).
 pub fn secret_eq(given: &str, expected: &str) -> bool {
-    let (a, b) = (given.as_bytes(), expected.as_bytes());
-    let mut diff = a.len() ^ b.len();
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= usize::from(x ^ y);
-    }
-    diff == 0
+    use subtle::ConstantTimeEq as _;
+    given.as_bytes().ct_eq(expected.as_bytes()).into()
 }
 
-/// The token of an `Authorization: Bearer …` header value.
+/// The token of an `Authorization: Bearer <token>` header value (RFC 6750: the scheme
+/// is case-insensitive; the token is trimmed); `None` when the header is absent, not
+/// visible ASCII, or of another scheme. The one bearer parser of the service (push
+/// endpoints and the admin API).
 pub fn bearer(value: Option<&axum::http::HeaderValue>) -> Option<&str> {
     let v = value?.to_str().ok()?;
     let (scheme, token) = v.split_once(' ')?;

@@ -2,7 +2,6 @@
 //! resources, and the push endpoints.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
@@ -13,23 +12,9 @@ use driftreactor_event::Verdict;
 use driftreactor_journal::{EventQuery, RemediationQuery};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use tokio::sync::mpsc;
 
-use crate::Ctx;
 use crate::push::{self, PushEndpoint};
-use crate::worker::Envelope;
-
-/// What the handlers share.
-#[derive(Clone)]
-pub(crate) struct AppState {
-    pub ctx: Arc<Ctx>,
-    pub tx: mpsc::Sender<Envelope>,
-}
-
-/// A JSON error body `{"error": "..."}` with a status.
-pub(crate) fn error(status: StatusCode, reason: impl Into<String>) -> Response {
-    (status, axum::Json(json!({ "error": reason.into() }))).into_response()
-}
+use crate::state::{AppState, error};
 
 pub(crate) fn router(state: AppState, pushes: Vec<PushEndpoint>, body_limit: usize) -> Router {
     let mut r = Router::new()
@@ -248,11 +233,7 @@ async fn clear(
     };
     if let Some(var) = &s.ctx.server.admin_token_env {
         let expected = std::env::var(var).unwrap_or_default();
-        let given = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or_default();
+        let given = crate::auth::bearer(headers.get(header::AUTHORIZATION)).unwrap_or_default();
         if expected.is_empty() || !crate::auth::secret_eq(given, &expected) {
             return error(
                 StatusCode::UNAUTHORIZED,

@@ -42,6 +42,7 @@ mod readiness;
 pub mod reload;
 mod retention;
 mod sources;
+mod state;
 mod worker;
 
 pub use config::{AzurePushConfig, GcpPushConfig, OidcConfig, Retention, ServerConfig, SourceSpec};
@@ -52,8 +53,7 @@ pub use model::{
     BoxError, Input, LoadError, Loaded, Model, ModelLoader, Processed, ResourceInfo, StateInfo,
     chain,
 };
-pub use push::{PushedMessage, parse_pubsub_push};
-pub use sources::{BuildFuture, SourceBuilder, SourceRegistry};
+pub use sources::{BuildError, BuildFuture, Registration, SourceBuilder, SourceRegistry};
 
 /// Capacity of each pull source's own channel in front of the shared pipeline channel,
 /// in messages. Small: the shared channel ([`ServerConfig::queue_capacity`]) is the
@@ -83,12 +83,13 @@ pub enum ServeError {
     #[error("cannot load the state graph: {0}")]
     Model(#[source] LoadError),
     /// A pull source could not be built.
-    #[error("cannot start source {name}: {reason}")]
+    #[error("cannot start source {name}: {source}")]
     Source {
         /// The source name.
         name: String,
-        /// Why.
-        reason: String,
+        /// Why (boxed: the TOML error is large).
+        #[source]
+        source: Box<driftreactor_source::BuildError>,
     },
     /// The listen address could not be bound.
     #[error("cannot listen on {addr}: {source}")]
@@ -327,9 +328,9 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
                         ),
                     ));
                 };
-                let source = build(table).await.map_err(|reason| ServeError::Source {
+                let source = build(table).await.map_err(|source| ServeError::Source {
                     name: name.clone(),
-                    reason,
+                    source: Box::new(source),
                 })?;
                 pulls.push((name, kind, source));
             }
@@ -389,12 +390,12 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
     let mut statuses = BTreeMap::new();
     for p in &pushes {
         let authentication = p.authentication();
-        if authentication == push::UNAUTHENTICATED {
+        if authentication == auth::UNAUTHENTICATED {
             tracing::warn!(
                 source = %p.name(),
                 path = %p.path(),
                 "Push endpoint {}.",
-                push::UNAUTHENTICATED_WARNING
+                auth::UNAUTHENTICATED_WARNING
             );
         }
         statuses.insert(
@@ -486,7 +487,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
     };
 
     let app = http::router(
-        http::AppState {
+        state::AppState {
             ctx: ctx.clone(),
             tx: tx.clone(),
         },

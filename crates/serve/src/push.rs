@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -18,15 +18,16 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, post};
-use base64::Engine;
 use driftreactor_event::Provider;
-use driftreactor_source::{Ack, Delivery, PayloadFormat, SourceMessage};
-use serde_json::{Value, json};
+use driftreactor_source::{Delivery, PayloadFormat, SourceMessage};
+use serde_json::json;
 
 use crate::ServeError;
-use crate::auth::{AuthError, GOOGLE_ISSUERS, GOOGLE_JWKS_URL, OidcVerifier, bearer, secret_eq};
+use crate::auth::{
+    AuthError, GOOGLE_ISSUERS, GOOGLE_JWKS_URL, OidcVerifier, UNAUTHENTICATED, bearer, secret_eq,
+};
 use crate::config::{AzurePushConfig, GcpPushConfig};
-use crate::http::{AppState, error};
+use crate::state::{AppState, error};
 use crate::worker::Envelope;
 
 /// A configured push endpoint, with its credentials resolved.
@@ -81,14 +82,6 @@ impl PushEndpoint {
         }
     }
 }
-
-/// [`PushEndpoint::authentication`] of an endpoint that accepts pushes from anyone.
-pub(crate) const UNAUTHENTICATED: &str = "none";
-
-/// What the start-up warning and `/readyz` say about an endpoint that accepts
-/// unauthenticated pushes.
-pub(crate) const UNAUTHENTICATED_WARNING: &str = "accepts unauthenticated pushes \
-    (allow_unauthenticated = true): anyone who can reach the port can inject events";
 
 pub(crate) struct GcpPush {
     name: Arc<str>,
@@ -364,14 +357,22 @@ async fn gcp(
     if let Err(e) = auth.await {
         return refuse(&s, &ep.name, &e);
     }
-    let PushedMessage {
-        message_id,
-        data: payload,
-        attributes,
-    } = match parse_pubsub_push(&body) {
+    // The one Pub/Sub push envelope parser (the gcp crate's); the endpoint also needs
+    // the message id, and takes a message without data as empty data.
+    let envelope = match driftreactor_gcp::push::parse(&body) {
         Ok(v) => v,
-        Err(reason) => return reject_unparsed(&s, &ep.name, Provider::Gcp, reason),
+        Err(e) => return reject_unparsed(&s, &ep.name, Provider::Gcp, e.to_string()),
     };
+    let Some(message_id) = envelope.message_id else {
+        return reject_unparsed(
+            &s,
+            &ep.name,
+            Provider::Gcp,
+            "Pub/Sub push envelope: field `message.messageId` is missing or not a string".into(),
+        );
+    };
+    let payload = envelope.data.unwrap_or_default();
+    let attributes = envelope.attributes;
     deliver(
         &s,
         ep.name.clone(),
@@ -384,70 +385,6 @@ async fn gcp(
     .await
 }
 
-/// One Pub/Sub message taken out of its push envelope.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PushedMessage {
-    /// `message.messageId`.
-    pub message_id: String,
-    /// `message.data`, base64-decoded (empty when absent).
-    pub data: Vec<u8>,
-    /// `message.attributes`.
-    pub attributes: BTreeMap<String, String>,
-}
-
-/// Reads a Pub/Sub push envelope (`{"message": {"data", "attributes", "messageId"},
-/// "subscription"}`): the message id, the decoded `data`, and the attributes.
-///
-/// # Errors
-/// A plain-words reason naming the field.
-pub fn parse_pubsub_push(body: &[u8]) -> Result<PushedMessage, String> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| format!("body is not JSON: {e}"))?;
-    let msg = v
-        .get("message")
-        .and_then(Value::as_object)
-        .ok_or("Pub/Sub push envelope: field `message` is missing or not an object")?;
-    // Pub/Sub sends both spellings (`messageId` and `message_id`).
-    let message_id = msg
-        .get("messageId")
-        .or_else(|| msg.get("message_id"))
-        .and_then(Value::as_str)
-        .ok_or("Pub/Sub push envelope: field `message.messageId` is missing or not a string")?
-        .to_owned();
-    let payload = match msg.get("data") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::String(d)) => base64::engine::general_purpose::STANDARD
-            .decode(d.trim())
-            .map_err(|e| {
-                format!("Pub/Sub push envelope: field `message.data` is not base64: {e}")
-            })?,
-        Some(_) => {
-            return Err("Pub/Sub push envelope: field `message.data` is not a string".into());
-        }
-    };
-    let mut attributes = BTreeMap::new();
-    match msg.get("attributes") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(m)) => {
-            for (k, v) in m {
-                let v = v.as_str().ok_or_else(|| {
-                    format!("Pub/Sub push envelope: attribute `{k}` is not a string")
-                })?;
-                attributes.insert(k.clone(), v.to_owned());
-            }
-        }
-        Some(_) => {
-            return Err(
-                "Pub/Sub push envelope: field `message.attributes` is not an object".into(),
-            );
-        }
-    }
-    Ok(PushedMessage {
-        message_id,
-        data: payload,
-        attributes,
-    })
-}
-
 async fn azure(
     s: AppState,
     ep: &AzurePush,
@@ -455,21 +392,18 @@ async fn azure(
     q: &HashMap<String, String>,
     body: Bytes,
 ) -> Response {
-    let parsed: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => {
-            return reject_unparsed(
-                &s,
-                &ep.name,
-                Provider::Azure,
-                format!("body is not JSON: {e}"),
-            );
-        }
-    };
+    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&body) {
+        return reject_unparsed(
+            &s,
+            &ep.name,
+            Provider::Azure,
+            format!("body is not JSON: {e}"),
+        );
+    }
     let validation = headers
         .get("aeg-event-type")
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"SubscriptionValidation"));
-    if let Some(code) = validation_code(&parsed) {
+    if let Some(code) = driftreactor_azure::subscription_validation_code(&body) {
         // The handshake only echoes a code, so it is answered without credentials:
         // Event Grid may send it before a static delivery header is in effect.
         tracing::info!(source = %ep.name, "Answered the Event Grid subscription validation handshake.");
@@ -526,30 +460,6 @@ async fn azure(
     .await
 }
 
-/// The `data.validationCode` of an Event Grid `SubscriptionValidationEvent` (alone in
-/// its batch), if `v` is one.
-fn validation_code(v: &Value) -> Option<String> {
-    let first = match v {
-        Value::Array(a) if a.len() == 1 => a.first()?,
-        Value::Object(_) => v,
-        _ => return None,
-    };
-    let ty = first
-        .get("eventType")
-        .or_else(|| first.get("type"))?
-        .as_str()?;
-    if ty != "Microsoft.EventGrid.SubscriptionValidationEvent" {
-        return None;
-    }
-    Some(
-        first
-            .get("data")?
-            .get("validationCode")?
-            .as_str()?
-            .to_owned(),
-    )
-}
-
 fn azure_options(ep: &AzurePush, headers: &HeaderMap) -> Response {
     let Some(origin) = headers
         .get("webhook-request-origin")
@@ -588,16 +498,7 @@ async fn deliver(
     payload: Vec<u8>,
     attributes: BTreeMap<String, String>,
 ) -> Response {
-    let (ack, wait) = Ack::pair();
-    let msg = SourceMessage {
-        provider,
-        format,
-        message_id,
-        payload,
-        attributes,
-        received_at: SystemTime::now(),
-        ack,
-    };
+    let (msg, wait) = SourceMessage::received(provider, format, message_id, payload, attributes);
     let timeout = Duration::from_secs(s.ctx.server.push_timeout_secs.max(1));
     let outcome = tokio::time::timeout(timeout, async {
         s.tx.send(Envelope { source, msg }).await.ok()?;
@@ -619,42 +520,5 @@ async fn deliver(
             StatusCode::SERVICE_UNAVAILABLE,
             "journal unavailable; retry",
         ),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pubsub_push_envelopes_with_both_id_spellings_parse() {
-        let body = br#"{"message":{"data":"aGk=","messageId":"1","message_id":"1","attributes":{"a":"b"}},"subscription":"s"}"#;
-        let m = parse_pubsub_push(body).unwrap();
-        assert_eq!(
-            (m.message_id.as_str(), m.data.as_slice()),
-            ("1", b"hi".as_slice())
-        );
-        assert_eq!(m.attributes["a"], "b");
-    }
-
-    #[test]
-    fn malformed_pubsub_envelopes_name_the_field() {
-        assert!(parse_pubsub_push(b"{}").unwrap_err().contains("`message`"));
-        let e = parse_pubsub_push(br#"{"message":{"messageId":"1","data":"!!"}}"#).unwrap_err();
-        assert!(e.contains("message.data"), "{e}");
-        assert!(parse_pubsub_push(b"nope").unwrap_err().contains("not JSON"));
-    }
-
-    #[test]
-    fn only_a_lone_validation_event_is_a_handshake() {
-        let v: Value = serde_json::from_str(
-            r#"[{"eventType":"Microsoft.EventGrid.SubscriptionValidationEvent","data":{"validationCode":"c"}}]"#,
-        )
-        .unwrap();
-        assert_eq!(validation_code(&v).as_deref(), Some("c"));
-        let v: Value =
-            serde_json::from_str(r#"[{"eventType":"Microsoft.Resources.ResourceWriteSuccess"}]"#)
-                .unwrap();
-        assert_eq!(validation_code(&v), None);
     }
 }

@@ -98,8 +98,8 @@ pub(crate) fn report(
             .or_else(|| snapshot.as_ref().and_then(|s| s.last_error.clone())),
         reason: degraded.map(|d| d.to_string()),
         authentication: status.authentication,
-        warning: (status.authentication == Some(crate::push::UNAUTHENTICATED))
-            .then_some(crate::push::UNAUTHENTICATED_WARNING),
+        warning: (status.authentication == Some(crate::auth::UNAUTHENTICATED))
+            .then_some(crate::auth::UNAUTHENTICATED_WARNING),
         failures_total: snapshot.as_ref().map_or(0, |s| s.failures_total),
     }
 }

@@ -1,18 +1,17 @@
 //! The registry of pull sources (`aws_sqs`, `gcp_pubsub`, `azure_event_grid_namespace`).
 //!
-//! The adapters live in the cloud crates behind cargo features; the binary registers a
-//! builder per `type` that parses the `[[sources]]` table into the adapter's config
-//! struct and calls its `build()`. This crate stays free of cloud SDKs.
+//! The adapters live in the cloud crates behind cargo features; each offers a
+//! ready-made [`Registration`] (`driftreactor_aws::sqs::registration()`, …) that the
+//! binary [adds](SourceRegistry::add): it parses the `[[sources]]` table into the
+//! adapter's config struct and calls its `build()`. This crate stays free of cloud
+//! SDKs.
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use driftreactor_source::Source;
-
-/// The future a [`SourceBuilder`] returns: the built adapter, or a plain-words reason.
-pub type BuildFuture = Pin<Box<dyn Future<Output = Result<Box<dyn Source>, String>> + Send>>;
+pub use driftreactor_source::{BuildError, BuildFuture, Registration};
 
 /// Builds one pull source from its `[[sources]]` table (without `type` and `name`).
 pub type SourceBuilder = Arc<dyn Fn(toml::Table) -> BuildFuture + Send + Sync>;
@@ -35,11 +34,21 @@ impl SourceRegistry {
         Self::default()
     }
 
-    /// Registers the builder of `kind` (replacing any previous one).
+    /// Adds a cloud crate's ready-made registration (replacing any previous one of
+    /// its `kind`).
+    pub fn add(&mut self, registration: Registration) -> &mut Self {
+        self.builders
+            .insert(registration.kind.to_owned(), Arc::new(registration.build));
+        self
+    }
+
+    /// Registers the builder of `kind` (replacing any previous one). Its error is a
+    /// [`BuildError`]; `?` on a `String` or `&str` reason makes a
+    /// [`BuildError::Message`].
     pub fn register<F, Fut>(&mut self, kind: &str, build: F) -> &mut Self
     where
         F: Fn(toml::Table) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Box<dyn Source>, String>> + Send + 'static,
+        Fut: Future<Output = Result<Box<dyn Source>, BuildError>> + Send + 'static,
     {
         self.builders.insert(
             kind.to_owned(),

@@ -29,12 +29,16 @@ use std::time::SystemTime;
 
 use driftreactor_event::Provider;
 pub use health::{Degraded, HealthPolicy, HealthSnapshot, SourceHealth};
+pub use pull::{PullOptions, PullReceiver, Pulled, ReceiveError, Settle, Settlement, run_pull};
+pub use registry::{BuildError, BuildFuture, Registration};
 pub use split::{Item, split};
 use tokio::sync::{mpsc, oneshot};
 pub use tokio_util::sync::CancellationToken as ShutdownSignal;
 pub use wait::await_deliveries;
 
 pub mod health;
+pub mod pull;
+pub mod registry;
 mod split;
 mod wait;
 
@@ -125,6 +129,31 @@ pub struct SourceMessage {
     pub received_at: SystemTime,
     /// Answer here once the message is journaled.
     pub ack: Ack,
+}
+
+impl SourceMessage {
+    /// A message received now from `provider`'s bus: `payload` unmodified,
+    /// `attributes` as the bus gave them. Returns it with the adapter's half of its
+    /// fresh [`Ack`] pair (pull sources and push endpoints alike).
+    pub fn received(
+        provider: Provider,
+        format: PayloadFormat,
+        message_id: String,
+        payload: Vec<u8>,
+        attributes: BTreeMap<String, String>,
+    ) -> (SourceMessage, AckWait) {
+        let (ack, wait) = Ack::pair();
+        let message = SourceMessage {
+            provider,
+            format,
+            message_id,
+            payload,
+            attributes,
+            received_at: SystemTime::now(),
+            ack,
+        };
+        (message, wait)
+    }
 }
 
 /// The sending side of the bounded channel from adapters to the pipeline.

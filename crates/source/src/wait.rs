@@ -21,6 +21,22 @@ pub async fn await_deliveries<F, Fut>(
     renew_every: Duration,
     grace: Duration,
     shutdown: &ShutdownSignal,
+    renew: F,
+) -> Vec<Option<Delivery>>
+where
+    F: FnMut(Vec<usize>) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    await_deliveries_renewing(waits, Some(renew_every), grace, shutdown, renew).await
+}
+
+/// [`await_deliveries`] with an optional renewal: `None` never calls `renew` (the bus
+/// client extends leases itself).
+pub(crate) async fn await_deliveries_renewing<F, Fut>(
+    waits: Vec<AckWait>,
+    renew_every: Option<Duration>,
+    grace: Duration,
+    shutdown: &ShutdownSignal,
     mut renew: F,
 ) -> Vec<Option<Delivery>>
 where
@@ -32,7 +48,10 @@ where
     for (index, wait) in waits.into_iter().enumerate() {
         pending.spawn(async move { (index, wait.wait().await) });
     }
-    let renew_every = renew_every.max(Duration::from_millis(1));
+    let renewing = renew_every.is_some();
+    let renew_every = renew_every
+        .unwrap_or(Duration::from_secs(3600))
+        .max(Duration::from_millis(1));
     let mut ticker =
         tokio::time::interval_at(tokio::time::Instant::now() + renew_every, renew_every);
     // Armed (reset to now + grace) only once shutdown fires.
@@ -50,7 +69,7 @@ where
                 Some(Err(_)) => {}
                 None => break,
             },
-            _ = ticker.tick() => {
+            _ = ticker.tick(), if renewing => {
                 let still: Vec<usize> = results
                     .iter()
                     .enumerate()
