@@ -51,7 +51,6 @@ pub use driftreactor_source as source;
 pub use hook::{AfterCommit, BoxFuture, ClearError, Handoff};
 pub use model::{
     BoxError, Input, LoadError, Loaded, Model, ModelLoader, Processed, ResourceInfo, StateInfo,
-    chain,
 };
 pub use sources::{BuildError, BuildFuture, Registration, SourceBuilder, SourceRegistry};
 

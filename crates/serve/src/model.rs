@@ -14,6 +14,7 @@ use std::sync::Arc;
 use driftreactor_event::{Action, DriftEvent, NormalizeError, Provider, Reason, Verdict};
 use driftreactor_journal::{Decided, MatchRecord, ResourceKey};
 use driftreactor_source::PayloadFormat;
+use driftreactor_source::chain;
 use serde::{Deserialize, Serialize};
 
 /// One message's payload, as handed to [`Model::process`].
@@ -155,20 +156,4 @@ pub enum LoadError {
     /// The loading task stopped before it answered (it panicked).
     #[error("the state loader stopped unexpectedly: {0}")]
     Aborted(String),
-}
-
-/// `err` and its causes on one line (`outer: cause: cause`), leaving out a cause
-/// whose text the outer message already holds.
-pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = err.to_string();
-    let mut cause = err.source();
-    while let Some(c) = cause {
-        let text = c.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        cause = c.source();
-    }
-    out
 }

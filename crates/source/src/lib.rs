@@ -30,7 +30,7 @@ use std::time::SystemTime;
 use driftreactor_event::Provider;
 pub use health::{Degraded, HealthPolicy, HealthSnapshot, SourceHealth};
 pub use pull::{PullOptions, PullReceiver, Pulled, ReceiveError, Settle, Settlement, run_pull};
-pub use registry::{BuildError, BuildFuture, Registration};
+pub use registry::{BuildError, BuildFuture, Registration, chain};
 pub use split::{Item, split};
 use tokio::sync::{mpsc, oneshot};
 pub use tokio_util::sync::CancellationToken as ShutdownSignal;

@@ -62,8 +62,9 @@ impl From<&str> for BuildError {
     }
 }
 
-/// An error and its causes on one line, each cause once.
-fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+/// `err` and its causes on one line (`outer: cause: cause`), leaving out a cause
+/// whose text the outer message already holds.
+pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
     let mut out = err.to_string();
     let mut cause = err.source();
     while let Some(c) = cause {
