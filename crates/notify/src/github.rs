@@ -92,6 +92,9 @@ pub enum GitHubError {
         method: String,
         /// API path.
         path: String,
+        /// The HTTP status GitHub answered; `None` when no answer came (transport
+        /// error, timeout).
+        status: Option<u16>,
         /// Status and message, or the transport error.
         detail: String,
     },
@@ -101,13 +104,47 @@ impl GitHubError {
     /// True when retrying later may succeed (transport error, 5xx, rate limit).
     pub fn is_transient(&self) -> bool {
         match self {
-            GitHubError::Request { detail, .. } => {
-                detail.starts_with("transport")
-                    || detail.starts_with('5')
-                    || detail.starts_with("429")
-            }
+            GitHubError::Request { status, .. } => match status {
+                None => true,
+                Some(s) => *s >= 500 || *s == 429,
+            },
             _ => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod transient_tests {
+    use super::GitHubError;
+
+    fn request(status: Option<u16>, detail: &str) -> GitHubError {
+        GitHubError::Request {
+            method: "POST".into(),
+            path: "/repos/acme/infra/pulls".into(),
+            status,
+            detail: detail.into(),
+        }
+    }
+
+    /// Branch names and paths are escaped as RFC 3986 asks, `/` kept.
+    #[test]
+    fn query_values_and_paths_are_percent_encoded() {
+        assert_eq!(
+            super::encode("driftreactor/prod a+b&c~d.é"),
+            "driftreactor/prod%20a%2Bb%26c~d.%C3%A9"
+        );
+    }
+
+    /// Transience is decided by the status code GitHub answered, not by the text of
+    /// the message (which may start with anything).
+    #[test]
+    fn github_error_transience_is_decided_by_status_code() {
+        assert!(request(None, "connection refused").is_transient());
+        assert!(request(Some(502), "Bad Gateway").is_transient());
+        assert!(request(Some(429), "rate limited").is_transient());
+        assert!(!request(Some(422), "5 validation errors").is_transient());
+        assert!(!request(Some(404), "transport: Not Found").is_transient());
+        assert!(!GitHubError::NoToken("GITHUB_TOKEN".into()).is_transient());
     }
 }
 
@@ -450,6 +487,7 @@ impl GitHub {
         GitHubError::Request {
             method: method.to_string(),
             path: path.split('?').next().unwrap_or(path).to_owned(),
+            status: Some(status.as_u16()),
             detail: format!("{} {}", status.as_u16(), self.redactor.text(msg)),
         }
     }
@@ -515,6 +553,7 @@ impl GitHub {
             Err((status, msg)) => Err(GitHubError::Request {
                 method: method.to_string(),
                 path: path.split('?').next().unwrap_or(path).to_owned(),
+                status: status.map(|s| s.as_u16()),
                 detail: match status {
                     Some(s) if s == StatusCode::TOO_MANY_REQUESTS => {
                         format!("429 {}", self.redactor.text(&msg))
@@ -537,17 +576,17 @@ fn path_str(p: &Path) -> String {
         .join("/")
 }
 
+/// What [`encode`] escapes: everything but RFC 3986's unreserved characters and `/`.
+const ESCAPED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~')
+    .remove(b'/');
+
 /// Percent-encodes a query value or path segment (RFC 3986 unreserved kept; `/` kept).
 fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b'/') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(s, ESCAPED).to_string()
 }
 
 fn encode_path(p: &str) -> String {
