@@ -245,19 +245,15 @@ fn unreachable_config() -> Result<String, SqsError> {
 /// `[[sources]]` table into a [`SqsSourceConfig`] and [builds](SqsSourceConfig::build)
 /// the source.
 pub fn registration() -> driftreactor_source::Registration {
-    driftreactor_source::Registration {
-        kind: SOURCE_NAME,
-        build: |table| {
-            Box::pin(async move {
-                let config: SqsSourceConfig =
-                    driftreactor_source::registry::parse_table(SOURCE_NAME, table)?;
-                let source = config
-                    .build()
-                    .await
-                    .map_err(|e| driftreactor_source::BuildError::build(SOURCE_NAME, e))?;
-                Ok(Box::new(source) as Box<dyn Source>)
-            })
-        },
+    driftreactor_source::registry::registration::<SqsSourceConfig>()
+}
+
+impl driftreactor_source::registry::SourceConfig for SqsSourceConfig {
+    const KIND: &'static str = SOURCE_NAME;
+    type Source = SqsSource;
+    type Error = SqsError;
+    async fn build_source(self) -> Result<SqsSource, SqsError> {
+        self.build().await
     }
 }
 

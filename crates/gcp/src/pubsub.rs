@@ -217,19 +217,15 @@ impl PubsubSourceConfig {
 /// `[[sources]]` table into a [`PubsubSourceConfig`] and
 /// [builds](PubsubSourceConfig::build) the source.
 pub fn registration() -> driftreactor_source::Registration {
-    driftreactor_source::Registration {
-        kind: SOURCE_NAME,
-        build: |table| {
-            Box::pin(async move {
-                let config: PubsubSourceConfig =
-                    driftreactor_source::registry::parse_table(SOURCE_NAME, table)?;
-                let source = config
-                    .build()
-                    .await
-                    .map_err(|e| driftreactor_source::BuildError::build(SOURCE_NAME, e))?;
-                Ok(Box::new(source) as Box<dyn Source>)
-            })
-        },
+    driftreactor_source::registry::registration::<PubsubSourceConfig>()
+}
+
+impl driftreactor_source::registry::SourceConfig for PubsubSourceConfig {
+    const KIND: &'static str = SOURCE_NAME;
+    type Source = PubsubSource;
+    type Error = PubsubError;
+    async fn build_source(self) -> Result<PubsubSource, PubsubError> {
+        self.build().await
     }
 }
 

@@ -91,6 +91,39 @@ pub struct Registration {
     pub build: fn(toml::Table) -> BuildFuture,
 }
 
+/// A pull source's config (Vector's way: data, apart from the running source): a
+/// `[[sources]]` table of type [`SourceConfig::KIND`] reads into it, and
+/// [`SourceConfig::build_source`] does the I/O set-up. [`registration`] turns it
+/// into the service's [`Registration`].
+pub trait SourceConfig: serde::de::DeserializeOwned + Send + 'static {
+    /// The `type` of its `[[sources]]` table (`aws_sqs`).
+    const KIND: &'static str;
+    /// The running source.
+    type Source: Source + 'static;
+    /// Why it could not be built.
+    type Error: std::error::Error + Send + Sync + 'static;
+    /// Builds the source (credentials, clients, a first call where the bus needs one).
+    fn build_source(self) -> impl Future<Output = Result<Self::Source, Self::Error>> + Send;
+}
+
+/// The [`Registration`] of source config `C`: reads the table with [`parse_table`],
+/// builds with [`SourceConfig::build_source`], errors named by `C::KIND`.
+pub fn registration<C: SourceConfig>() -> Registration {
+    Registration {
+        kind: C::KIND,
+        build: |table| {
+            Box::pin(async move {
+                let config: C = parse_table(C::KIND, table)?;
+                let source = config
+                    .build_source()
+                    .await
+                    .map_err(|e| BuildError::build(C::KIND, e))?;
+                Ok(Box::new(source) as Box<dyn Source>)
+            })
+        },
+    }
+}
+
 /// Reads `table` into the config struct `C` of source type `kind`.
 ///
 /// # Errors

@@ -59,18 +59,15 @@ pub const SOURCE_NAME: &str = "azure_event_grid_namespace";
 /// registry: reads the `[[sources]]` table into a [`NamespaceSourceConfig`] and
 /// [builds](NamespaceSourceConfig::build) the source.
 pub fn registration() -> driftreactor_source::Registration {
-    driftreactor_source::Registration {
-        kind: SOURCE_NAME,
-        build: |table| {
-            Box::pin(async move {
-                let config: NamespaceSourceConfig =
-                    driftreactor_source::registry::parse_table(SOURCE_NAME, table)?;
-                let source = config
-                    .build()
-                    .map_err(|e| driftreactor_source::BuildError::build(SOURCE_NAME, e))?;
-                Ok(Box::new(source) as Box<dyn driftreactor_source::Source>)
-            })
-        },
+    driftreactor_source::registry::registration::<NamespaceSourceConfig>()
+}
+
+impl driftreactor_source::registry::SourceConfig for NamespaceSourceConfig {
+    const KIND: &'static str = SOURCE_NAME;
+    type Source = NamespaceSource;
+    type Error = NamespaceError;
+    async fn build_source(self) -> Result<NamespaceSource, NamespaceError> {
+        self.build()
     }
 }
 
