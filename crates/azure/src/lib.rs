@@ -43,6 +43,8 @@ mod identity;
 #[cfg(feature = "namespace")]
 pub mod namespace;
 mod normalize;
+#[cfg(feature = "push-endpoint")]
+pub mod push_endpoint;
 
 use driftreactor_event::{DriftEvent, NormalizeError};
 

@@ -22,6 +22,8 @@ use serde_json::value::RawValue;
 mod error;
 mod identity;
 pub mod json;
+#[cfg(feature = "prometheus")]
+mod label;
 pub mod lenient;
 mod vocab;
 

@@ -64,6 +64,8 @@ mod normalize;
 #[cfg(feature = "pubsub")]
 pub mod pubsub;
 pub mod push;
+#[cfg(feature = "push-endpoint")]
+pub mod push_endpoint;
 pub mod resource_name;
 
 use std::collections::BTreeMap;

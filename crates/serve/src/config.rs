@@ -4,6 +4,10 @@ use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
 
+pub use driftreactor_azure::push_endpoint::AzurePushConfig;
+pub use driftreactor_gcp::push_endpoint::GcpPushConfig;
+pub use driftreactor_source::push::OidcConfig;
+
 use crate::ServeError;
 
 /// Default capacity of the bounded channel from sources and push endpoints to the
@@ -78,118 +82,6 @@ impl Default for ServerConfig {
     }
 }
 
-/// OIDC bearer-token check of a push endpoint (Pub/Sub push authentication, or an
-/// Entra ID token on an Event Grid webhook).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OidcConfig {
-    /// Required `aud` claim (Pub/Sub: the push endpoint URL or the audience set on the
-    /// subscription; Entra: the application ID URI or client id).
-    pub audience: String,
-    /// Accepted `iss` values. Default: Google's (`https://accounts.google.com`,
-    /// `accounts.google.com`) for Pub/Sub; for Event Grid derived from `tenant_id`.
-    #[serde(default)]
-    pub issuers: Vec<String>,
-    /// The JWKS document with the signing keys. Default: Google's
-    /// `https://www.googleapis.com/oauth2/v3/certs`; for Event Grid derived from
-    /// `tenant_id`.
-    #[serde(default)]
-    pub jwks_url: Option<String>,
-    /// Entra tenant id (Event Grid only): sets the default issuers and JWKS URL.
-    #[serde(default)]
-    pub tenant_id: Option<String>,
-    /// Required `email` claim (Pub/Sub: the push service account), with
-    /// `email_verified = true`.
-    #[serde(default)]
-    pub email: Option<String>,
-    /// Clock skew allowed on `exp` / `nbf`, in seconds. Default 60.
-    #[serde(default = "default_leeway")]
-    pub leeway_secs: u64,
-}
-
-const fn default_leeway() -> u64 {
-    60
-}
-
-/// `[[sources]] type = "gcp_pubsub_push"`: the Pub/Sub push endpoint.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GcpPushConfig {
-    /// Name in logs and metrics. Default `gcp_pubsub_push`.
-    #[serde(default)]
-    pub name: Option<String>,
-    /// URL path on the server. Default `/push/gcp`.
-    #[serde(default = "default_gcp_path")]
-    pub path: String,
-    /// Verify the `Authorization: Bearer` OIDC token Pub/Sub sends.
-    #[serde(default)]
-    pub oidc: Option<OidcConfig>,
-    /// Name of an environment variable holding a shared secret that the push URL
-    /// carries as `?token=…` (an alternative to OIDC).
-    #[serde(default)]
-    pub token_env: Option<String>,
-    /// A file holding that shared secret (e.g. a mounted Kubernetes secret), instead of
-    /// `token_env`. Surrounding white space is ignored.
-    #[serde(default)]
-    pub token_file: Option<std::path::PathBuf>,
-    /// Accept pushes with neither OIDC nor a token configured. Default false: such a
-    /// config is refused at start-up.
-    #[serde(default)]
-    pub allow_unauthenticated: bool,
-}
-
-fn default_gcp_path() -> String {
-    "/push/gcp".into()
-}
-
-/// `[[sources]] type = "azure_event_grid_push"`: the Event Grid webhook.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AzurePushConfig {
-    /// Name in logs and metrics. Default `azure_event_grid_push`.
-    #[serde(default)]
-    pub name: Option<String>,
-    /// URL path on the server. Default `/push/azure`.
-    #[serde(default = "default_azure_path")]
-    pub path: String,
-    /// Name of an environment variable holding the shared secret; the subscription's
-    /// endpoint URL carries it as `?<secret_query>=…` or a delivery header
-    /// `<secret_header>: …`.
-    #[serde(default)]
-    pub secret_env: Option<String>,
-    /// A file holding the shared secret (e.g. a mounted Kubernetes secret), instead of
-    /// `secret_env`. Surrounding white space is ignored.
-    #[serde(default)]
-    pub secret_file: Option<std::path::PathBuf>,
-    /// Query parameter carrying the secret. Default `code`.
-    #[serde(default = "default_secret_query")]
-    pub secret_query: String,
-    /// Header carrying the secret (an Event Grid static delivery header). Default
-    /// `x-driftreactor-secret`.
-    #[serde(default = "default_secret_header")]
-    pub secret_header: String,
-    /// Verify an Entra ID bearer token (Event Grid "Microsoft Entra authentication").
-    #[serde(default)]
-    pub entra: Option<OidcConfig>,
-    /// `WebHook-Request-Origin` values allowed in the CloudEvents `OPTIONS` handshake;
-    /// `*` allows any. Default `eventgrid.azure.net`.
-    #[serde(default = "default_origins")]
-    pub allowed_origins: Vec<String>,
-}
-
-fn default_azure_path() -> String {
-    "/push/azure".into()
-}
-fn default_secret_query() -> String {
-    "code".into()
-}
-fn default_secret_header() -> String {
-    "x-driftreactor-secret".into()
-}
-fn default_origins() -> Vec<String> {
-    vec!["eventgrid.azure.net".into()]
-}
-
 /// One `[[sources]]` entry, split by its `type`.
 #[derive(Debug, Clone)]
 pub enum SourceSpec {
@@ -229,8 +121,12 @@ pub fn parse_sources(tables: &[toml::Table]) -> Result<Vec<SourceSpec>, ServeErr
         };
         let bad = |e: toml::de::Error| ServeError::config(field.clone(), e.to_string().trim_end());
         let spec = match kind.as_str() {
-            "gcp_pubsub_push" => SourceSpec::GcpPush(t.try_into().map_err(bad)?),
-            "azure_event_grid_push" => SourceSpec::AzurePush(t.try_into().map_err(bad)?),
+            driftreactor_gcp::push_endpoint::KIND => {
+                SourceSpec::GcpPush(t.try_into().map_err(bad)?)
+            }
+            driftreactor_azure::push_endpoint::KIND => {
+                SourceSpec::AzurePush(t.try_into().map_err(bad)?)
+            }
             _ => {
                 let name = match t.remove("name") {
                     Some(toml::Value::String(s)) => s,

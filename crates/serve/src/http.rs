@@ -13,11 +13,16 @@ use driftreactor_journal::{EventQuery, RemediationQuery};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::push::{self, PushEndpoint};
 use crate::state::{AppState, error};
 
-pub(crate) fn router(state: AppState, pushes: Vec<PushEndpoint>, body_limit: usize) -> Router {
-    let mut r = Router::new()
+/// The API routes and the push endpoints mounted at their paths (the push
+/// endpoints' handlers come from their cloud crates: [`crate::push::mount`]).
+pub(crate) fn router(
+    state: AppState,
+    pushes: Vec<std::sync::Arc<dyn driftreactor_source::push::PushEndpoint>>,
+    body_limit: usize,
+) -> Router {
+    let api = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
@@ -27,11 +32,9 @@ pub(crate) fn router(state: AppState, pushes: Vec<PushEndpoint>, body_limit: usi
         .route(
             "/v1/resources/{workspace}/{*address}",
             get(resource).post(clear),
-        );
-    for p in pushes {
-        r = push::route(r, p);
-    }
-    r.layer(DefaultBodyLimit::max(body_limit)).with_state(state)
+        )
+        .with_state(state.clone());
+    crate::push::mount(api, &state, pushes).layer(DefaultBodyLimit::max(body_limit))
 }
 
 #[derive(Serialize)]

@@ -104,6 +104,15 @@ pub enum ServeError {
     Http(#[source] std::io::Error),
 }
 
+impl From<driftreactor_source::push::PushConfigError> for ServeError {
+    fn from(e: driftreactor_source::push::PushConfigError) -> Self {
+        ServeError::Config {
+            field: e.field,
+            reason: e.reason,
+        }
+    }
+}
+
 impl ServeError {
     pub(crate) fn config(field: impl Into<String>, reason: impl Into<String>) -> Self {
         ServeError::Config {
@@ -138,7 +147,7 @@ pub(crate) struct SourceStatus {
     state: SourceState,
     error: Option<String>,
     /// Push endpoints only: how pushes are authenticated
-    /// ([`push::PushEndpoint::authentication`]).
+    /// ([`driftreactor_source::push::PushEndpoint::authentication`]).
     authentication: Option<&'static str>,
     /// The receive health the source records on (pull sources that report).
     health: Option<driftreactor_source::SourceHealth>,
@@ -306,18 +315,18 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
     let mut pulls = Vec::new();
     for (i, spec) in specs.into_iter().enumerate() {
         let field = format!("sources[{i}]");
+        if let Some(push) = push::build(&spec, &field) {
+            pushes.push(push?);
+            continue;
+        }
         match spec {
-            SourceSpec::GcpPush(c) => pushes.push(push::PushEndpoint::Gcp(Arc::new(
-                push::GcpPush::build(&c, &field)?,
-            ))),
-            SourceSpec::AzurePush(c) => {
-                pushes.push(push::PushEndpoint::Azure(Arc::new(push::AzurePush::build(
-                    &c, &field,
-                )?)));
-            }
+            SourceSpec::GcpPush(_) | SourceSpec::AzurePush(_) => {}
             SourceSpec::Pull { kind, name, table } => {
                 let Some(build) = registry.get(&kind) else {
-                    let mut known: Vec<&str> = vec!["gcp_pubsub_push", "azure_event_grid_push"];
+                    let mut known: Vec<&str> = vec![
+                        driftreactor_gcp::push_endpoint::KIND,
+                        driftreactor_azure::push_endpoint::KIND,
+                    ];
                     known.extend(registry.kinds());
                     return Err(ServeError::config(
                         format!("{field}.type"),

@@ -1,6 +1,12 @@
 //! Prometheus metrics (`GET /metrics`, text exposition format).
+//!
+//! Every labelled family is keyed by a typed label set ([`EncodeLabelSet`]): the
+//! label names are its field names, in declaration order; the product's words
+//! ([`Provider`], [`Verdict`]) are label values as their `as_str` names, and the
+//! `result` labels are the closed enums [`HandoffResult`] and [`RunResult`].
 
 use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -9,16 +15,153 @@ use prometheus_client::registry::Registry;
 
 use driftreactor_event::{Provider, Verdict};
 
-type Labels = Vec<(&'static str, String)>;
+/// `{source}`: the name of a source or push endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct SourceLabels {
+    /// The source's name.
+    pub source: String,
+}
+
+impl SourceLabels {
+    /// The labels of the source named `source`.
+    pub fn new(source: &str) -> Self {
+        Self {
+            source: source.to_owned(),
+        }
+    }
+}
+
+/// `{source, provider}`: a source and the provider of its bus.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct SourceProviderLabels {
+    /// The source's name.
+    pub source: String,
+    /// The provider of its bus.
+    pub provider: Provider,
+}
+
+impl SourceProviderLabels {
+    /// The labels of the source named `source` receiving from `provider`.
+    pub fn new(source: &str, provider: Provider) -> Self {
+        Self {
+            source: source.to_owned(),
+            provider,
+        }
+    }
+}
+
+/// `{provider}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ProviderLabels {
+    /// The provider an event came from.
+    pub provider: Provider,
+}
+
+/// `{provider, verdict}`: `events_decided_total`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct VerdictLabels {
+    /// The provider the event came from.
+    pub provider: Provider,
+    /// The verdict the journal recorded.
+    pub verdict: Verdict,
+}
+
+/// `{provider, operation}`: the unmanaged-change counters.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct OperationLabels {
+    /// The provider the event came from.
+    pub provider: Provider,
+    /// The event name (the change's operation, e.g. `AuthorizeSecurityGroupIngress`).
+    pub operation: String,
+}
+
+/// The result of a hand-off to the remediator (`remediation_handoffs_total{result}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HandoffResult {
+    /// The remediator queued the event (`queued`).
+    Queued,
+    /// Its queue was full; the event was dropped (`dropped`).
+    Dropped,
+}
+
+impl HandoffResult {
+    /// The label value: `queued` or `dropped`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            HandoffResult::Queued => "queued",
+            HandoffResult::Dropped => "dropped",
+        }
+    }
+}
+
+impl EncodeLabelValue for HandoffResult {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        std::fmt::Write::write_str(encoder, self.as_str())
+    }
+}
+
+/// The result of a periodic run: a state reload (`state_reloads_total{result}`) or a
+/// journal prune (`journal_prune_runs_total{result}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RunResult {
+    /// It succeeded (`ok`).
+    Ok,
+    /// It failed (`error`).
+    Error,
+}
+
+impl RunResult {
+    /// The label value: `ok` or `error`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RunResult::Ok => "ok",
+            RunResult::Error => "error",
+        }
+    }
+}
+
+impl EncodeLabelValue for RunResult {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        std::fmt::Write::write_str(encoder, self.as_str())
+    }
+}
+
+/// `{result}` of a hand-off.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct HandoffLabels {
+    /// The result.
+    pub result: HandoffResult,
+}
+
+/// `{result}` of a reload or prune run.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct RunLabels {
+    /// The result.
+    pub result: RunResult,
+}
+
+impl RunLabels {
+    /// The labels of a successful run.
+    pub const OK: Self = Self {
+        result: RunResult::Ok,
+    };
+    /// The labels of a failed run.
+    pub const ERROR: Self = Self {
+        result: RunResult::Error,
+    };
+}
 
 /// The results of a hand-off to the remediator (`remediation_handoffs_total{result}`).
-pub const HANDOFF_RESULTS: [&str; 2] = ["queued", "dropped"];
+pub const HANDOFF_RESULTS: [&str; 2] = [
+    HandoffResult::Queued.as_str(),
+    HandoffResult::Dropped.as_str(),
+];
 
 /// The results of a state reload (`state_reloads_total{result}`).
-pub const RELOAD_RESULTS: [&str; 2] = ["ok", "error"];
+pub const RELOAD_RESULTS: [&str; 2] = [RunResult::Ok.as_str(), RunResult::Error.as_str()];
 
 /// The `result` label values of `journal_prune_runs_total`.
-pub const PRUNE_RESULTS: [&str; 2] = ["ok", "error"];
+pub const PRUNE_RESULTS: [&str; 2] = [RunResult::Ok.as_str(), RunResult::Error.as_str()];
 
 /// A source as known at start-up, for [`Metrics::init_known`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,23 +224,23 @@ fn histogram() -> Histogram {
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
-    pub(crate) received: Family<Labels, Counter>,
-    pub(crate) decided: Family<Labels, Counter>,
-    pub(crate) unmanaged: Family<Labels, Counter>,
-    pub(crate) unattributed: Family<Labels, Counter>,
-    pub(crate) duplicate: Family<Labels, Counter>,
-    pub(crate) rejected: Family<Labels, Counter>,
-    pub(crate) failed: Family<Labels, Counter>,
-    pub(crate) unauthorized: Family<Labels, Counter>,
-    pub(crate) ack_latency: Family<Labels, Histogram, fn() -> Histogram>,
+    pub(crate) received: Family<SourceProviderLabels, Counter>,
+    pub(crate) decided: Family<VerdictLabels, Counter>,
+    pub(crate) unmanaged: Family<OperationLabels, Counter>,
+    pub(crate) unattributed: Family<OperationLabels, Counter>,
+    pub(crate) duplicate: Family<ProviderLabels, Counter>,
+    pub(crate) rejected: Family<SourceLabels, Counter>,
+    pub(crate) failed: Family<SourceLabels, Counter>,
+    pub(crate) unauthorized: Family<SourceLabels, Counter>,
+    pub(crate) ack_latency: Family<SourceLabels, Histogram, fn() -> Histogram>,
     pub(crate) journal_events: Gauge,
     pub(crate) journal_bytes: Gauge,
-    pub(crate) reloads: Family<Labels, Counter>,
-    pub(crate) handoffs: Family<Labels, Counter>,
+    pub(crate) reloads: Family<RunLabels, Counter>,
+    pub(crate) handoffs: Family<HandoffLabels, Counter>,
     pub(crate) journal_pruned: Counter,
-    pub(crate) journal_prune_runs: Family<Labels, Counter>,
-    pub(crate) source_up: Family<Labels, Gauge>,
-    pub(crate) source_receive_errors: Family<Labels, Counter>,
+    pub(crate) journal_prune_runs: Family<RunLabels, Counter>,
+    pub(crate) source_up: Family<SourceLabels, Gauge>,
+    pub(crate) source_receive_errors: Family<SourceLabels, Counter>,
 }
 
 impl Metrics {
@@ -224,19 +367,16 @@ impl Metrics {
     /// have open-ended labels and still appear with their first event.
     pub fn init_known(&self, sources: &[KnownSource]) {
         // `get_or_create` creates the series at 0; its guard is dropped at once.
-        let label = |k: &'static str, v: &str| vec![(k, v.to_owned())];
-        for r in HANDOFF_RESULTS {
-            let _ = self.handoffs.get_or_create(&label("result", r));
+        for result in [HandoffResult::Queued, HandoffResult::Dropped] {
+            let _ = self.handoffs.get_or_create(&HandoffLabels { result });
         }
-        for r in RELOAD_RESULTS {
-            let _ = self.reloads.get_or_create(&label("result", r));
-        }
-        for r in PRUNE_RESULTS {
-            let _ = self.journal_prune_runs.get_or_create(&label("result", r));
+        for labels in [RunLabels::OK, RunLabels::ERROR] {
+            let _ = self.reloads.get_or_create(&labels);
+            let _ = self.journal_prune_runs.get_or_create(&labels);
         }
         let mut providers = std::collections::BTreeSet::new();
         for s in sources {
-            let source = label("source", &s.name);
+            let source = SourceLabels::new(&s.name);
             let _ = self.rejected.get_or_create(&source);
             let _ = self.failed.get_or_create(&source);
             let _ = self.ack_latency.get_or_create(&source);
@@ -244,20 +384,18 @@ impl Metrics {
                 let _ = self.unauthorized.get_or_create(&source);
             }
             if let Some(p) = s.provider {
-                let _ = self.received.get_or_create(&vec![
-                    ("source", s.name.clone()),
-                    ("provider", p.as_str().to_owned()),
-                ]);
-                providers.insert(p.as_str());
+                let _ = self
+                    .received
+                    .get_or_create(&SourceProviderLabels::new(&s.name, p));
+                providers.insert(p);
             }
         }
-        for p in providers {
-            let _ = self.duplicate.get_or_create(&label("provider", p));
-            for v in Verdict::RECORDED {
-                let _ = self.decided.get_or_create(&vec![
-                    ("provider", p.to_owned()),
-                    ("verdict", v.as_str().to_owned()),
-                ]);
+        for provider in providers {
+            let _ = self.duplicate.get_or_create(&ProviderLabels { provider });
+            for verdict in Verdict::RECORDED {
+                let _ = self
+                    .decided
+                    .get_or_create(&VerdictLabels { provider, verdict });
             }
         }
     }

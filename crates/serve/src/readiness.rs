@@ -128,7 +128,7 @@ pub(crate) fn export_metrics(ctx: &Ctx, now: SystemTime) {
     let m = &ctx.metrics;
     for (name, status) in sources.iter() {
         let r = report(name, status, now, &policy);
-        let labels = vec![("source", name.clone())];
+        let labels = crate::metrics::SourceLabels::new(name);
         m.source_up
             .get_or_create(&labels)
             .set(i64::from(r.status == "running"));

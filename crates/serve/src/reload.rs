@@ -8,6 +8,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::Ctx;
+use crate::metrics::RunLabels;
 
 /// The two fields of a Terraform state (format version 4) that change on every write
 /// (`serial`) or on a new state (`lineage`).
@@ -41,10 +42,7 @@ fn set_state_error(ctx: &Ctx, error: Option<String>) {
 }
 
 fn count_failed_reload(ctx: &Ctx) {
-    ctx.metrics
-        .reloads
-        .get_or_create(&vec![("result", "error".to_owned())])
-        .inc();
+    ctx.metrics.reloads.get_or_create(&RunLabels::ERROR).inc();
 }
 
 /// Polls every `interval` until `shutdown`; reloads when a state changed.
@@ -114,10 +112,7 @@ pub(crate) async fn run(ctx: Arc<Ctx>, interval: Duration, shutdown: Cancellatio
                     tracing::info!(workspace = %s.workspace, serial = s.serial, lineage = %s.lineage, "Reloaded state graph.");
                 }
                 ctx.state.store(Arc::new(loaded));
-                ctx.metrics
-                    .reloads
-                    .get_or_create(&vec![("result", "ok".to_owned())])
-                    .inc();
+                ctx.metrics.reloads.get_or_create(&RunLabels::OK).inc();
                 failed = None;
                 set_state_error(&ctx, None);
             }

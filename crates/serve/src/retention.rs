@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::Ctx;
 use crate::config::Retention;
+use crate::metrics::RunLabels;
 
 /// Prunes events older than `retention.retain` every `retention.interval` until
 /// `shutdown`. A run in progress at shutdown stops after the batch it is writing
@@ -43,7 +44,7 @@ async fn prune_once(ctx: &Ctx, retention: Retention, shutdown: &CancellationToke
     let runs = &ctx.metrics.journal_prune_runs;
     match result {
         Ok(r) => {
-            runs.get_or_create(&vec![("result", "ok".to_owned())]).inc();
+            runs.get_or_create(&RunLabels::OK).inc();
             tracing::info!(
                 cutoff = %cutoff.to_rfc3339_opts(SecondsFormat::Secs, true),
                 events = r.events,
@@ -58,8 +59,7 @@ async fn prune_once(ctx: &Ctx, retention: Retention, shutdown: &CancellationToke
         // The journal closed under a run: the service is stopping.
         Err(driftreactor_journal::Error::Closed) => {}
         Err(e) => {
-            runs.get_or_create(&vec![("result", "error".to_owned())])
-                .inc();
+            runs.get_or_create(&RunLabels::ERROR).inc();
             tracing::error!(error = %e, "Journal prune failed; retrying at the next interval.");
         }
     }

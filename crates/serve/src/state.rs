@@ -4,9 +4,6 @@
 
 use std::sync::Arc;
 
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::Ctx;
@@ -21,7 +18,6 @@ pub(crate) struct AppState {
     pub tx: mpsc::Sender<Envelope>,
 }
 
-/// A JSON error body `{"error": "..."}` with `status`.
-pub(crate) fn error(status: StatusCode, reason: impl Into<String>) -> Response {
-    (status, axum::Json(json!({ "error": reason.into() }))).into_response()
-}
+/// The JSON error body `{"error": "..."}` of every endpoint (the push sources'
+/// own, so that the API and the push endpoints answer alike).
+pub(crate) use driftreactor_source::push::error;

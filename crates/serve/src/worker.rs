@@ -23,6 +23,10 @@ use tokio::task::JoinSet;
 
 use crate::Ctx;
 use crate::hook::Handoff;
+use crate::metrics::{
+    HandoffLabels, HandoffResult, OperationLabels, ProviderLabels, SourceLabels,
+    SourceProviderLabels, VerdictLabels,
+};
 use crate::model::{Input, Processed};
 
 /// A message with the name of the source that delivered it.
@@ -50,10 +54,7 @@ pub(crate) async fn run(mut rx: mpsc::Receiver<Envelope>, ctx: Arc<Ctx>) {
         } = msg;
         ctx.metrics
             .received
-            .get_or_create(&vec![
-                ("source", source.to_string()),
-                ("provider", provider.as_str().to_owned()),
-            ])
+            .get_or_create(&SourceProviderLabels::new(&source, provider))
             .inc();
         let loaded = ctx.state.load_full();
         let input = Input {
@@ -93,7 +94,7 @@ pub(crate) async fn run(mut rx: mpsc::Receiver<Envelope>, ctx: Arc<Ctx>) {
                 tracing::warn!(source = %source, message_id = %message_id, reason = %reason, "Message rejected; not acknowledged as processed.");
                 ctx.metrics
                     .rejected
-                    .get_or_create(&vec![("source", source.to_string())])
+                    .get_or_create(&SourceLabels::new(&source))
                     .inc();
                 observe_latency(&ctx, &source, received_at);
                 ack.done(Delivery::Rejected(reason));
@@ -122,7 +123,7 @@ fn observe_latency(ctx: &Ctx, source: &str, received_at: SystemTime) {
         .unwrap_or(0.0);
     ctx.metrics
         .ack_latency
-        .get_or_create(&vec![("source", source.to_owned())])
+        .get_or_create(&SourceLabels::new(source))
         .observe(secs);
 }
 
@@ -192,13 +193,13 @@ fn after_commit(ctx: &Ctx, source: &str, items: Vec<Processed>, written: Vec<Wri
         item.reason = stored.reason;
         item.action = stored.action;
         let result = match hook.committed(source, item) {
-            Handoff::Queued => "queued",
-            Handoff::Dropped => "dropped",
+            Handoff::Queued => HandoffResult::Queued,
+            Handoff::Dropped => HandoffResult::Dropped,
             Handoff::Skipped => continue,
         };
         ctx.metrics
             .handoffs
-            .get_or_create(&vec![("result", result.to_owned())])
+            .get_or_create(&HandoffLabels { result })
             .inc();
     }
 }
@@ -206,9 +207,9 @@ fn after_commit(ctx: &Ctx, source: &str, items: Vec<Processed>, written: Vec<Wri
 /// Appends the entries in one atomic append; the delivery answer and, per entry, what
 /// the journal did (empty when the append failed).
 async fn journal(ctx: &Ctx, source: &str, entries: Vec<Entry>) -> (Delivery, Vec<Written>) {
-    let keys: Vec<(String, String)> = entries
+    let keys: Vec<(driftreactor_event::Provider, String)> = entries
         .iter()
-        .map(|e| (e.provider.as_str().to_owned(), e.operation.clone()))
+        .map(|e| (e.provider, e.operation.clone()))
         .collect();
     match ctx.journal.append(entries).await {
         Ok(written) => {
@@ -218,20 +219,23 @@ async fn journal(ctx: &Ctx, source: &str, entries: Vec<Entry>) -> (Delivery, Vec
                     Written::Duplicate => {
                         ctx.metrics
                             .duplicate
-                            .get_or_create(&vec![("provider", provider)])
+                            .get_or_create(&ProviderLabels { provider })
                             .inc();
                     }
                     Written::Recorded(stored) => {
                         all_duplicate = false;
                         let m = &ctx.metrics;
                         m.decided
-                            .get_or_create(&vec![
-                                ("provider", provider.clone()),
-                                ("verdict", stored.verdict.as_str().to_owned()),
-                            ])
+                            .get_or_create(&VerdictLabels {
+                                provider,
+                                verdict: stored.verdict,
+                            })
                             .inc();
                         if stored.verdict == Verdict::Unmanaged {
-                            let labels = vec![("provider", provider), ("operation", operation)];
+                            let labels = OperationLabels {
+                                provider,
+                                operation,
+                            };
                             m.unmanaged.get_or_create(&labels).inc();
                             if stored.reason == Some(Reason::Unattributed) {
                                 m.unattributed.get_or_create(&labels).inc();
@@ -251,7 +255,7 @@ async fn journal(ctx: &Ctx, source: &str, entries: Vec<Entry>) -> (Delivery, Vec
             tracing::error!(source = %source, error = %e, "Journal write failed; message released for redelivery.");
             ctx.metrics
                 .failed
-                .get_or_create(&vec![("source", source.to_owned())])
+                .get_or_create(&SourceLabels::new(source))
                 .inc();
             (Delivery::Failed(e.to_string()), Vec::new())
         }

@@ -38,6 +38,8 @@ pub use wait::await_deliveries;
 
 pub mod health;
 pub mod pull;
+#[cfg(feature = "push")]
+pub mod push;
 pub mod registry;
 mod split;
 mod wait;

@@ -1,276 +1,19 @@
-//! Cloud Audit Logs LogEntry, Pub/Sub push envelope, CloudEvents, Cloud Asset feed
-//! TemporalAsset and Security Command Center notification → [`DriftEvent`].
+//! A Cloud Audit Logs LogEntry: the method name → operation and change, the
+//! authentication info → principal, the caller's user agent → via, the resource name
+//! (or the created object it implies) → resource. Entries that are not Admin Activity
+//! / Data Access audit logs (application logs, system events) become notifications.
 
-use std::collections::BTreeMap;
-
-use chrono::{DateTime, NaiveDateTime, Utc};
-use driftreactor_event::json::{describe, parse};
+use driftreactor_event::json::describe;
 use driftreactor_event::{
     Change, DriftEvent, NormalizeError, NotAChange, Outcome, Principal, Provider, ResourceRef, Via,
 };
 use serde_json::{Map, Value};
 
+use super::{Envelope, obj_of, parse_time, str_any, str_of};
 use crate::resource_name::{self as rn, canonical};
 
 const AUDIT_LOG_TYPE: &str = "type.googleapis.com/google.cloud.audit.AuditLog";
 const LOG_ENTRY: &str = "LogEntry";
-const PUSH: &str = "Pub/Sub push envelope";
-const ASSET: &str = "Cloud Asset feed TemporalAsset";
-const CLOUDEVENT: &str = "CloudEvents event";
-
-fn str_of<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    obj.get(key)
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-}
-
-/// The first of `keys` present as a non-empty string (camelCase before the
-/// lowercased/snake_case copies some exporters write).
-fn str_any<'a>(obj: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a str> {
-    keys.iter().find_map(|k| str_of(obj, k))
-}
-
-fn obj_of<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Map<String, Value>> {
-    obj.get(key).and_then(Value::as_object)
-}
-
-/// RFC 3339, or `YYYY-MM-DD HH:MM:SS[.f]` read as UTC (BigQuery / Panther exports).
-/// `None` when absent or malformed: a time is evidence, not identity.
-fn parse_time(s: Option<&str>) -> Option<DateTime<Utc>> {
-    let s = s?.trim();
-    DateTime::parse_from_rfc3339(s)
-        .map(|t| t.with_timezone(&Utc))
-        .ok()
-        .or_else(|| {
-            NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S%.f")
-                .ok()
-                .map(|t| t.and_utc())
-        })
-}
-
-/// Which top-level shape a JSON object has.
-enum Shape {
-    CloudEvent,
-    Push,
-    LogEntry,
-    Asset,
-    Scc,
-}
-
-fn shape(obj: &Map<String, Value>) -> Option<Shape> {
-    let has = |k: &str| obj.contains_key(k);
-    if has("specversion") {
-        Some(Shape::CloudEvent)
-    } else if obj.get("message").is_some_and(Value::is_object) {
-        Some(Shape::Push)
-    } else if has("protoPayload")
-        || has("logName")
-        || has("logname")
-        || has("insertId")
-        || has("insertid")
-    {
-        Some(Shape::LogEntry)
-    } else if has("asset") || has("priorAsset") || has("window") {
-        Some(Shape::Asset)
-    } else if has("notificationConfigName") || has("finding") {
-        Some(Shape::Scc)
-    } else {
-        None
-    }
-}
-
-/// Context carried from a Pub/Sub message into the payload it wraps.
-#[derive(Default)]
-struct Envelope<'a> {
-    message_id: Option<&'a str>,
-    attributes: Option<&'a BTreeMap<String, String>>,
-}
-
-/// See [`crate::normalize`].
-pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
-    let value = match parse(payload) {
-        Ok(v) => v,
-        Err(err) => {
-            return match welcome(payload) {
-                Some(text) => Ok(handshake(None, text)),
-                None => Err(err),
-            };
-        }
-    };
-    dispatch(value, &Envelope::default(), 0)
-}
-
-/// See [`crate::normalize_pubsub_data`].
-pub(crate) fn normalize_pubsub_data(
-    data: &[u8],
-    message_id: &str,
-    attributes: &BTreeMap<String, String>,
-) -> Result<DriftEvent, NormalizeError> {
-    let env = Envelope {
-        message_id: Some(message_id.trim()).filter(|s| !s.is_empty()),
-        attributes: Some(attributes),
-    };
-    pubsub_data(data, &env, 0)
-}
-
-fn pubsub_data(data: &[u8], env: &Envelope<'_>, depth: u8) -> Result<DriftEvent, NormalizeError> {
-    let trimmed = data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(data);
-    let trimmed = trimmed.trim_ascii();
-    if trimmed.is_empty() {
-        return Err(NormalizeError::UnknownFormat(
-            "Pub/Sub message data is empty".into(),
-        ));
-    }
-    if trimmed.first() == Some(&b'{') {
-        let mut ev = dispatch(parse(trimmed)?, env, depth + 1)?;
-        if ev.occurred_at.is_none() {
-            ev.occurred_at = parse_time(
-                env.attributes
-                    .and_then(|a| a.get("logging.googleapis.com/timestamp"))
-                    .map(String::as_str),
-            );
-        }
-        return Ok(ev);
-    }
-    if let Some(text) = welcome(trimmed) {
-        return Ok(handshake(env.message_id, text));
-    }
-    Err(NormalizeError::UnknownFormat(
-        match std::str::from_utf8(trimmed) {
-            Ok(text) => format!(
-                "Pub/Sub message data is neither a JSON object nor the Cloud Asset feed welcome \
-             message: {:?}",
-                text.chars().take(60).collect::<String>()
-            ),
-            Err(_) => format!(
-                "Pub/Sub message data is binary ({} bytes), not a JSON object",
-                trimmed.len()
-            ),
-        },
-    ))
-}
-
-/// The plain-string welcome message a new Cloud Asset feed publishes first: UTF-8
-/// text, not JSON, that speaks of a feed being set up ("…successfully configured
-/// real time feed…"). Recognized by wording, case-insensitively: it mentions `feed`
-/// and one of `successfully`, `configured`, `welcome`.
-fn welcome(data: &[u8]) -> Option<&str> {
-    let text = std::str::from_utf8(data).ok()?.trim();
-    if text.starts_with(['{', '[', '"']) || text.len() > 4096 {
-        return None;
-    }
-    let lower = text.to_ascii_lowercase();
-    (lower.contains("feed")
-        && ["successfully", "configured", "welcome"]
-            .iter()
-            .any(|w| lower.contains(w)))
-    .then_some(text)
-}
-
-fn handshake(message_id: Option<&str>, text: &str) -> DriftEvent {
-    let mut ev = DriftEvent::new(
-        Provider::Gcp,
-        message_id.unwrap_or("cloudasset-feed-welcome"),
-    );
-    ev.service = "cloudasset.googleapis.com".into();
-    ev.operation = "feed.welcome".into();
-    ev.not_a_change = Some(NotAChange::Handshake);
-    ev.request = serde_json::value::to_raw_value(text).ok();
-    ev
-}
-
-fn dispatch(value: Value, env: &Envelope<'_>, depth: u8) -> Result<DriftEvent, NormalizeError> {
-    let Value::Object(obj) = value else {
-        return Err(NormalizeError::UnknownFormat(format!(
-            "expected one JSON object (LogEntry, Pub/Sub push envelope, CloudEvent, \
-             TemporalAsset), got {}",
-            describe(&value)
-        )));
-    };
-    if depth > 3 {
-        return Err(NormalizeError::UnknownFormat(
-            "envelopes nested more than three deep".into(),
-        ));
-    }
-    match shape(&obj) {
-        Some(Shape::CloudEvent) => cloud_event(obj, env, depth),
-        Some(Shape::Push) => push(&obj, depth),
-        Some(Shape::LogEntry) => log_entry(&obj, env),
-        Some(Shape::Asset) => asset(&obj, env),
-        Some(Shape::Scc) => scc(&obj),
-        None => Err(NormalizeError::UnknownFormat(
-            "a JSON object with none of `protoPayload`/`logName`/`insertId` (LogEntry), \
-             `message` (Pub/Sub push), `specversion` (CloudEvents), `asset`/`priorAsset`/`window` \
-             (Cloud Asset feed)"
-                .into(),
-        )),
-    }
-}
-
-fn cloud_event(
-    obj: Map<String, Value>,
-    env: &Envelope<'_>,
-    depth: u8,
-) -> Result<DriftEvent, NormalizeError> {
-    let id = str_of(&obj, "id");
-    let inner = Envelope {
-        message_id: env.message_id.or(id),
-        attributes: env.attributes,
-    };
-    match obj.get("data") {
-        Some(Value::Object(_)) => {
-            let Some(data) = obj.get("data").cloned() else {
-                return Err(NormalizeError::missing(CLOUDEVENT, "data"));
-            };
-            dispatch(data, &inner, depth + 1)
-        }
-        Some(other) if !other.is_null() => Err(NormalizeError::Field {
-            format: CLOUDEVENT,
-            field: "data".into(),
-            problem: format!("is {}, expected an object", describe(other)),
-        }),
-        _ => match str_of(&obj, "data_base64") {
-            Some(b64) => {
-                let bytes =
-                    crate::push::decode_base64(b64).ok_or_else(|| NormalizeError::Field {
-                        format: CLOUDEVENT,
-                        field: "data_base64".into(),
-                        problem: "is not valid base64".into(),
-                    })?;
-                pubsub_data(&bytes, &inner, depth + 1)
-            }
-            None => Err(NormalizeError::missing(CLOUDEVENT, "data")),
-        },
-    }
-}
-
-fn push(obj: &Map<String, Value>, depth: u8) -> Result<DriftEvent, NormalizeError> {
-    let envelope = crate::push::from_object(obj).map_err(|e| match e {
-        crate::push::PushEnvelopeError::Field { field, problem } => NormalizeError::Field {
-            format: PUSH,
-            field: field.into(),
-            problem,
-        },
-        crate::push::PushEnvelopeError::Json(problem) => NormalizeError::Field {
-            format: PUSH,
-            field: "message".into(),
-            problem,
-        },
-    })?;
-    let Some(bytes) = envelope.data.as_deref() else {
-        return Err(NormalizeError::missing(PUSH, "message.data"));
-    };
-    let env = Envelope {
-        message_id: envelope.message_id.as_deref(),
-        attributes: Some(&envelope.attributes),
-    };
-    let mut ev = pubsub_data(bytes, &env, depth + 1)?;
-    if ev.occurred_at.is_none() {
-        ev.occurred_at = parse_time(envelope.publish_time.as_deref());
-    }
-    Ok(ev)
-}
 
 /// `v1.compute.firewalls.insert` → `compute.firewalls.insert`;
 /// `google.iam.admin.v1.CreateRole` → `iam.admin.CreateRole`;
@@ -401,7 +144,11 @@ fn entry_digest(obj: &Map<String, Value>) -> String {
     out
 }
 
-fn log_entry(obj: &Map<String, Value>, env: &Envelope<'_>) -> Result<DriftEvent, NormalizeError> {
+/// Normalizes the LogEntry `obj` (inside `env`).
+pub(super) fn log_entry(
+    obj: &Map<String, Value>,
+    env: &Envelope<'_>,
+) -> Result<DriftEvent, NormalizeError> {
     // Cloud Logging always sets `insertId`; exports and test data sometimes drop it. A
     // change must never be dropped for want of an id, so fall back to the Pub/Sub message
     // id, then to a stable digest of the entry itself (the same bytes give the same id,
@@ -658,111 +405,6 @@ fn bigquery_name(p: &Map<String, Value>) -> Option<String> {
     })
 }
 
-fn asset(obj: &Map<String, Value>, env: &Envelope<'_>) -> Result<DriftEvent, NormalizeError> {
-    let current = obj_of(obj, "asset");
-    let prior = obj_of(obj, "priorAsset");
-    let name = current
-        .and_then(|a| str_of(a, "name"))
-        .or_else(|| prior.and_then(|a| str_of(a, "name")))
-        .ok_or_else(|| NormalizeError::missing(ASSET, "asset.name"))?;
-    let window_start = obj_of(obj, "window").and_then(|w| str_of(w, "startTime"));
-    let update_time = current.and_then(|a| str_of(a, "updateTime"));
-    let id = env.message_id.map_or_else(
-        || {
-            format!(
-                "{name}@{}",
-                window_start.or(update_time).unwrap_or_default()
-            )
-        },
-        str::to_owned,
-    );
-    let mut ev = DriftEvent::new(Provider::Gcp, id);
-    let asset_type = current
-        .and_then(|a| str_of(a, "assetType"))
-        .or_else(|| prior.and_then(|a| str_of(a, "assetType")))
-        .unwrap_or_default();
-    let deleted = obj.get("deleted").and_then(Value::as_bool).unwrap_or(false);
-    let change = if deleted {
-        Change::Delete
-    } else {
-        match str_of(obj, "priorAssetState") {
-            Some("DOES_NOT_EXIST" | "DELETED") => Change::Create,
-            // PRESENT, INVALID, unspecified or absent (older feeds): an update is
-            // the claim that needs the least knowledge.
-            _ => Change::Update,
-        }
-    };
-    ev.change = Some(change);
-    let iam_only =
-        current.is_some_and(|a| a.contains_key("iamPolicy") && !a.contains_key("resource"));
-    let verb = match change {
-        Change::Create => "create",
-        Change::Delete => "delete",
-        _ if iam_only => "setIamPolicy",
-        _ => "update",
-    };
-    ev.operation = if asset_type.is_empty() {
-        verb.to_owned()
-    } else {
-        format!("{asset_type}/{verb}")
-    };
-    ev.service = asset_type
-        .split_once('/')
-        .map(|(svc, _)| svc)
-        .or_else(|| name.strip_prefix("//").and_then(|r| r.split('/').next()))
-        .unwrap_or_default()
-        .to_owned();
-    ev.occurred_at = parse_time(window_start.or(update_time));
-    if let Some(id) = canonical(None, name, None) {
-        ev.account = rn::project_of(&id).map(str::to_owned);
-        ev.resources.push(ResourceRef {
-            parents: rn::ancestors(&id),
-            display: name.to_owned(),
-            id,
-        });
-    }
-    ev.region = [current, prior]
-        .into_iter()
-        .flatten()
-        .find_map(|a| obj_of(a, "resource").and_then(|r| str_of(r, "location")))
-        .filter(|l| *l != "global")
-        .map(str::to_owned);
-    Ok(ev)
-}
-
-fn scc(obj: &Map<String, Value>) -> Result<DriftEvent, NormalizeError> {
-    const SCC: &str = "Security Command Center notification";
-    let finding = obj_of(obj, "finding").ok_or_else(|| NormalizeError::missing(SCC, "finding"))?;
-    let name =
-        str_of(finding, "name").ok_or_else(|| NormalizeError::missing(SCC, "finding.name"))?;
-    let time = str_of(finding, "eventTime");
-    let mut ev = DriftEvent::new(
-        Provider::Gcp,
-        format!("{name}@{}", time.unwrap_or_default()),
-    );
-    ev.service = "securitycenter.googleapis.com".into();
-    ev.operation = format!(
-        "finding/{}",
-        str_of(finding, "category").unwrap_or("UNKNOWN")
-    );
-    ev.not_a_change = Some(NotAChange::Notification);
-    ev.occurred_at = parse_time(time);
-    let resource = str_of(finding, "resourceName")
-        .or_else(|| obj_of(obj, "resource").and_then(|r| str_of(r, "name")));
-    if let Some(raw) = resource
-        && let Some(id) = canonical(None, raw, None)
-    {
-        ev.account = rn::project_of(&id).map(str::to_owned);
-        ev.region = rn::location_of(&id).map(str::to_owned);
-        ev.resources.push(ResourceRef {
-            parents: rn::ancestors(&id),
-            display: raw.to_owned(),
-            id,
-        });
-    }
-    Ok(ev)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -848,12 +490,5 @@ mod tests {
         );
         assert_eq!(via_from_user_agent(Some("curl/8.0")), Via::Unknown);
         assert_eq!(via_from_user_agent(None), Via::Unknown);
-    }
-
-    #[test]
-    fn times() {
-        assert!(parse_time(Some("2023-05-23 19:20:00.396")).is_some());
-        assert!(parse_time(Some("2020-05-15T17:15:42.415Z")).is_some());
-        assert!(parse_time(Some("yesterday")).is_none());
     }
 }
