@@ -20,9 +20,10 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
 use crate::config::{RemediationConfig, Workspace};
-use crate::item::{Mode, Submission, WorkItem, WorkKey, is_own_echo, submissions};
+use crate::item::{Mode, Submission, WorkItem, is_own_echo, submissions};
+use crate::key::WorkKey;
 use crate::reconcile::{Batch, Context, Requeue, error_policy, escalate, reconcile};
-use crate::store::{MemoryStore, StateStore};
+use crate::store::{MemoryStore, StateStore, recall};
 
 /// Transitions buffered per subscriber before it lags.
 const TRANSITION_BUFFER: usize = 1024;
@@ -212,7 +213,12 @@ impl Remediator {
         let mut out = Submitted::default();
         let mut keep = Vec::with_capacity(all.len());
         for s in all {
-            let applies = self.store.applies_for(&s.key.workspace, &s.key.address);
+            let applies = recall(
+                "read applies",
+                self.store
+                    .applies_for(&s.key.workspace, &s.key.address)
+                    .await,
+            );
             if is_own_echo(event, &s.key.address, &applies, self.grace) {
                 tracing::info!(key = %s.key, event_id = %s.evidence.event_id, "Ignoring the echo of our own apply.");
                 out.own_echoes += 1;
@@ -367,7 +373,8 @@ impl Runner {
                     Some(Msg::Submit(subs)) => self.accept(subs),
                     Some(Msg::Idle(w)) => self.idle_waiters.push(w),
                     Some(Msg::Clear(key)) => {
-                        self.ctx.store.clear(&key);
+                        // Awaited here, so that work submitted after the clear sees it.
+                        recall("clear", self.ctx.store.clear(&key).await);
                     }
                     None => {
                         open = false;
