@@ -24,7 +24,8 @@
 //! service journals anything new. It uses its own journal handle on the same file,
 //! closed after the remediator stopped, so completions of applies that finish during
 //! the shutdown are recorded too. The remediation memory (attempts, escalations, our
-//! applies, open PRs) is a [`SqliteStore`] on the same file.
+//! applies, open PRs) is that same journal handle (it implements the remediator's
+//! `StateStore`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -38,7 +39,7 @@ use driftreactor_event::{Decided, NormalizeError, Provider};
 use driftreactor_journal::Journal;
 use driftreactor_notify::Redactor;
 use driftreactor_pipeline::{Pipeline, normalize_message};
-use driftreactor_remediate::{Completed, Remediator, SqliteStore, state_secrets};
+use driftreactor_remediate::{Completed, Remediator, state_secrets};
 use driftreactor_serve::{
     AfterCommit, BoxFuture, ClearError, Handoff, Input, LoadError, Loaded, Model, ModelLoader,
     Processed, ResourceInfo, ResourceKey, ServeOptions, SourceRegistry, StateInfo,
@@ -87,8 +88,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let journal_cfg = driftreactor_serve::journal_config(&config)?;
             let bookkeeping =
                 Journal::open(&journal_cfg).context("cannot open the journal for remediation")?;
-            let store =
-                SqliteStore::open(&journal_cfg.path).context("cannot set up remediation")?;
+            let store = bookkeeping.clone();
             let remediator = Remediator::builder_from_config(&config, secrets, false)
                 .context("cannot set up remediation")?
                 .store(Arc::new(store))

@@ -25,6 +25,16 @@
 //! [`Journal::remediation_finished`]. The request is stored as the caller gives it
 //! (`serve` redacts the event's request parameters first).
 //!
+//! Remediation memory (schema version 3): what the remediator remembers per address
+//! between work items (attempts, reverts, pauses, our applies, open pull requests), as
+//! plain data; see [`Journal::record_stamp`], [`Journal::record_pause`],
+//! [`Journal::record_apply`], [`Journal::record_open_pr`] and their readers. The
+//! remediator implements its `StateStore` trait on [`Journal`] with them.
+//!
+//! Schema: this crate is the one owner of the database file: one module opens every
+//! connection (pragmas included) and migrates every table with versioned migrations
+//! (`rusqlite_migration`, `PRAGMA user_version`); an older file is upgraded in place.
+//!
 //! Retention: [`Journal::prune`] deletes events older than a cutoff in short batches
 //! through the same writer thread, keeping what remediation and `/v1/drift` still
 //! need; `serve` runs it every [`JournalConfig::prune_interval_secs`] with
@@ -57,12 +67,14 @@ pub use driftreactor_event::{Decided, MatchRecord, ResourceKey};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
+mod memory;
 mod prune;
 mod query;
 mod remediation;
 mod schema;
 mod writer;
 
+pub use memory::{ApplyRecord, MAX_APPLIES, MAX_STAMPS, Stamp};
 pub use prune::{DEFAULT_PRUNE_BATCH, PruneReport};
 pub use query::{
     DriftRow, EventQuery, EventRow, RemediationQuery, RemediationRow, RemediationTarget,
@@ -102,6 +114,16 @@ pub enum Error {
     /// The journal was closed (the process is shutting down).
     #[error("journal is closed")]
     Closed,
+    /// The schema could not be brought up to date (a migration failed; nothing of it
+    /// is applied).
+    #[error("failed to migrate journal {path}: {source}")]
+    Migrate {
+        /// The SQLite file.
+        path: PathBuf,
+        /// The migration's error (naming SQLite's).
+        #[source]
+        source: rusqlite_migration::Error,
+    },
     /// The database was written by a newer driftreactor (schema `user_version`).
     #[error("journal {path} has schema version {found}, this build reads up to {supported}")]
     Schema {
@@ -311,12 +333,14 @@ impl std::fmt::Debug for Journal {
 }
 
 impl Journal {
-    /// Opens (creating if needed) the journal at `cfg.path`, migrates its schema and
+    /// Opens (creating if needed) the journal at `cfg.path`, migrates its schema (every
+    /// table, remediation memory included; an older file is upgraded in place) and
     /// starts the writer thread.
     ///
     /// # Errors
-    /// [`Error::Open`] when the file cannot be opened or set up, [`Error::Schema`] when
-    /// it was written by a newer version.
+    /// [`Error::Open`] when the file cannot be opened or set up, [`Error::Migrate`] when
+    /// its schema cannot be brought up to date, [`Error::Schema`] when it was written by
+    /// a newer version.
     pub fn open(cfg: &JournalConfig) -> Result<Self> {
         let path = cfg.path.clone();
         let write = schema::open(&path, true)?;

@@ -4,8 +4,9 @@
 //! redeliver it any more; choosing the cutoff is the caller's job (`serve` refuses a
 //! retention shorter than the longest redelivery window). Each batch is one job on
 //! the writer thread, in its own short transaction: appends queued meanwhile commit
-//! between two batches, and the other connections on the file (the remediation store,
-//! the remediation bookkeeping handle) wait for at most one batch.
+//! between two batches (the remediation memory's writes among them), and another
+//! journal handle on the file (`serve`'s remediation handle) waits for at most one
+//! batch.
 //!
 //! Never deleted, whatever their age:
 //! - events whose remediation is still `pending` (the remediator resubmits them after

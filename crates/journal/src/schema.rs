@@ -1,13 +1,18 @@
-//! The SQLite schema and connection set-up.
+//! The SQLite schema and connection set-up: the one owner of the database file.
+//!
+//! Every table (events, drift rows, remediation bookkeeping, remediation memory) is
+//! created by a versioned migration in [`MIGRATIONS`]; a file of an earlier version is
+//! upgraded in place on open, a file of a newer version is refused.
 
 use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
+use rusqlite_migration::{M, Migrations};
 
 use crate::{Error, Result};
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub(crate) const VERSION: i64 = 2;
+pub(crate) const VERSION: i64 = 3;
 
 pub(crate) const SCHEMA_V1: &str = "
 CREATE TABLE IF NOT EXISTS events (
@@ -61,7 +66,7 @@ CREATE TABLE IF NOT EXISTS drift (
 /// the remediation hook resubmits after a restart (`pending` until every work item it
 /// fed reached a terminal state, then `done`), and the (workspace, address) work items
 /// it fed.
-const SCHEMA_V2: &str = "
+pub(crate) const SCHEMA_V2: &str = "
 CREATE TABLE IF NOT EXISTS remediations (
     seq         INTEGER PRIMARY KEY REFERENCES events (seq),
     status      TEXT NOT NULL,
@@ -80,20 +85,69 @@ CREATE INDEX IF NOT EXISTS remediation_targets_open ON remediation_targets (work
     WHERE done = 0;
 ";
 
-/// Indexes retention needs ([`crate::Journal::prune`]): finding whether an event is
-/// the latest evidence of a drift row, and deleting an event's resource index rows.
-/// Purely additive, so they are created on every open (`IF NOT EXISTS`) without a
-/// schema version bump: a previous build (schema version 2) still opens the file, so
-/// a rollback keeps working. The first open of an existing journal builds them once,
-/// in time proportional to its size.
-const RETENTION_INDEXES: &str = "
+/// Version 3: the remediation memory (what the remediator remembers per address
+/// between work items), moved here from the remediator's own store, plus the indexes
+/// retention needs ([`crate::Journal::prune`]).
+///
+/// The `remediation_*` tables are exactly those the remediator's earlier `SqliteStore`
+/// created, without a version, in the same file: `IF NOT EXISTS` keeps a file that
+/// already has them (and their rows) as it is. Likewise the retention indexes, which
+/// earlier builds created on every open.
+pub(crate) const SCHEMA_V3: &str = "
+CREATE TABLE IF NOT EXISTS remediation_stamps (
+    kind      TEXT NOT NULL,   -- 'attempt' or 'revert'
+    workspace TEXT NOT NULL,
+    address   TEXT NOT NULL,
+    at        TEXT NOT NULL    -- RFC 3339 UTC, milliseconds, 'Z' (text order = time order)
+);
+CREATE INDEX IF NOT EXISTS remediation_stamps_key ON remediation_stamps (kind, workspace, address, at);
+CREATE TABLE IF NOT EXISTS remediation_paused (
+    workspace TEXT NOT NULL,
+    address   TEXT NOT NULL,
+    reason    TEXT NOT NULL,
+    since     TEXT NOT NULL,
+    PRIMARY KEY (workspace, address)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS remediation_applies (
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    workspace TEXT NOT NULL,
+    changes   TEXT NOT NULL,   -- JSON object: address -> planned actions
+    started   TEXT NOT NULL,
+    finished  TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS remediation_applied_addresses (
+    apply_id  INTEGER NOT NULL REFERENCES remediation_applies (id) ON DELETE CASCADE,
+    workspace TEXT NOT NULL,
+    address   TEXT NOT NULL,
+    PRIMARY KEY (workspace, address, apply_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS remediation_prs (
+    workspace TEXT NOT NULL,
+    addresses TEXT NOT NULL,   -- JSON array, sorted
+    PRIMARY KEY (workspace, addresses)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS remediation_pr_addresses (
+    workspace TEXT NOT NULL,
+    addresses TEXT NOT NULL,
+    address   TEXT NOT NULL,
+    PRIMARY KEY (workspace, address, addresses)
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS drift_last_seq ON drift (last_seq);
 CREATE INDEX IF NOT EXISTS event_resources_seq ON event_resources (seq);
 ";
 
-/// Opens the database at `path`. The writer (`write = true`) creates the file,
-/// switches it to WAL with `synchronous=FULL` and migrates the schema; readers open
-/// it read-only afterwards.
+/// Every table of the file, one migration per schema version (`PRAGMA user_version`
+/// counts the migrations applied; `rusqlite_migration` applies the missing ones, each
+/// in its own transaction). Append new versions at the end; never edit a released one.
+pub(crate) const MIGRATIONS: Migrations<'static> = Migrations::from_slice(MIGRATION_STEPS);
+
+/// The migrations of [`MIGRATIONS`], version 1 first.
+const MIGRATION_STEPS: &[M<'static>] = &[M::up(SCHEMA_V1), M::up(SCHEMA_V2), M::up(SCHEMA_V3)];
+
+/// Opens the database at `path`. This is the one place that sets up a connection to
+/// the file. The writer (`write = true`) creates the file, switches it to WAL with
+/// `synchronous=FULL` and migrates the schema to [`VERSION`]; readers open it
+/// read-only afterwards.
 pub(crate) fn open(path: &Path, write: bool) -> Result<Connection> {
     let err = |source| Error::Open {
         path: path.to_owned(),
@@ -105,9 +159,9 @@ pub(crate) fn open(path: &Path, write: bool) -> Result<Connection> {
         OpenFlags::SQLITE_OPEN_READ_ONLY
     } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let mut conn = Connection::open_with_flags(path, flags).map_err(err)?;
-    // Other connections write to the same file (the remediation store, a second
-    // handle for remediation bookkeeping): a deferred transaction that reads first
-    // could not be upgraded to a write after another connection's commit
+    // Other connections write to the same file (a second journal handle, e.g. the one
+    // `serve` keeps for remediation): a deferred transaction that reads first could
+    // not be upgraded to a write after another connection's commit
     // (SQLITE_BUSY_SNAPSHOT, no retry); IMMEDIATE takes the write lock at BEGIN, under
     // the busy timeout.
     conn.set_transaction_behavior(rusqlite::TransactionBehavior::Immediate);
@@ -116,6 +170,7 @@ pub(crate) fn open(path: &Path, write: bool) -> Result<Connection> {
     if !write {
         return Ok(conn);
     }
+    // Outside any transaction: SQLite ignores these pragmas inside one.
     conn.pragma_update(None, "journal_mode", "WAL")
         .map_err(err)?;
     conn.pragma_update(None, "synchronous", "FULL")
@@ -132,16 +187,11 @@ pub(crate) fn open(path: &Path, write: bool) -> Result<Connection> {
             supported: VERSION,
         });
     }
-    if found < 1 {
-        conn.execute_batch(SCHEMA_V1).map_err(err)?;
-    }
-    if found < 2 {
-        conn.execute_batch(SCHEMA_V2).map_err(err)?;
-    }
-    if found < VERSION {
-        conn.pragma_update(None, "user_version", VERSION)
-            .map_err(err)?;
-    }
-    conn.execute_batch(RETENTION_INDEXES).map_err(err)?;
+    MIGRATIONS
+        .to_latest(&mut conn)
+        .map_err(|source| Error::Migrate {
+            path: path.to_owned(),
+            source,
+        })?;
     Ok(conn)
 }

@@ -766,3 +766,252 @@ async fn remediations_are_listed_with_status_and_work_items_but_never_the_reques
     assert_eq!(q(None, None, None, 1).await, ["g"]);
     assert!(q(None, None, Some("nope"), 0).await.is_empty());
 }
+
+/// The remediation tables as the remediator's own `SqliteStore` created them (without
+/// a schema version) next to a version 2 journal, before the journal owned them: a
+/// fixture, kept verbatim.
+const OLD_REMEDIATION_STORE_TABLES: &str = "
+CREATE TABLE IF NOT EXISTS remediation_stamps (
+    kind      TEXT NOT NULL,   -- 'attempt' or 'revert'
+    workspace TEXT NOT NULL,
+    address   TEXT NOT NULL,
+    at        TEXT NOT NULL    -- RFC 3339 UTC, milliseconds, 'Z' (text order = time order)
+);
+CREATE INDEX IF NOT EXISTS remediation_stamps_key ON remediation_stamps (kind, workspace, address, at);
+CREATE TABLE IF NOT EXISTS remediation_paused (
+    workspace TEXT NOT NULL,
+    address   TEXT NOT NULL,
+    reason    TEXT NOT NULL,
+    since     TEXT NOT NULL,
+    PRIMARY KEY (workspace, address)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS remediation_applies (
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    workspace TEXT NOT NULL,
+    changes   TEXT NOT NULL,   -- JSON object: address -> planned actions
+    started   TEXT NOT NULL,
+    finished  TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS remediation_applied_addresses (
+    apply_id  INTEGER NOT NULL REFERENCES remediation_applies (id) ON DELETE CASCADE,
+    workspace TEXT NOT NULL,
+    address   TEXT NOT NULL,
+    PRIMARY KEY (workspace, address, apply_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS remediation_prs (
+    workspace TEXT NOT NULL,
+    addresses TEXT NOT NULL,   -- JSON array, sorted
+    PRIMARY KEY (workspace, addresses)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS remediation_pr_addresses (
+    workspace TEXT NOT NULL,
+    addresses TEXT NOT NULL,
+    address   TEXT NOT NULL,
+    PRIMARY KEY (workspace, address, addresses)
+) WITHOUT ROWID;
+";
+
+/// The version 2 journal schema as an earlier build created it (version 1, version 2,
+/// and the retention indexes it created on every open): a fixture, kept verbatim.
+const OLD_V2_JOURNAL: &str = "
+CREATE TABLE events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, provider TEXT NOT NULL, event_id TEXT NOT NULL,
+    source TEXT NOT NULL, message_id TEXT NOT NULL, received_at TEXT NOT NULL,
+    occurred_at TEXT, journaled_at TEXT NOT NULL, payload_sha256 TEXT NOT NULL,
+    service TEXT NOT NULL, operation TEXT NOT NULL, change TEXT, principal TEXT,
+    resource_ids TEXT NOT NULL, verdict TEXT NOT NULL, reason TEXT, action TEXT NOT NULL,
+    matches TEXT NOT NULL, dependents TEXT NOT NULL, correlation_key TEXT,
+    UNIQUE (provider, event_id)
+);
+CREATE INDEX events_received ON events (received_at);
+CREATE INDEX events_verdict ON events (verdict, received_at);
+CREATE INDEX events_correlation ON events (provider, correlation_key)
+    WHERE correlation_key IS NOT NULL;
+CREATE TABLE event_resources (
+    workspace TEXT NOT NULL, address TEXT NOT NULL,
+    seq INTEGER NOT NULL REFERENCES events (seq), kind TEXT NOT NULL,
+    PRIMARY KEY (workspace, address, seq)
+) WITHOUT ROWID;
+CREATE TABLE drift (
+    workspace TEXT NOT NULL, address TEXT NOT NULL, kind TEXT NOT NULL, action TEXT NOT NULL,
+    first_seen TEXT NOT NULL, last_seen TEXT NOT NULL, events INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL REFERENCES events (seq),
+    PRIMARY KEY (workspace, address)
+) WITHOUT ROWID;
+CREATE TABLE remediations (
+    seq INTEGER PRIMARY KEY REFERENCES events (seq), status TEXT NOT NULL,
+    request TEXT NOT NULL, updated_at TEXT NOT NULL
+);
+CREATE INDEX remediations_pending ON remediations (seq) WHERE status = 'pending';
+CREATE TABLE remediation_targets (
+    seq INTEGER NOT NULL REFERENCES remediations (seq), workspace TEXT NOT NULL,
+    address TEXT NOT NULL, done INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (seq, workspace, address)
+) WITHOUT ROWID;
+CREATE INDEX remediation_targets_open ON remediation_targets (workspace, address)
+    WHERE done = 0;
+CREATE INDEX drift_last_seq ON drift (last_seq);
+CREATE INDEX event_resources_seq ON event_resources (seq);
+PRAGMA user_version = 2;
+";
+
+fn user_version(path: &std::path::Path) -> i64 {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap()
+}
+
+/// A journal file of schema version 2 with the remediator's old unversioned
+/// `remediation_*` tables in it (what `serve` left behind before this build) is
+/// upgraded in place: every event, pending remediation, stamp, pause, apply and open
+/// pull request is found afterwards, and the file is at the current version.
+#[tokio::test]
+async fn a_version_2_journal_with_the_old_remediation_store_tables_upgrades_in_place() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.sqlite");
+    let now = Utc::now();
+    let at = |mins: i64| writer::ts(&(now - chrono::TimeDelta::minutes(mins)));
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.pragma_update(None, "journal_mode", "WAL").unwrap();
+        c.execute_batch(OLD_V2_JOURNAL).unwrap();
+        c.execute_batch(OLD_REMEDIATION_STORE_TABLES).unwrap();
+        c.execute_batch(&format!(
+            "INSERT INTO events (provider, event_id, source, message_id, received_at, journaled_at, \
+               payload_sha256, service, operation, resource_ids, verdict, action, matches, dependents) \
+             VALUES ('aws', 'old-1', 'test', 'm1', '{t}', '{t}', '', 'ec2.amazonaws.com', 'X', '[]', \
+               'drift', 'revert', '[]', '[]');
+             INSERT INTO remediations (seq, status, request, updated_at) VALUES (1, 'pending', '{{\"r\":1}}', '{t}');
+             INSERT INTO remediation_targets (seq, workspace, address) VALUES (1, 'prod', 'aws_security_group.web');
+             INSERT INTO remediation_stamps (kind, workspace, address, at) VALUES
+               ('attempt', 'prod', 'aws_security_group.web', '{a1}'),
+               ('attempt', 'prod', 'aws_security_group.web', '{a2}'),
+               ('revert', 'prod', 'aws_security_group.web', '{a1}');
+             INSERT INTO remediation_paused (workspace, address, reason, since) VALUES
+               ('prod', 'aws_security_group.web', 'too many attempts', '{t}');
+             INSERT INTO remediation_applies (workspace, changes, started, finished) VALUES
+               ('prod', '{{\"aws_security_group.web\":[\"update\"]}}', '{a2}', '{a1}');
+             INSERT INTO remediation_applied_addresses (apply_id, workspace, address) VALUES
+               (1, 'prod', 'aws_security_group.web');
+             INSERT INTO remediation_prs (workspace, addresses) VALUES
+               ('prod', '[\"a.b\",\"aws_security_group.web\"]');
+             INSERT INTO remediation_pr_addresses (workspace, addresses, address) VALUES
+               ('prod', '[\"a.b\",\"aws_security_group.web\"]', 'a.b'),
+               ('prod', '[\"a.b\",\"aws_security_group.web\"]', 'aws_security_group.web');",
+            t = at(0),
+            a1 = at(1),
+            a2 = at(2),
+        ))
+        .unwrap();
+    }
+    assert_eq!(user_version(&path), 2);
+
+    let j = journal(&dir);
+    assert_eq!(user_version(&path), schema::VERSION);
+    // The journal's own rows.
+    assert_eq!(j.count(), 1);
+    let pending = j.pending_remediations().await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(
+        (pending[0].event_id.as_str(), pending[0].request.as_str()),
+        ("old-1", "{\"r\":1}")
+    );
+    // The remediation memory.
+    let (ws, addr) = (|| "prod".to_owned(), || "aws_security_group.web".to_owned());
+    let hour_ago = now - chrono::TimeDelta::hours(1);
+    assert_eq!(
+        j.stamps_since(Stamp::Attempt, ws(), addr(), hour_ago)
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        j.stamps_since(Stamp::Revert, ws(), addr(), hour_ago)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        j.pause_reason(ws(), addr()).await.unwrap().as_deref(),
+        Some("too many attempts")
+    );
+    let applies = j.applies_for(ws(), addr()).await.unwrap();
+    assert_eq!(applies.len(), 1);
+    assert_eq!(
+        applies[0].changes,
+        BTreeMap::from([(addr(), vec!["update".to_owned()])])
+    );
+    let prs = j.open_prs_with(ws(), "a.b".into()).await.unwrap();
+    assert_eq!(prs, [BTreeSet::from(["a.b".to_owned(), addr()])]);
+    // And it keeps working: new rows next to the old ones, the old ones still
+    // finishable.
+    j.record_stamp(Stamp::Attempt, ws(), addr(), now)
+        .await
+        .unwrap();
+    assert_eq!(
+        j.stamps_since(Stamp::Attempt, ws(), addr(), hour_ago)
+            .await
+            .unwrap(),
+        3
+    );
+    assert_eq!(
+        j.remediation_finished(ws(), addr(), vec!["old-1".into()])
+            .await
+            .unwrap(),
+        1
+    );
+    j.close().await;
+    // Opening it again is a no-op migration.
+    let j = journal(&dir);
+    assert_eq!(user_version(&path), schema::VERSION);
+    assert!(j.pending_remediations().await.unwrap().is_empty());
+    assert!(j.pause_reason(ws(), addr()).await.unwrap().is_some());
+    j.close().await;
+}
+
+/// A file of a newer schema than this build knows is refused, untouched.
+#[tokio::test]
+async fn a_journal_of_a_newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.sqlite");
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.pragma_update(None, "user_version", schema::VERSION + 1)
+            .unwrap();
+    }
+    assert!(matches!(
+        Journal::open(&JournalConfig::at(&path)),
+        Err(Error::Schema { found, supported, .. })
+            if found == schema::VERSION + 1 && supported == schema::VERSION
+    ));
+    assert_eq!(user_version(&path), schema::VERSION + 1);
+}
+
+/// One migration per schema version, and `rusqlite_migration` accepts them all on an
+/// empty database.
+#[test]
+fn the_migrations_are_valid_and_count_the_versions() {
+    schema::MIGRATIONS.validate().unwrap();
+    let mut c = rusqlite::Connection::open_in_memory().unwrap();
+    schema::MIGRATIONS.to_latest(&mut c).unwrap();
+    let v: i64 = c
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, schema::VERSION);
+}
+
+/// The remediation memory's writes go through the writer thread: after `close` they
+/// fail with [`Error::Closed`].
+#[tokio::test]
+async fn remediation_memory_writes_after_close_fail_with_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = journal(&dir);
+    j.close().await;
+    assert!(matches!(
+        j.record_pause("prod".into(), "a.b".into(), "r".into())
+            .await,
+        Err(Error::Closed)
+    ));
+}

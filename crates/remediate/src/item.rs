@@ -1,43 +1,17 @@
 //! Work items: keyed by (workspace, address), never by raw event.
 
 use std::collections::BTreeSet;
-use std::fmt;
-use std::sync::Arc;
 
 use chrono::Duration as ChronoDuration;
 use driftreactor_decide::Decision;
 use driftreactor_event::{Action, Change, DriftEvent, ResourceKey, Verdict};
+use driftreactor_journal::ApplyRecord;
 use driftreactor_notify::{Evidence, ImportBlock, Matched, Redactor, import_block_for};
 
-use crate::store::ApplyRecord;
+use crate::key::WorkKey;
 
 /// Evidence entries kept per work item (the oldest are dropped past it).
 pub const MAX_EVIDENCE: usize = 50;
-
-/// The identity of a work item: (workspace, resource address).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct WorkKey {
-    /// Workspace name.
-    pub workspace: Arc<str>,
-    /// Resource address (for an unmanaged create, the address its import block targets).
-    pub address: Arc<str>,
-}
-
-impl WorkKey {
-    /// A key.
-    pub fn new(workspace: impl Into<Arc<str>>, address: impl Into<Arc<str>>) -> Self {
-        Self {
-            workspace: workspace.into(),
-            address: address.into(),
-        }
-    }
-}
-
-impl fmt::Display for WorkKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.workspace, self.address)
-    }
-}
 
 /// What kind of work an item asks for, strongest last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -18,6 +18,10 @@
 //!   and auto-revert pauses until a human [`Remediator::clear`]s it or a plan shows no
 //!   drift. Events that fall within our own apply and match the planned change are
 //!   ignored as our echo.
+//! * What it remembers per address (attempts, reverts, pauses, our applies, open PRs)
+//!   goes through the async [`StateStore`] trait: [`MemoryStore`] for `replay`; for
+//!   `serve`, the journal ([`driftreactor_journal::Journal`] implements it), which owns
+//!   the database.
 //!
 //! Entry points: [`Remediator::builder`] (or [`Remediator::from_config`] with
 //! [`state_secrets`]),
@@ -27,19 +31,20 @@
 mod config;
 pub mod guard;
 mod item;
+mod journal_store;
+mod key;
 mod reconcile;
 mod runner;
 mod setup;
-mod sqlite_store;
 mod store;
 mod tf;
 
 pub use config::{RemediationConfig, Workspace};
 pub use guard::{GuardError, GuardReport, PlanVerdict, guard};
-pub use item::{MAX_EVIDENCE, Mode, Submission, WorkItem, WorkKey, is_own_echo, submissions};
+pub use item::{MAX_EVIDENCE, Mode, Submission, WorkItem, is_own_echo, submissions};
+pub use key::WorkKey;
 pub use reconcile::{Batch, Context, Error, Requeue, error_policy, escalate, reconcile};
 pub use runner::{Completed, Remediator, RemediatorBuilder, SubmitError, Submitted};
 pub use setup::{SetupError, state_secrets};
-pub use sqlite_store::{SqliteStore, StoreError};
-pub use store::{ApplyRecord, MemoryStore, StateStore};
+pub use store::{ApplyRecord, MemoryStore, StateStore, StoreError, StoreFuture};
 pub use tf::{PlanExit, TfError, TfRunner};

@@ -20,7 +20,7 @@ use tokio::sync::broadcast;
 use crate::config::{RemediationConfig, Workspace};
 use crate::guard::{self, GuardError, PlanVerdict};
 use crate::item::{Mode, WorkItem};
-use crate::store::{ApplyRecord, StateStore};
+use crate::store::{ApplyRecord, StateStore, recall};
 use crate::tf::{PlanExit, TfError, TfRunner};
 
 /// What the runner does next with a batch. Small and `#[must_use]`, like kube's.
@@ -280,7 +280,8 @@ impl Context {
             return Ok(false);
         };
         let pr = gh.upsert(report).await?;
-        self.store.pr_opened(&report.fingerprint());
+        let fp = report.fingerprint();
+        recall("record pr", self.store.pr_opened(&fp).await);
         if pr.created {
             self.emit(
                 &batch.workspace,
@@ -298,7 +299,10 @@ impl Context {
         };
         let mut fps = vec![batch.fingerprint()];
         for a in batch.addresses() {
-            for fp in self.store.open_prs_with(&batch.workspace, &a) {
+            for fp in recall(
+                "read prs",
+                self.store.open_prs_with(&batch.workspace, &a).await,
+            ) {
                 if !fps.contains(&fp) {
                     fps.push(fp);
                 }
@@ -308,7 +312,7 @@ impl Context {
             if gh.resolve(&fp, how).await?.is_some() {
                 tracing::info!(workspace = %fp.workspace, branch = %fp.branch(), "Closed the pull request of a resolved drift.");
             }
-            self.store.pr_closed(&fp);
+            recall("forget pr", self.store.pr_closed(&fp).await);
         }
         Ok(())
     }
@@ -346,10 +350,10 @@ fn announce(batch: &Batch, ctx: &Context) {
 
 /// Why auto-revert must not run for this batch, if it must not: an address is paused
 /// (escalated earlier), is over its hourly attempt cap, or does not converge.
-fn blocked(batch: &Batch, ctx: &Context) -> Option<(String, bool)> {
+async fn blocked(batch: &Batch, ctx: &Context) -> Option<(String, bool)> {
     let now = Utc::now();
     for i in &batch.items {
-        if let Some(reason) = ctx.store.paused(&i.key) {
+        if let Some(reason) = recall("read pause", ctx.store.paused(&i.key).await) {
             return Some((
                 format!("auto-revert of `{}` is paused: {reason}", i.key.address),
                 false,
@@ -357,9 +361,12 @@ fn blocked(batch: &Batch, ctx: &Context) -> Option<(String, bool)> {
         }
     }
     for i in &batch.items {
-        let attempts = ctx
-            .store
-            .attempts_since(&i.key, now - ChronoDuration::hours(1));
+        let attempts = recall(
+            "count stamps",
+            ctx.store
+                .attempts_since(&i.key, now - ChronoDuration::hours(1))
+                .await,
+        );
         if attempts >= ctx.cfg.max_attempts_per_hour {
             return Some((
                 format!(
@@ -372,7 +379,10 @@ fn blocked(batch: &Batch, ctx: &Context) -> Option<(String, bool)> {
         let window = ChronoDuration::seconds(
             i64::try_from(ctx.cfg.non_convergence_window_secs).unwrap_or(i64::MAX / 2),
         );
-        let reverts = ctx.store.reverts_since(&i.key, now - window);
+        let reverts = recall(
+            "count stamps",
+            ctx.store.reverts_since(&i.key, now - window).await,
+        );
         if ctx.cfg.non_convergence_threshold > 0 && reverts >= ctx.cfg.non_convergence_threshold {
             return Some((
                 format!(
@@ -405,7 +415,7 @@ pub async fn reconcile(batch: Arc<Batch>, ctx: Arc<Context>) -> Result<Requeue, 
         Mode::PullRequest | Mode::Revert => {}
     }
     if batch.mode == Mode::Revert
-        && let Some((reason, escalate)) = blocked(&batch, &ctx)
+        && let Some((reason, escalate)) = blocked(&batch, &ctx).await
     {
         if escalate {
             return Ok(Requeue::escalate(reason));
@@ -435,7 +445,7 @@ pub async fn reconcile(batch: Arc<Batch>, ctx: Arc<Context>) -> Result<Requeue, 
     };
     let now = Utc::now();
     for i in &batch.items {
-        ctx.store.record_attempt(&i.key, now);
+        recall("record stamp", ctx.store.record_attempt(&i.key, now).await);
     }
     let targets = batch.addresses();
     let plan_file = ctx.plan_file(&batch.workspace).await?;
@@ -500,15 +510,19 @@ async fn plan_and_act(
             let finished = Utc::now();
             // Record the apply window even when apply failed part-way: events it caused
             // are still ours.
-            ctx.store.record_apply(ApplyRecord {
+            let rec = ApplyRecord {
                 workspace: batch.workspace.clone(),
                 changes,
                 started,
                 finished,
-            });
+            };
+            recall("record apply", ctx.store.record_apply(rec).await);
             apply?;
             for i in &batch.items {
-                ctx.store.record_revert(&i.key, finished);
+                recall(
+                    "record stamp",
+                    ctx.store.record_revert(&i.key, finished).await,
+                );
             }
             ctx.emit(
                 &batch.workspace,
@@ -526,14 +540,17 @@ async fn plan_and_act(
 }
 
 async fn resolved(batch: &Batch, ctx: &Context, how: &str) -> Result<Requeue, Error> {
-    let was_paused = batch
-        .items
-        .iter()
-        .any(|i| ctx.store.paused(&i.key).is_some());
+    let mut was_paused = false;
+    for i in &batch.items {
+        if recall("read pause", ctx.store.paused(&i.key).await).is_some() {
+            was_paused = true;
+            break;
+        }
+    }
     for i in &batch.items {
         if was_paused {
             // Its state changed (the drift is gone): auto-revert resumes.
-            ctx.store.clear(&i.key);
+            recall("clear", ctx.store.clear(&i.key).await);
         }
     }
     ctx.close_prs(batch, how).await?;
@@ -578,7 +595,7 @@ pub async fn escalate(batch: &Batch, reason: &str, ctx: &Context) {
     let reason = ctx.redactor.text(reason).into_owned();
     let mut newly = false;
     for i in &batch.items {
-        newly |= ctx.store.pause(&i.key, &reason);
+        newly |= recall("pause", ctx.store.pause(&i.key, &reason).await);
     }
     if newly {
         ctx.emit(

@@ -20,9 +20,10 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
 use crate::config::{RemediationConfig, Workspace};
-use crate::item::{Mode, Submission, WorkItem, WorkKey, is_own_echo, submissions};
+use crate::item::{Mode, Submission, WorkItem, is_own_echo, submissions};
+use crate::key::WorkKey;
 use crate::reconcile::{Batch, Context, Requeue, error_policy, escalate, reconcile};
-use crate::store::{MemoryStore, StateStore};
+use crate::store::{MemoryStore, StateStore, recall};
 
 /// Transitions buffered per subscriber before it lags.
 const TRANSITION_BUFFER: usize = 1024;
@@ -212,7 +213,12 @@ impl Remediator {
         let mut out = Submitted::default();
         let mut keep = Vec::with_capacity(all.len());
         for s in all {
-            let applies = self.store.applies_for(&s.key.workspace, &s.key.address);
+            let applies = recall(
+                "read applies",
+                self.store
+                    .applies_for(&s.key.workspace, &s.key.address)
+                    .await,
+            );
             if is_own_echo(event, &s.key.address, &applies, self.grace) {
                 tracing::info!(key = %s.key, event_id = %s.evidence.event_id, "Ignoring the echo of our own apply.");
                 out.own_echoes += 1;
@@ -291,17 +297,36 @@ impl Remediator {
     }
 }
 
+/// Work of one key not yet started.
 #[derive(Debug)]
-struct Slot {
-    /// Work not yet started.
-    pending: Option<WorkItem>,
+struct Pending {
+    /// The coalesced submissions.
+    item: WorkItem,
     /// Not before this instant (settle window or backoff).
     not_before: Instant,
-    /// Announced already (not fresh).
-    announced: bool,
-    /// Part of a running batch.
-    running: bool,
-    /// Evidence of earlier rounds, kept until the drift is resolved or reverted.
+    /// The work is a scheduled re-check (no new events), possibly joined by events
+    /// that arrived before it started.
+    recheck: bool,
+}
+
+/// Where one key's work stands. A running key has no re-check scheduled, and a
+/// re-check is only scheduled for a key with nothing pending.
+#[derive(Debug)]
+enum Phase {
+    /// Nothing pending or running; a PR re-check may be scheduled at this instant.
+    Idle { recheck_at: Option<Instant> },
+    /// Work waiting for its settle window or backoff.
+    Waiting(Pending),
+    /// Part of a running batch; `next` is work that arrived since it started.
+    Running { next: Option<Pending> },
+}
+
+#[derive(Debug)]
+struct Slot {
+    /// Pending, running, or idle.
+    phase: Phase,
+    /// Evidence of earlier rounds, kept until the drift is resolved or reverted. Empty
+    /// exactly while the drift has not been announced yet (the next batch is fresh).
     history: Vec<Evidence>,
     /// Dependents seen over the same rounds.
     deps: BTreeSet<String>,
@@ -309,10 +334,37 @@ struct Slot {
     matched: Matched,
     /// Backoff of consecutive transient failures.
     backoff: Option<ExponentialBackoff>,
-    /// A scheduled PR re-check.
-    recheck_at: Option<Instant>,
-    /// The pending work is a scheduled re-check (no new events).
-    rechecking: bool,
+}
+
+impl Slot {
+    /// Not announced yet: the next batch with this key announces a new drift.
+    fn fresh(&self) -> bool {
+        self.history.is_empty()
+    }
+
+    /// Work waiting to start, if any (also while a batch runs).
+    fn pending_mut(&mut self) -> Option<&mut Pending> {
+        match &mut self.phase {
+            Phase::Waiting(p) | Phase::Running { next: Some(p) } => Some(p),
+            Phase::Idle { .. } | Phase::Running { next: None } => None,
+        }
+    }
+
+    fn has_pending(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::Waiting(_) | Phase::Running { next: Some(_) }
+        )
+    }
+
+    /// Drops work that has not started and any scheduled re-check (shutdown).
+    fn drop_pending(&mut self) {
+        match &mut self.phase {
+            Phase::Idle { recheck_at } => *recheck_at = None,
+            Phase::Waiting(_) => self.phase = Phase::Idle { recheck_at: None },
+            Phase::Running { next } => *next = None,
+        }
+    }
 }
 
 struct Runner {
@@ -367,14 +419,14 @@ impl Runner {
                     Some(Msg::Submit(subs)) => self.accept(subs),
                     Some(Msg::Idle(w)) => self.idle_waiters.push(w),
                     Some(Msg::Clear(key)) => {
-                        self.ctx.store.clear(&key);
+                        // Awaited here, so that work submitted after the clear sees it.
+                        recall("clear", self.ctx.store.clear(&key).await);
                     }
                     None => {
                         open = false;
                         // Drop work that has not started; finish what runs.
                         for s in self.slots.values_mut() {
-                            s.pending = None;
-                            s.recheck_at = None;
+                            s.drop_pending();
                         }
                     }
                 },
@@ -392,36 +444,36 @@ impl Runner {
         let now = Instant::now();
         for s in subs {
             let slot = self.slots.entry(s.key.clone()).or_insert_with(|| Slot {
-                pending: None,
-                not_before: now + settle,
-                announced: false,
-                running: false,
+                phase: Phase::Idle { recheck_at: None },
                 history: Vec::new(),
                 deps: BTreeSet::new(),
                 matched: s.matched,
                 backoff: None,
-                recheck_at: None,
-                rechecking: false,
             });
-            match &mut slot.pending {
-                Some(item) => item.merge(s),
-                None => {
-                    // A new burst: the settle window starts now. New events supersede a
-                    // scheduled re-check.
-                    slot.pending = Some(WorkItem::new(s));
-                    slot.not_before = now + settle;
-                    slot.recheck_at = None;
-                    slot.rechecking = false;
-                }
+            if let Some(p) = slot.pending_mut() {
+                p.item.merge(s);
+                continue;
+            }
+            // A new burst: the settle window starts now. New events supersede a
+            // scheduled re-check.
+            let new = Pending {
+                item: WorkItem::new(s),
+                not_before: now + settle,
+                recheck: false,
+            };
+            match &mut slot.phase {
+                Phase::Running { next } => *next = Some(new),
+                _ => slot.phase = Phase::Waiting(new),
             }
         }
     }
 
     fn fire_rechecks(&mut self, now: Instant) {
         for (key, slot) in &mut self.slots {
-            if slot.recheck_at.is_some_and(|t| t <= now) && slot.pending.is_none() && !slot.running
+            if let Phase::Idle { recheck_at } = &mut slot.phase
+                && recheck_at.is_some_and(|t| t <= now)
             {
-                slot.recheck_at = None;
+                *recheck_at = None;
                 let Some(last) = slot.history.last().cloned() else {
                     continue;
                 };
@@ -434,24 +486,26 @@ impl Runner {
                     unmanaged: None,
                 });
                 item.absorb_history(&slot.history);
-                slot.pending = Some(item);
-                slot.not_before = now;
-                slot.rechecking = true;
+                slot.phase = Phase::Waiting(Pending {
+                    item,
+                    not_before: now,
+                    recheck: true,
+                });
             }
         }
     }
 
     fn is_idle(&self) -> bool {
-        self.tasks.is_empty() && self.slots.values().all(|s| s.pending.is_none())
+        self.tasks.is_empty() && self.slots.values().all(|s| !s.has_pending())
     }
 
     fn next_wake(&self) -> Option<Instant> {
         self.slots
             .values()
-            .filter(|s| !s.running)
-            .filter_map(|s| match (&s.pending, s.recheck_at) {
-                (Some(_), _) => Some(s.not_before),
-                (None, r) => r,
+            .filter_map(|s| match &s.phase {
+                Phase::Waiting(p) => Some(p.not_before),
+                Phase::Idle { recheck_at } => *recheck_at,
+                Phase::Running { .. } => None,
             })
             .min()
     }
@@ -462,17 +516,18 @@ impl Runner {
         // workspace → mode → keys ready
         let mut ready: BTreeMap<String, BTreeMap<Mode, Vec<WorkKey>>> = BTreeMap::new();
         for (key, slot) in &self.slots {
-            if slot.running || slot.not_before > now || self.busy.contains(&*key.workspace) {
+            let Phase::Waiting(p) = &slot.phase else {
+                continue;
+            };
+            if p.not_before > now || self.busy.contains(&*key.workspace) {
                 continue;
             }
-            if let Some(item) = &slot.pending {
-                ready
-                    .entry(key.workspace.to_string())
-                    .or_default()
-                    .entry(item.mode)
-                    .or_default()
-                    .push(key.clone());
-            }
+            ready
+                .entry(key.workspace.to_string())
+                .or_default()
+                .entry(p.item.mode)
+                .or_default()
+                .push(key.clone());
         }
         for (ws, modes) in ready {
             if self.busy.len() >= limit {
@@ -492,14 +547,19 @@ impl Runner {
                 let Some(slot) = self.slots.get_mut(&key) else {
                     continue;
                 };
-                let Some(mut item) = slot.pending.take() else {
+                if !matches!(slot.phase, Phase::Waiting(_)) {
+                    continue;
+                }
+                let Phase::Waiting(Pending {
+                    mut item,
+                    recheck: rechecking,
+                    ..
+                }) = std::mem::replace(&mut slot.phase, Phase::Running { next: None })
+                else {
                     continue;
                 };
-                fresh |= !slot.announced;
-                recheck &= slot.rechecking;
-                slot.rechecking = false;
-                slot.announced = true;
-                slot.running = true;
+                fresh |= slot.fresh();
+                recheck &= rechecking;
                 item.absorb_history(&slot.history);
                 item.dependents.extend(slot.deps.iter().cloned());
                 slot.history = item.evidence.clone();
@@ -577,12 +637,20 @@ impl Runner {
             let Some(slot) = self.slots.get_mut(&item.key) else {
                 continue;
             };
-            slot.running = false;
+            let next = match std::mem::replace(&mut slot.phase, Phase::Idle { recheck_at: None }) {
+                Phase::Running { next } => next,
+                other => {
+                    // Not part of a running batch: cannot happen; keep what it was.
+                    slot.phase = other;
+                    unreachable_phase(&item.key);
+                    continue;
+                }
+            };
             match &action {
                 Requeue::After(after) => {
                     // Retry: put the work back, merged with anything that arrived since.
                     let mut back = item.clone();
-                    if let Some(newer) = slot.pending.take() {
+                    if let Some(Pending { item: newer, .. }) = next {
                         for e in newer.evidence.iter().cloned() {
                             back.merge(Submission {
                                 key: back.key.clone(),
@@ -594,34 +662,47 @@ impl Runner {
                             });
                         }
                     }
-                    slot.pending = Some(back);
-                    slot.not_before = now + *after;
+                    slot.phase = Phase::Waiting(Pending {
+                        item: back,
+                        not_before: now + *after,
+                        recheck: false,
+                    });
                 }
                 Requeue::Done => {
                     // Reverted, resolved or notified: a new drift is a new story.
                     slot.backoff = None;
                     slot.history.clear();
                     slot.deps.clear();
-                    slot.announced = false;
+                    slot.phase = next.map_or(Phase::Idle { recheck_at: None }, Phase::Waiting);
                 }
                 Requeue::Escalate(_) => {
                     slot.backoff = None;
+                    slot.phase = next.map_or(Phase::Idle { recheck_at: None }, Phase::Waiting);
                 }
                 Requeue::Recheck(after) => {
                     slot.backoff = None;
-                    if slot.pending.is_none() && !after.is_zero() {
-                        slot.recheck_at = Some(now + *after);
-                    }
+                    slot.phase = match next {
+                        Some(p) => Phase::Waiting(p),
+                        None => Phase::Idle {
+                            recheck_at: (!after.is_zero()).then(|| now + *after),
+                        },
+                    };
                 }
             }
         }
         if matches!(action, Requeue::Done) && !batch.recheck {
             // Keep memory bounded: forget keys with nothing pending or scheduled.
             self.slots.retain(|_, s| {
-                s.running || s.pending.is_some() || s.recheck_at.is_some() || !s.history.is_empty()
+                !matches!(s.phase, Phase::Idle { recheck_at: None }) || !s.history.is_empty()
             });
         }
     }
+}
+
+/// A slot was not in the phase its batch implies (a broken invariant of the runner):
+/// logged, never a panic.
+fn unreachable_phase(key: &WorkKey) {
+    tracing::error!(%key, "Remediation runner: a work item was not in the expected state.");
 }
 
 async fn sleep_until_opt(deadline: Option<Instant>) {

@@ -10,13 +10,12 @@ use chrono::Utc;
 use driftreactor_decide::{Action as Decided, Decision, Target, Verdict};
 use driftreactor_event::ResourceKey;
 use driftreactor_event::{Change, DriftEvent, Principal, Provider, ResourceRef, Via};
+use driftreactor_journal::{Journal, JournalConfig};
 use driftreactor_notify::fake::{FakeGitHub, FakeSlack};
 use driftreactor_notify::{
     GitHub, GitHubConfig, Redactor, Slack, SlackConfig, Transition, TransitionKind,
 };
-use driftreactor_remediate::{
-    RemediationConfig, Remediator, SqliteStore, StateStore, WorkKey, Workspace,
-};
+use driftreactor_remediate::{RemediationConfig, Remediator, StateStore, WorkKey, Workspace};
 use driftreactor_router::MatchKind;
 use serde_json::value::RawValue;
 use tokio::sync::broadcast;
@@ -765,8 +764,8 @@ async fn an_open_pr_is_rechecked_and_closed_once_the_drift_is_gone() {
     assert_eq!(tf.applies(), 0);
 }
 
-/// An escalation survives a restart with the SQLite store: a new remediator on the same
-/// database keeps auto-revert of the address paused (a new drift runs no plan), and
+/// An escalation survives a restart with the journal as the store: a new remediator on
+/// the same database keeps auto-revert of the address paused (a new drift runs no plan), and
 /// `clear` lifts it.
 #[tokio::test]
 async fn an_escalation_survives_a_restart_with_the_sqlite_store_until_cleared() {
@@ -774,11 +773,12 @@ async fn an_escalation_survives_a_restart_with_the_sqlite_store_until_cleared() 
     let path = db.path().join("driftreactor-journal.sqlite");
     let tf = FakeTf::new("fail", "sg_update.json");
     let d = decision("prod", "aws_security_group.web", Decided::Revert);
-    let store = || Arc::new(SqliteStore::open(&path).unwrap()) as Arc<dyn StateStore>;
+    let journal = || Journal::open(&JournalConfig::at(&path)).unwrap();
+    let first = journal();
 
     let r = Remediator::builder(cfg())
         .workspaces([tf.workspace("prod")])
-        .store(store())
+        .store(Arc::new(first.clone()) as Arc<dyn StateStore>)
         .spawn();
     let mut rx = r.subscribe();
     r.submit(
@@ -792,16 +792,20 @@ async fn an_escalation_survives_a_restart_with_the_sqlite_store_until_cleared() 
     assert_eq!(tf.plans().len(), 5, "default cap is 5 per hour");
     assert!(kinds(&drain(&mut rx)).contains(&"escalated"));
     r.shutdown().await;
+    first.close().await;
 
     // The process restarts: a new remediator on the same database.
     tf.set_queue("2");
+    let second = journal();
     let r = Remediator::builder(cfg())
         .workspaces([tf.workspace("prod")])
-        .store(store())
+        .store(Arc::new(second.clone()) as Arc<dyn StateStore>)
         .spawn();
     assert!(
         r.store()
             .paused(&WorkKey::new("prod", "aws_security_group.web"))
+            .await
+            .unwrap()
             .is_some()
     );
     let mut rx = r.subscribe();
@@ -838,9 +842,12 @@ async fn an_escalation_survives_a_restart_with_the_sqlite_store_until_cleared() 
     assert!(
         r.store()
             .paused(&WorkKey::new("prod", "aws_security_group.web"))
+            .await
+            .unwrap()
             .is_none()
     );
     r.shutdown().await;
+    second.close().await;
 }
 
 /// `submit` names the work items an event was queued to, and each work item that

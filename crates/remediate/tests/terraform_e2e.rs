@@ -336,7 +336,11 @@ async fn real_terraform_against_moto_reverts_opens_a_pr_recreates_and_waits_for_
         "{kinds:?}"
     );
     let key = driftreactor_remediate::WorkKey::new("prod", "aws_security_group.web");
-    let attempts = remediator.store().attempts_since(&key, since);
+    let attempts = remediator
+        .store()
+        .attempts_since(&key, since)
+        .await
+        .unwrap();
     assert!(
         attempts >= 2,
         "expected a retry after the lock, got {attempts} attempt(s)"
