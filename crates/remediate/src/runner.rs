@@ -711,3 +711,155 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
         None => std::future::pending().await,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The runner's timers (settle window, retry backoff, PR re-checks) on tokio's
+    //! paused clock: deadlines are asserted exactly, no real time passes.
+
+    use driftreactor_event::{MatchKind, Provider};
+
+    use super::*;
+
+    fn runner(cfg: RemediationConfig) -> Runner {
+        let (ttx, _) = broadcast::channel(16);
+        let (done, _) = broadcast::channel(16);
+        let ctx = Arc::new(Context::new(
+            cfg,
+            Vec::new(),
+            None,
+            None,
+            Redactor::default(),
+            Arc::new(MemoryStore::default()),
+            ttx,
+        ));
+        Runner::new(ctx, done)
+    }
+
+    fn sub(id: &str) -> Submission {
+        Submission {
+            key: WorkKey::new("prod", "aws_security_group.web"),
+            mode: Mode::Notify,
+            matched: Matched::Managed(MatchKind::Primary),
+            evidence: Evidence::from_event(
+                &DriftEvent::new(Provider::Aws, id),
+                &Redactor::default(),
+            ),
+            dependents: BTreeSet::new(),
+            unmanaged: None,
+        }
+    }
+
+    async fn run_one(r: &mut Runner) -> Arc<Batch> {
+        assert_eq!(r.tasks.len(), 1, "one batch started");
+        let (batch, _) = r.tasks.join_next().await.unwrap().unwrap();
+        batch
+    }
+
+    const SEC: Duration = Duration::from_secs(1);
+
+    #[tokio::test(start_paused = true)]
+    async fn settle_backoff_and_recheck_deadlines_follow_the_clock() {
+        let mut r = runner(RemediationConfig {
+            settle_secs: 60,
+            ..RemediationConfig::default()
+        });
+        let t0 = Instant::now();
+        r.accept(vec![sub("e1")]);
+        assert_eq!(r.next_wake(), Some(t0 + 60 * SEC), "the settle window");
+        tokio::time::advance(30 * SEC).await;
+        r.dispatch(Instant::now());
+        assert!(r.tasks.is_empty(), "still settling");
+        // A later event joins the item; it does not extend the window.
+        r.accept(vec![sub("e2")]);
+        assert_eq!(r.next_wake(), Some(t0 + 60 * SEC));
+        tokio::time::advance(30 * SEC).await;
+        r.dispatch(Instant::now());
+        assert_eq!(r.next_wake(), None, "running: nothing to wake for");
+        assert!(!r.is_idle());
+        let batch = run_one(&mut r).await;
+        assert!(batch.fresh && !batch.recheck);
+        assert_eq!(batch.items[0].evidence.len(), 2);
+
+        // A transient failure: the work comes back after the backoff.
+        let t1 = Instant::now();
+        r.finish(&batch, Requeue::after(5 * SEC));
+        assert_eq!(r.next_wake(), Some(t1 + 5 * SEC));
+        assert!(!r.is_idle(), "a retry is pending work");
+        tokio::time::advance(4 * SEC).await;
+        r.dispatch(Instant::now());
+        assert!(r.tasks.is_empty(), "not before the backoff");
+        tokio::time::advance(SEC).await;
+        r.dispatch(Instant::now());
+        let batch = run_one(&mut r).await;
+        assert!(!batch.fresh, "announced already");
+
+        // A PR waits for a human: re-planned after the re-check delay, idle meanwhile.
+        let t2 = Instant::now();
+        r.finish(&batch, Requeue::recheck(120 * SEC));
+        assert!(r.is_idle(), "a scheduled re-check is not pending work");
+        assert_eq!(r.next_wake(), Some(t2 + 120 * SEC));
+        tokio::time::advance(119 * SEC).await;
+        r.fire_rechecks(Instant::now());
+        assert!(r.is_idle());
+        tokio::time::advance(SEC).await;
+        r.fire_rechecks(Instant::now());
+        assert!(!r.is_idle());
+        assert_eq!(r.next_wake(), Some(Instant::now()), "due at once");
+        r.dispatch(Instant::now());
+        let batch = run_one(&mut r).await;
+        assert!(batch.recheck && !batch.fresh);
+        assert_eq!(batch.items[0].evidence.len(), 2, "the history is kept");
+
+        // Resolved: a new drift is a new story.
+        r.finish(&batch, Requeue::done());
+        assert!(r.is_idle());
+        assert_eq!(r.next_wake(), None);
+        assert!(r.slots.values().all(Slot::fresh));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn events_during_a_run_wait_for_it_and_settle_anew() {
+        let mut r = runner(RemediationConfig {
+            settle_secs: 10,
+            ..RemediationConfig::default()
+        });
+        r.accept(vec![sub("e1")]);
+        tokio::time::advance(10 * SEC).await;
+        r.dispatch(Instant::now());
+        let t1 = Instant::now();
+        r.accept(vec![sub("e2")]);
+        assert_eq!(r.next_wake(), None, "waits for the running batch");
+        let batch = run_one(&mut r).await;
+        r.finish(&batch, Requeue::recheck(60 * SEC));
+        // The new events supersede the re-check; their own settle window counts.
+        assert_eq!(r.next_wake(), Some(t1 + 10 * SEC));
+        assert!(!r.is_idle());
+        tokio::time::advance(10 * SEC).await;
+        r.dispatch(Instant::now());
+        let batch = run_one(&mut r).await;
+        assert!(!batch.recheck);
+        assert!(batch.items[0].evidence.iter().any(|e| e.event_id == "e2"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retry_delays_grow_within_the_configured_bounds() {
+        let mut r = runner(RemediationConfig {
+            settle_secs: 0,
+            backoff_min_ms: 100,
+            backoff_max_secs: 2,
+            ..RemediationConfig::default()
+        });
+        r.accept(vec![sub("e1")]);
+        r.dispatch(Instant::now());
+        let batch = run_one(&mut r).await;
+        let delays: Vec<Duration> = (0..8).map(|_| r.next_backoff(&batch)).collect();
+        for d in &delays {
+            assert!(
+                *d >= Duration::from_millis(100) && *d <= 2 * SEC * 2,
+                "{delays:?}"
+            );
+        }
+        assert!(delays[7] >= delays[0], "{delays:?}");
+    }
+}
