@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use driftreactor_aws::normalize;
 use driftreactor_event::{DriftEvent, Outcome};
-use serde_json::value::RawValue;
+use driftreactor_testkit::corpus;
 use serde_json::{Value, json};
 
 fn corpus_dir() -> PathBuf {
@@ -26,31 +26,18 @@ fn corpus_dir() -> PathBuf {
     dir
 }
 
-/// Splits a corpus file into its records the way the pipeline does: a JSON array, a
+/// Splits a corpus file into its records with the pipeline's own splitter
+/// ([`driftreactor_source::split`], through [`corpus::split`]): a JSON array, a
 /// `{"Records": [...]}` log file, or one object.
+///
+/// # Panics
+/// When a part of the file does not split (the corpus files are JSON).
 fn split(bytes: &[u8]) -> Vec<Vec<u8>> {
-    #[derive(serde::Deserialize)]
-    struct LogFile {
-        #[serde(rename = "Records")]
-        records: Vec<Box<RawValue>>,
-    }
-    let v: Value = serde_json::from_slice(bytes).expect("corpus file is JSON");
-    match v {
-        Value::Array(_) => serde_json::from_slice::<Vec<Box<RawValue>>>(bytes)
-            .unwrap()
-            .into_iter()
-            .map(|r| r.get().as_bytes().to_vec())
-            .collect(),
-        Value::Object(ref m) if m.get("Records").is_some_and(Value::is_array) => {
-            serde_json::from_slice::<LogFile>(bytes)
-                .unwrap()
-                .records
-                .into_iter()
-                .map(|r| r.get().as_bytes().to_vec())
-                .collect()
-        }
-        _ => vec![bytes.to_vec()],
-    }
+    corpus::split(bytes)
+        .0
+        .into_iter()
+        .map(|item| item.expect("corpus file is JSON"))
+        .collect()
 }
 
 /// The fields the golden files pin down.
@@ -155,8 +142,8 @@ fn mutated_corpus_bytes_never_panic() {
         state
     };
     let alphabet = b"{}[]\":,0123456789aeflnrstu\\ -";
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+    for file in corpus::nonempty_files(&dir) {
+        let bytes = std::fs::read(file).unwrap();
         let mut records = if serde_json::from_slice::<Value>(&bytes).is_ok() {
             split(&bytes)
         } else {

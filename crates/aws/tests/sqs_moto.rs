@@ -11,7 +11,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use aws_sdk_sqs::types::QueueAttributeName;
+use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use common::*;
 use driftreactor_aws::sqs::SqsSourceConfig;
 use driftreactor_source::{Delivery, PayloadFormat, ShutdownSignal, Source, SourceMessage};
@@ -76,6 +76,52 @@ async fn create_queue(
     create.send().await.unwrap().queue_url().unwrap().to_owned()
 }
 
+/// Waits until `windows` visibility timeouts of `visibility_secs` have lapsed on moto's
+/// own clock, counted from now: a canary message on a queue `name` of its own is
+/// received and left alone, and each time moto makes it visible again (its
+/// `ApproximateReceiveCount` grows by one) it is received again, until it has been
+/// received `windows + 1` times. Any message whose lease began before the call would
+/// have lapsed as often. Gives up (false) after 120 s.
+async fn visibility_lapsed(
+    sqs: &aws_sdk_sqs::Client,
+    name: &str,
+    visibility_secs: u32,
+    windows: u32,
+) -> bool {
+    let url = create_queue(sqs, name, visibility_secs, None).await;
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body("canary")
+        .send()
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut received = 0;
+    while received <= windows {
+        if Instant::now() > deadline {
+            return false;
+        }
+        let out = sqs
+            .receive_message()
+            .queue_url(&url)
+            .wait_time_seconds(1)
+            .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
+            .send()
+            .await
+            .unwrap();
+        for message in out.messages() {
+            let count: u32 = message
+                .attributes()
+                .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0);
+            assert_eq!(count, received + 1, "the canary's receive count");
+            received = count;
+        }
+    }
+    true
+}
+
 fn config(queue_name: &str, visibility_secs: u32) -> SqsSourceConfig {
     SqsSourceConfig {
         queue_name: Some(queue_name.into()),
@@ -106,9 +152,13 @@ async fn deletes_only_after_the_pipeline_answers_and_extends_visibility_meanwhil
         .unwrap();
     assert_eq!(message.format, PayloadFormat::AwsEvent);
     assert_eq!(message.attributes["ApproximateReceiveCount"], "1");
-    // The pipeline "journals" slowly: 3 visibility timeouts. The message must stay in
-    // the queue, in flight, and must not be redelivered (visibility is extended).
-    tokio::time::sleep(Duration::from_secs(8)).await;
+    // The pipeline "journals" slowly: 3 visibility timeouts, counted on moto's own
+    // clock by a canary whose lease began after this message's. The message must stay
+    // in the queue, in flight, and must not be redelivered (visibility is extended).
+    assert!(
+        visibility_lapsed(&sqs, "drift-order-canary", 3, 3).await,
+        "moto never let the canary's visibility lapse 3 times"
+    );
     assert_eq!(
         queue_counts(&sqs, &url).await,
         (0, 1),
@@ -127,6 +177,10 @@ async fn deletes_only_after_the_pipeline_answers_and_extends_visibility_meanwhil
     assert!(deleted, "deleted after the answer");
 
     running.stop().await;
+    assert!(
+        rx.try_recv().is_err(),
+        "a second copy reached the pipeline before the first was deleted"
+    );
     // Nothing left to redeliver.
     let left = sqs
         .receive_message()

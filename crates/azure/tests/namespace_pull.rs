@@ -80,10 +80,44 @@ async fn acknowledged_only_after_the_answer_with_locks_renewed_meanwhile() {
     assert_eq!(message.format, PayloadFormat::AzureEvent);
     let payload: Value = serde_json::from_slice(&message.payload).unwrap();
     assert_eq!(payload, arm_event("ev-held"));
-    // Hold it for 2.5 lock durations: not acknowledged, never redelivered, locks renewed.
-    tokio::time::sleep(Duration::from_secs(7)).await;
+    // Hold it for 2.5 lock durations, as the fake saw them: until the fake renewed its
+    // lock 2.5 lock durations after the receive. Then a receive that began after that
+    // renewal was answered: not acknowledged, never redelivered, locks renewed.
+    let lock = fake.options().lock_duration;
+    let received_at = fake
+        .log()
+        .iter()
+        .find(|o| o.op == "receive" && o.event_id == "ev-held")
+        .expect("the fake logged the receive")
+        .at;
+    let held_past = received_at + lock * 5 / 2;
+    assert!(
+        eventually(Duration::from_secs(60), || fake
+            .log()
+            .iter()
+            .any(|o| o.op == "renewLock"
+                && o.event_id == "ev-held"
+                && o.at >= held_past))
+        .await,
+        "no renewal 2.5 lock durations after the receive: {:?}",
+        fake.log()
+    );
+    // Two receivers: of the next 3 answered receives, one began after the renewal.
+    let receives = fake.receive_calls(SUB);
+    assert!(
+        eventually(Duration::from_secs(30), || fake.receive_calls(SUB)
+            > receives + 2)
+        .await,
+        "the source stopped receiving"
+    );
     assert!(fake.acknowledged(SUB).is_empty());
     assert!(rx.try_recv().is_err(), "redelivered while held");
+    assert_eq!(
+        fake.log().iter().filter(|o| o.op == "receive").count(),
+        1,
+        "redelivered while held: {:?}",
+        fake.log()
+    );
     let renewals = fake.log().iter().filter(|o| o.op == "renewLock").count();
     assert!(renewals >= 2, "locks renewed: {renewals}");
     assert!(!fake.log().iter().any(|o| o.op == "expired"));

@@ -455,13 +455,121 @@ fn serve_binary_receives_pushes_from_the_pubsub_emulator() {
             .contains("firewalls.insert"),
         "{rows:?}"
     );
-    // Acknowledged: after the subscription's 10 s ack deadline, nothing is pushed again
-    // (a redelivery would be journaled as a duplicate, never as a second row).
-    std::thread::sleep(Duration::from_secs(12));
+    // Acknowledged: after the subscription's 10 s ack deadline (seen lapse on the
+    // emulator's own clock by a canary pulled after the push was answered), nothing is
+    // pushed again: a redelivery would be journaled as a duplicate, never as a second
+    // row. A marker published after that is pushed, journaled and counted, and the
+    // service has still counted no duplicate and only two received messages.
+    rt.block_on(ack_deadline_lapsed(&emulator, "drift-push", "audit-canary"));
     let (_, events) = http(&addr, "GET", "/v1/events", b"").unwrap();
     let events: serde_json::Value = serde_json::from_str(&events).unwrap();
     assert_eq!(events["events"].as_array().unwrap().len(), 1, "{events}");
+    let mut marker: serde_json::Value = serde_json::from_slice(&entry).unwrap();
+    marker["insertid"] = serde_json::json!("marker-after-the-ack-deadline");
+    rt.block_on(async {
+        emulator
+            .publish(
+                "drift-push",
+                "audit",
+                &serde_json::to_vec(&marker).unwrap(),
+                &std::collections::BTreeMap::new(),
+            )
+            .await
+            .unwrap();
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let metrics = loop {
+        let (_, metrics) = http(&addr, "GET", "/metrics", b"").unwrap();
+        if metric(&metrics, "driftreactor_journal_events") == Some(2.0) {
+            break metrics;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the marker was not journaled: {metrics}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(
+        metric(
+            &metrics,
+            "driftreactor_events_duplicate_total{provider=\"gcp\"}"
+        ),
+        Some(0.0),
+        "the first message was pushed again: {metrics}"
+    );
+    let received: f64 = metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with("driftreactor_messages_received_total{")
+                && l.contains("source=\"gcp_pubsub_push\"")
+        })
+        .filter_map(|l| l.rsplit_once(' ').and_then(|(_, v)| v.parse::<f64>().ok()))
+        .sum();
+    assert_eq!(received, 2.0, "{metrics}");
+    let (_, events) = http(&addr, "GET", "/v1/events", b"").unwrap();
+    let events: serde_json::Value = serde_json::from_str(&events).unwrap();
+    let rows = events["events"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{events}");
+    assert!(
+        rows.iter().any(|r| r["event_id"]
+            .as_str()
+            .is_some_and(|id| id.contains("marker-after-the-ack-deadline"))),
+        "{events}"
+    );
     sigterm_and_wait(child);
+}
+
+/// The value of the sample `series` (name with its labels, as exposed) in a Prometheus
+/// text exposition; `None` when it is not there.
+fn metric(metrics: &str, series: &str) -> Option<f64> {
+    metrics.lines().find_map(|l| {
+        l.strip_prefix(series)
+            .and_then(|rest| rest.strip_prefix(' '))
+            .and_then(|v| v.trim().parse().ok())
+    })
+}
+
+/// Waits until a 10 s ack deadline has lapsed on the emulator's own clock, counted
+/// from now: a canary published to a topic `canary` of its own (with a pull
+/// subscription of that name and the same 10 s ack deadline as the push
+/// subscriptions) is pulled, left unacknowledged, and delivered again to a later pull.
+///
+/// # Panics
+/// When the canary is not delivered, or not delivered again, within 120 s.
+async fn ack_deadline_lapsed(
+    emulator: &driftreactor_testkit::pubsub::PubsubEmulator,
+    project: &str,
+    canary: &str,
+) {
+    emulator.create_topic(project, canary).await.unwrap();
+    emulator
+        .create_subscription(project, canary, canary, 10, None)
+        .await
+        .unwrap();
+    emulator
+        .publish(
+            project,
+            canary,
+            b"canary",
+            &std::collections::BTreeMap::new(),
+        )
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    for delivery in ["delivered", "delivered again after its ack deadline"] {
+        while emulator
+            .pull_now(project, canary, 10)
+            .await
+            .unwrap()
+            .is_empty()
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the canary {canary} was not {delivery}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
 }
 
 /// A stand-in for terraform that records its arguments and prints a plan updating the

@@ -60,6 +60,43 @@ async fn setup(emulator: &PubsubEmulator, name: &str, dead_letter: bool) {
         .unwrap();
 }
 
+/// Waits until a 10 s ack deadline has lapsed on the emulator's own clock, counted
+/// from now: a canary published to a topic `{name}-canary` of its own, with a
+/// subscription of the same 10 s ack deadline as the tests' ones, is pulled and left
+/// unacknowledged, and the emulator delivers it again to a later pull. Any lease of a
+/// message received before the call lapsed by then too, unless it was extended.
+///
+/// # Panics
+/// When the canary is not delivered, or not delivered again, within 120 s.
+async fn ack_deadline_lapsed(emulator: &PubsubEmulator, name: &str) {
+    let canary = format!("{name}-canary");
+    emulator.create_topic(PROJECT, &canary).await.unwrap();
+    emulator
+        .create_subscription(PROJECT, &canary, &canary, 10, None)
+        .await
+        .unwrap();
+    emulator
+        .publish(PROJECT, &canary, b"canary", &BTreeMap::new())
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    for delivery in ["delivered", "delivered again after its ack deadline"] {
+        loop {
+            let got = emulator.pull_now(PROJECT, &canary, 10).await.unwrap();
+            if let Some(first) = got.first() {
+                assert_eq!(got.len(), 1, "{got:?}");
+                assert_eq!(first["text"], "canary");
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the canary {canary} was not {delivery}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
 async fn start(
     emulator: &PubsubEmulator,
     subscription: &str,
@@ -103,7 +140,8 @@ async fn a_message_is_acked_only_after_the_pipeline_answers() {
         .unwrap();
     assert_eq!(held.format, PayloadFormat::GcpPubsubData);
     assert_eq!(held.payload, log_entry("ins-held"));
-    tokio::time::sleep(Duration::from_secs(15)).await;
+    // Past the 10 s ack deadline on the emulator's own clock.
+    ack_deadline_lapsed(&emulator, "crash").await;
     let elsewhere = emulator.pull_now(PROJECT, "crash", 10).await.unwrap();
     assert!(
         elsewhere.is_empty(),
@@ -135,7 +173,7 @@ async fn a_message_is_acked_only_after_the_pipeline_answers() {
         .await
     );
     stop(shutdown, task).await;
-    tokio::time::sleep(Duration::from_secs(11)).await;
+    ack_deadline_lapsed(&emulator, "answered").await;
     let left = emulator.pull_now(PROJECT, "answered", 10).await.unwrap();
     assert!(left.is_empty(), "acked after Recorded: {left:?}");
 }
@@ -193,7 +231,7 @@ async fn duplicates_are_acked_and_recorded_once_and_failed_ones_redelivered() {
         answers[1].attributes["logging.googleapis.com/timestamp"],
         "2026-01-01T00:00:00Z"
     );
-    tokio::time::sleep(Duration::from_secs(11)).await;
+    ack_deadline_lapsed(&emulator, "dupes").await;
     assert!(
         emulator
             .pull_now(PROJECT, "dupes", 10)

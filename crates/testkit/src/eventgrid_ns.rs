@@ -90,6 +90,8 @@ struct Inner {
     queues: BTreeMap<String, Vec<Stored>>,
     log: Vec<Observed>,
     token_counter: u64,
+    /// subscription → receive calls answered (empty answers included).
+    receive_calls: BTreeMap<String, u64>,
 }
 
 #[derive(Debug)]
@@ -161,6 +163,16 @@ impl FakeNamespace {
     /// Every operation seen so far, in order.
     pub fn log(&self) -> Vec<Observed> {
         lock(&self.shared).log.clone()
+    }
+
+    /// How many `receive` calls on `subscription` have been answered so far, empty
+    /// answers included: a barrier for "a receive that began after X found nothing".
+    pub fn receive_calls(&self, subscription: &str) -> u64 {
+        lock(&self.shared)
+            .receive_calls
+            .get(subscription)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Event ids acknowledged on `subscription`.
@@ -506,6 +518,10 @@ async fn receive(shared: &Arc<Shared>, sub: &str, query: &BTreeMap<String, Strin
         let notified = shared.notify.notified();
         let taken = take_available(shared, sub, max_events);
         if !taken.is_empty() || Instant::now() >= deadline {
+            *lock(shared)
+                .receive_calls
+                .entry(sub.to_owned())
+                .or_default() += 1;
             return (StatusCode::OK, axum::Json(json!({ "value": taken }))).into_response();
         }
         // Wake on a publish/release, or re-check lapsed locks every 100 ms.

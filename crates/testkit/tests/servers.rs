@@ -14,7 +14,7 @@ async fn moto_starts_answers_and_stops() {
     let port = moto.port();
     moto.reset().await.unwrap();
     drop(moto);
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Dropping kills the process group and reaps its leader: the port is closed now.
     assert!(
         TcpStream::connect(("127.0.0.1", port)).is_err(),
         "moto still listening after drop"
@@ -48,7 +48,7 @@ async fn pubsub_emulator_starts_publishes_pulls_and_stops() {
         .parse()
         .unwrap();
     drop(emulator);
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Dropping kills the process group and reaps its leader: the port is closed now.
     assert!(
         TcpStream::connect(("127.0.0.1", port)).is_err(),
         "emulator still listening after drop"
