@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 use serde_json::value::RawValue;
 
+use crate::sensitive::Found;
 use crate::{Map, Node, Set, StateIdentity, StateInstance};
 
 // ---------------------------------------------------------------------------------
@@ -122,14 +123,17 @@ pub(crate) struct RawResource<'a> {
     instances: Option<Vec<RawInstance<'a>>>,
 }
 
-/// One element of `resources[].instances[]`. `sensitive_attributes`, `private`,
-/// `schema_version` and unknown fields are skipped without allocating.
+/// One element of `resources[].instances[]`. `private`, `schema_version` and unknown
+/// fields are skipped without allocating; `sensitive_attributes` is kept unparsed (it is
+/// only read when the loader collects sensitive values).
 #[derive(Deserialize)]
 struct RawInstance<'a> {
     #[serde(borrow, default)]
     index_key: Option<IndexKey<'a>>,
     #[serde(borrow, default)]
     attributes: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    sensitive_attributes: Option<&'a RawValue>,
     #[serde(borrow, default)]
     dependencies: Option<Vec<Str<'a>>>,
     /// Terraform 0.12 also wrote explicit `depends_on` per instance.
@@ -370,6 +374,8 @@ pub(crate) struct Loader<'b> {
     cfg: String,
     /// Provider configuration string → accounts of its instances.
     provider_accounts: Map<String, ProviderAccounts>,
+    /// The state's sensitive values, when they are collected.
+    pub secrets: Option<Found>,
 }
 
 impl<'b> Loader<'b> {
@@ -400,6 +406,7 @@ impl<'b> Loader<'b> {
             addr: String::new(),
             cfg: String::new(),
             provider_accounts: Map::default(),
+            secrets: None,
         }
     }
 
@@ -426,14 +433,25 @@ impl<'b> Loader<'b> {
         id
     }
 
-    /// Turns one `resources[]` element into nodes (managed resources only).
-    pub(crate) fn add_resource(&mut self, r: RawResource<'_>) {
+    /// Turns one `resources[]` element into nodes (managed resources only), and
+    /// collects the sensitive values of its instances (managed and data sources) when
+    /// [`Loader::secrets`] is set.
+    ///
+    /// # Errors
+    /// When collecting sensitive values, the serde_json error of an instance's
+    /// `attributes` or `sensitive_attributes` that does not parse as a value.
+    pub(crate) fn add_resource(&mut self, r: RawResource<'_>) -> Result<(), serde_json::Error> {
+        if let Some(found) = &mut self.secrets {
+            for inst in r.instances.iter().flatten() {
+                found.instance(inst.attributes, inst.sensitive_attributes)?;
+            }
+        }
         if r.mode.as_deref().is_some_and(|m| m != "managed") {
-            return; // `data` sources (and any future non-managed mode) are never nodes
+            return Ok(()); // `data` sources (and any future non-managed mode) are never nodes
         }
         let instances = r.instances.unwrap_or_default();
         if instances.is_empty() {
-            return;
+            return Ok(());
         }
         let resource_type = self.interner.get(&r.resource_type);
         let provider: &str = r.provider.as_deref().unwrap_or("");
@@ -535,6 +553,7 @@ impl<'b> Loader<'b> {
             }
         }
         self.cfg = cfg;
+        Ok(())
     }
 
     /// Asks every plug-in for the instance's identities, parents and account.
