@@ -1,15 +1,19 @@
 //! `driftreactor replay`: recorded events → drift report (README, "The replay report").
+//!
+//! Arguments and printing; finding and reading the inputs, loading the states and
+//! building the report lines is `driftreactor_pipeline` ([`inputs`], [`estate`],
+//! [`Replay`]), running the remediator `driftreactor_remediate::drain`.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use driftreactor_config::Config;
 use driftreactor_decide::Policy;
-use driftreactor_pipeline::{Pipeline, Replay, ReportLine, Summary};
-use driftreactor_tfgraph::{Graph, GraphBuilder};
+use driftreactor_pipeline::estate::{self, LoadOptions, StateFile};
+use driftreactor_pipeline::{Pipeline, Replay, ReportLine, Summary, inputs};
 
 /// Output format of the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -52,10 +56,10 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // The `--state` files become workspaces named after them; the config's policy is
     // checked against those and its own `[[workspaces]]` together.
-    let states = state_workspaces(&args.states)?;
+    let states = inputs::state_workspaces(&args.states)?;
     let config = match &args.config {
         Some(path) => {
-            let names: Vec<String> = states.iter().map(|(name, _)| name.clone()).collect();
+            let names: Vec<String> = states.iter().map(|s| s.workspace.clone()).collect();
             Config::load_with_workspaces(path, &names)?
         }
         None => Config::default(),
@@ -63,15 +67,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if config.workspaces.is_empty() && states.is_empty() {
         bail!("no state given: pass --state <file-or-dir> or a --config with [[workspaces]]");
     }
-    let graph = load_graph(&config, &states)?;
+    // The config's workspaces, then the `--state` files; each state read once, with
+    // its secrets when the remediator will need them for redaction.
+    let files: Vec<StateFile> = config
+        .workspaces
+        .iter()
+        .map(|w| StateFile::new(w.name.clone(), w.state.clone()))
+        .chain(states)
+        .collect();
+    let estate = estate::load(
+        &files,
+        LoadOptions {
+            secrets: args.remediate,
+        },
+    )?;
     let policy = Policy::compile(&config.policy_config())
         .with_context(|| format!("invalid policy in {}", display_config(&config)))?;
     let mut replay =
-        Replay::new(Pipeline::new(Arc::new(graph), policy)).keep_evaluated(args.remediate);
+        Replay::new(Pipeline::new(Arc::new(estate.graph), policy)).keep_evaluated(args.remediate);
     // Set the remediator up before printing anything, so a config it refuses (a
     // missing token variable, say) fails the run before the report starts.
     let remediation = if args.remediate {
-        Some(start_remediator(&config)?)
+        Some(start_remediator(&config, estate.secrets)?)
     } else {
         None
     };
@@ -88,30 +105,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     for input in &args.inputs {
         // An unreadable input is a rejected line like any bad input: the run goes on.
-        let files = match event_files(input) {
-            Ok(files) => files.into_iter().map(Ok).collect::<Vec<_>>(),
-            Err(e) => vec![Err((input.display().to_string(), format!("{e:#}")))],
-        };
-        for file in files {
-            let read = file.and_then(|f| {
-                let name = f.display().to_string();
-                std::fs::read(&f)
-                    .map(|bytes| (name.clone(), bytes))
-                    .map_err(|e| (name, format!("cannot read the file: {e}")))
-            });
-            let lines = match read {
-                Ok((name, bytes)) => replay.process_input(&name, &bytes),
-                Err((name, reason)) => vec![ReportLine::unreadable(name, reason)],
-            };
-            for line in lines {
-                summary.add(&line);
-                match args.format {
-                    Format::Json => {
-                        serde_json::to_writer(&mut out, &line)?;
-                        out.write_all(b"\n")?;
-                    }
-                    Format::Table => write_row(&mut out, &line)?,
+        for line in replay.process_path(input) {
+            summary.add(&line);
+            match args.format {
+                Format::Json => {
+                    serde_json::to_writer(&mut out, &line)?;
+                    out.write_all(b"\n")?;
                 }
+                Format::Table => write_row(&mut out, &line)?,
             }
         }
     }
@@ -150,54 +151,32 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// The remediator and the runtime it runs on.
 type Remediation = (tokio::runtime::Runtime, driftreactor_remediate::Remediator);
 
-/// Builds the remediator from the config (redaction secrets from every state).
-fn start_remediator(config: &Config) -> anyhow::Result<Remediation> {
-    use driftreactor_remediate::{Remediator, state_secrets};
+/// Builds the remediator from the config, redacting `secrets` (the states').
+fn start_remediator(config: &Config, secrets: Vec<String>) -> anyhow::Result<Remediation> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("failed to start the async runtime")?;
     let remediator = runtime.block_on(async {
-        let secrets = state_secrets(config)?;
-        anyhow::Ok(Remediator::from_config(config, secrets, true)?)
+        anyhow::Ok(driftreactor_remediate::Remediator::from_config(
+            config, secrets, true,
+        )?)
     })?;
     Ok((runtime, remediator))
 }
 
 /// Runs the remediator over the evaluated events until every item is reverted,
-/// resolved, turned into a pull request, notified or escalated. Returns the number of
-/// escalations.
+/// resolved, turned into a pull request, notified or escalated, printing each
+/// transition to stderr. Returns the number of escalations.
 fn remediate(
     (runtime, remediator): Remediation,
     evaluated: Vec<driftreactor_pipeline::Evaluated>,
 ) -> anyhow::Result<usize> {
-    runtime.block_on(async {
-        let mut transitions = remediator.subscribe();
-        let printer = tokio::spawn(async move {
-            let (mut n, mut escalated) = (0usize, 0usize);
-            while let Ok(t) = transitions.recv().await {
-                eprintln!("remediation: {}", describe(&t));
-                n += 1;
-                if matches!(
-                    t.kind,
-                    driftreactor_notify::TransitionKind::Escalated { .. }
-                ) {
-                    escalated += 1;
-                }
-            }
-            (n, escalated)
-        });
-        for ev in &evaluated {
-            remediator
-                .submit(&ev.event, &ev.decision, &ev.routed.dependent_keys())
-                .await?;
-        }
-        remediator.run_until_idle().await;
-        remediator.shutdown().await;
-        let (n, escalated) = printer.await.unwrap_or((0, 0));
-        eprintln!("remediation: done, {n} transitions");
-        anyhow::Ok(escalated)
-    })
+    let drained = runtime.block_on(driftreactor_remediate::drain(remediator, &evaluated, |t| {
+        eprintln!("remediation: {}", describe(t))
+    }))?;
+    eprintln!("remediation: done, {} transitions", drained.transitions);
+    Ok(drained.escalated)
 }
 
 /// One transition in plain words.
@@ -219,107 +198,6 @@ fn display_config(config: &Config) -> String {
         || "the command line".to_owned(),
         |p| p.display().to_string(),
     )
-}
-
-/// Every `--state` file (directories expanded) with the workspace name it gets.
-fn state_workspaces(states: &[PathBuf]) -> anyhow::Result<Vec<(String, PathBuf)>> {
-    let mut out = Vec::new();
-    for path in states {
-        for file in state_files(path)? {
-            out.push((workspace_name(&file), file));
-        }
-    }
-    Ok(out)
-}
-
-/// Loads the config's workspaces, then the `--state` files.
-fn load_graph(config: &Config, states: &[(String, PathBuf)]) -> anyhow::Result<Graph> {
-    let mut builder = GraphBuilder::new(driftreactor_pipeline::identities());
-    for ws in &config.workspaces {
-        builder
-            .add_state_file(&ws.name, &ws.state)
-            .with_context(|| format!("workspace {}", ws.name))?;
-    }
-    for (name, file) in states {
-        builder.add_state_file(name, file)?;
-    }
-    Ok(builder.build())
-}
-
-/// `prod.tfstate` → `prod`, `prod.tfstate.json` → `prod`, `x.json` → `x`.
-fn workspace_name(file: &Path) -> String {
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let name = name.strip_suffix(".json").unwrap_or(&name);
-    let name = name.strip_suffix(".tfstate").unwrap_or(name);
-    name.to_owned()
-}
-
-fn state_files(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    if !path.is_dir() {
-        if !path.exists() {
-            bail!("state file {} does not exist", path.display());
-        }
-        return Ok(vec![path.to_owned()]);
-    }
-    let files = walk(path)?
-        .into_iter()
-        .filter(|f| {
-            let n = f.to_string_lossy();
-            n.ends_with(".tfstate") || n.ends_with(".tfstate.json")
-        })
-        .collect::<Vec<_>>();
-    if files.is_empty() {
-        bail!(
-            "state directory {} holds no *.tfstate or *.tfstate.json file",
-            path.display()
-        );
-    }
-    Ok(files)
-}
-
-fn event_files(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    if !path.is_dir() {
-        if !path.exists() {
-            bail!("event file {} does not exist", path.display());
-        }
-        return Ok(vec![path.to_owned()]);
-    }
-    Ok(walk(path)?
-        .into_iter()
-        .filter(|f| {
-            matches!(
-                f.extension().and_then(|e| e.to_str()),
-                Some("json" | "jsonl" | "ndjson")
-            )
-        })
-        .collect())
-}
-
-/// Regular files under `dir`, recursively, sorted by path, skipping hidden entries.
-fn walk(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        let entries =
-            std::fs::read_dir(&d).with_context(|| format!("failed to list {}", d.display()))?;
-        for entry in entries {
-            let entry = entry.with_context(|| format!("failed to list {}", d.display()))?;
-            if entry.file_name().to_string_lossy().starts_with('.') {
-                continue;
-            }
-            let p = entry.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
 }
 
 fn write_row(out: &mut impl Write, line: &ReportLine) -> io::Result<()> {

@@ -2,7 +2,10 @@
 //! format, normalize it with its provider's normalizer, route it against the state
 //! graph, and decide. Also the replay report line (README, "The replay report").
 //!
-//! No I/O: callers read files or receive bus messages and hand bytes in.
+//! No I/O on the event path: callers read files or receive bus messages and hand
+//! bytes in. The exceptions are [`estate::load`], the loader that reads the
+//! workspaces' state files (once each) into the graph and their secrets, and
+//! [`inputs`], which finds and reads `replay`'s recorded inputs.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -31,9 +34,14 @@ use driftreactor_tfgraph::Graph;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+pub mod estate;
+pub mod inputs;
+mod processed;
 mod sniff;
 
 pub use driftreactor_source::{Item, split};
+pub use estate::{Estate, LoadOptions, StateFile};
+pub use processed::Processed;
 pub use sniff::{Format, sniff};
 
 /// The identity plug-ins of every supported provider, for

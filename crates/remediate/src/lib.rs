@@ -23,13 +23,17 @@
 //!   `serve`, the journal ([`driftreactor_journal::Journal`] implements it), which owns
 //!   the database.
 //!
-//! Entry points: [`Remediator::builder`] (or [`Remediator::from_config`] with
-//! [`state_secrets`]),
+//! Entry points: [`Remediator::builder`] (or [`Remediator::from_config`] with the
+//! secrets of `driftreactor_pipeline::estate::load`),
 //! [`Remediator::submit`], [`Remediator::run_until_idle`] (replay),
-//! [`Remediator::subscribe`] (transitions), [`Remediator::shutdown`].
+//! [`Remediator::subscribe`] (transitions), [`Remediator::shutdown`]; [`handoff`]: the
+//! journal → remediator hand-off with its durable requeue (used by `serve`), and
+//! [`drain`] (used by `replay --remediate`).
 
 mod config;
+mod drain;
 pub mod guard;
+pub mod handoff;
 mod item;
 mod journal_store;
 mod key;
@@ -40,11 +44,12 @@ mod store;
 mod tf;
 
 pub use config::{RemediationConfig, Workspace};
+pub use drain::{Drained, drain};
 pub use guard::{GuardError, GuardReport, PlanVerdict, guard};
 pub use item::{MAX_EVIDENCE, Mode, Submission, WorkItem, is_own_echo, submissions};
 pub use key::WorkKey;
 pub use reconcile::{Batch, Context, Error, Requeue, error_policy, escalate, reconcile};
 pub use runner::{Completed, Remediator, RemediatorBuilder, SubmitError, Submitted};
-pub use setup::{SetupError, state_secrets};
+pub use setup::SetupError;
 pub use store::{ApplyRecord, MemoryStore, StateStore, StoreError, StoreFuture};
 pub use tf::{PlanExit, TfError, TfRunner};

@@ -22,48 +22,16 @@ pub enum SetupError {
     /// The Slack client could not be built.
     #[error("slack: {0}")]
     Slack(String),
-    /// A state file could not be read for its sensitive values.
-    #[error("state file {path}: {reason}")]
-    State {
-        /// The file.
-        path: String,
-        /// Why.
-        reason: String,
-    },
-}
-
-/// The values to redact: every sensitive value (`sensitive_attributes`, secret-looking
-/// attributes) of every workspace's state file, via
-/// `driftreactor_tfgraph::sensitive_values`. Pass them to [`Remediator::from_config`].
-///
-/// # Errors
-/// [`SetupError::State`] naming the file when it cannot be read or is not a state.
-pub fn state_secrets(cfg: &Config) -> Result<Vec<String>, SetupError> {
-    let mut out = Vec::new();
-    for ws in &cfg.workspaces {
-        let err = |reason: String| SetupError::State {
-            path: ws.state.display().to_string(),
-            reason,
-        };
-        let bytes = std::fs::read(&ws.state).map_err(|e| err(e.to_string()))?;
-        let origin = ws.state.display().to_string();
-        out.extend(
-            driftreactor_tfgraph::sensitive_values(&origin, &bytes)
-                .map_err(|e| err(e.to_string()))?,
-        );
-    }
-    out.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-    out.dedup();
-    Ok(out)
 }
 
 impl Remediator {
     /// Builds and starts a remediator from the config file: `[remediation]` (for
     /// `replay`, `settle_secs` defaults to 0), workspaces with a `dir`, `[github]` when
     /// `repo` is set (token from `token_env`), `[slack]` when the variable named by
-    /// `webhook_env` is set. `secrets` are the values to redact (pass
-    /// `driftreactor_tfgraph::sensitive_values` of every state). Must be called inside
-    /// a tokio runtime.
+    /// `webhook_env` is set. `secrets` are the values to redact: the
+    /// states' sensitive values as the state loader collected them while reading the
+    /// graph (`driftreactor_pipeline::estate::load` with `secrets: true`, read once).
+    /// Must be called inside a tokio runtime.
     ///
     /// # Errors
     /// [`SetupError`] naming the section and what is wrong.

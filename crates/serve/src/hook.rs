@@ -1,5 +1,5 @@
 //! The after-commit hook: what the service hands on once an event is durably journaled
-//! (the remediator, in the `driftreactor` binary).
+//! (the remediator's [`driftreactor_remediate::handoff::Hook`], which implements it).
 //!
 //! The [`AfterCommit`] implementation given in [`crate::ServeOptions`] gets each newly
 //! recorded [`Processed`] event (typed: verdict, reason, action, matches, dependents)
@@ -13,19 +13,7 @@ use std::pin::Pin;
 
 use crate::model::Processed;
 
-/// What [`AfterCommit::committed`] did with an event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Handoff {
-    /// Queued for the hook's worker (counted `remediation_handoffs_total{result="queued"}`).
-    Queued,
-    /// Nothing to do for this event (no action).
-    Skipped,
-    /// Not taken: the hook's queue is full or its worker stopped (counted
-    /// `remediation_handoffs_total{result="dropped"}`; the event stays in the journal,
-    /// as a `pending` remediation when [`AfterCommit::requeue_record`] gave one, which
-    /// the hook resubmits at its next start).
-    Dropped,
-}
+pub use driftreactor_remediate::handoff::{ClearError, Handoff};
 
 /// A boxed future (the hook is a trait object).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -59,14 +47,24 @@ pub trait AfterCommit: Send + Sync {
     ) -> BoxFuture<'a, Result<(), ClearError>>;
 }
 
-/// Why [`AfterCommit::clear`] could not lift an escalation.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ClearError {
-    /// Remediation has stopped (the service is shutting down).
-    #[error("remediation has stopped")]
-    Stopped,
-    /// The remediation queue stayed full for the wait allowed.
-    #[error("the remediation queue is full; retry later")]
-    Busy,
+/// The remediator's hook ([`driftreactor_remediate::handoff`]): what `serve` runs with
+/// remediation on.
+impl AfterCommit for driftreactor_remediate::handoff::Hook {
+    fn requeue_record(&self, item: &Processed) -> Option<String> {
+        driftreactor_remediate::handoff::Hook::requeue_record(self, item)
+    }
+
+    fn committed(&self, source: &str, item: Processed) -> Handoff {
+        driftreactor_remediate::handoff::Hook::committed(self, source, item)
+    }
+
+    fn clear<'a>(
+        &'a self,
+        workspace: &'a str,
+        address: &'a str,
+    ) -> BoxFuture<'a, Result<(), ClearError>> {
+        Box::pin(driftreactor_remediate::handoff::Hook::clear(
+            self, workspace, address,
+        ))
+    }
 }

@@ -31,10 +31,12 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+pub mod app;
 pub mod auth;
 pub mod config;
 pub mod hook;
 mod http;
+pub mod loader;
 pub mod metrics;
 pub mod model;
 mod push;
@@ -45,10 +47,12 @@ mod sources;
 mod state;
 mod worker;
 
+pub use app::{App, AppError, launch};
 pub use config::{AzurePushConfig, GcpPushConfig, OidcConfig, Retention, ServerConfig, SourceSpec};
 pub use driftreactor_journal::{MatchRecord, ResourceKey};
 pub use driftreactor_source as source;
 pub use hook::{AfterCommit, BoxFuture, ClearError, Handoff};
+pub use loader::{PipelineLoader, PipelineModel};
 pub use model::{
     BoxError, Input, LoadError, Loaded, Model, ModelLoader, Processed, ResourceInfo, StateInfo,
 };

@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use driftreactor_event::{Action, DriftEvent, NormalizeError, Provider, Reason, Verdict};
-use driftreactor_journal::{Decided, MatchRecord, ResourceKey};
+use driftreactor_event::{NormalizeError, Provider};
+use driftreactor_journal::ResourceKey;
 use driftreactor_source::PayloadFormat;
 use driftreactor_source::chain;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// One message's payload, as handed to [`Model::process`].
 #[derive(Debug, Clone, Copy)]
@@ -33,43 +33,9 @@ pub struct Input<'a> {
     pub attributes: &'a BTreeMap<String, String>,
 }
 
-/// One event of a message after normalize → route → decide: everything the journal
-/// records and the remediator needs, typed.
-///
-/// Serializable, so that what the remediation side keeps to resubmit an event after a
-/// restart ([`crate::AfterCommit::requeue_record`]) is this same value (with the
-/// event's request parameters redacted).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Processed {
-    /// The normalized event.
-    pub event: DriftEvent,
-    /// `drift`, `unmanaged` or `ignored` (README, "The replay report").
-    pub verdict: Verdict,
-    /// The reason for `ignored` and unattributed `unmanaged` verdicts.
-    pub reason: Option<Reason>,
-    /// The event-level action.
-    pub action: Action,
-    /// Matched managed resources with their policy actions.
-    pub matches: Vec<MatchRecord>,
-    /// Dependents of the matches (blast radius).
-    pub dependents: Vec<ResourceKey>,
-    /// What the journal records instead when an earlier event of the same correlation
-    /// key is already recorded (the decider's rule for a later report of one change;
-    /// see `driftreactor_journal::Entry::repeated`).
-    #[serde(default)]
-    pub repeated: Option<Decided>,
-}
-
-impl Processed {
-    /// The verdict, reason and action as one value.
-    pub const fn decided(&self) -> Decided {
-        Decided {
-            verdict: self.verdict,
-            reason: self.reason,
-            action: self.action,
-        }
-    }
-}
+/// One event of a message after normalize → route → decide, typed (defined by the
+/// pipeline, which produces it).
+pub use driftreactor_pipeline::Processed;
 
 /// What the state graph knows about one managed resource (`/v1/resources/…`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -3,8 +3,9 @@
 //!
 //! Run with `cargo bench -p driftreactor-tfgraph --bench load` (optionally
 //! `-- --instances N`). Prints a table with one row per identity plug-in set: the
-//! real `driftreactor_aws::AwsIdentity`, a minimal in-bench id/arn reader, and none
-//! (the loader alone). Targets are < 1 s and < 200 MB peak.
+//! real `driftreactor_aws::AwsIdentity`, a minimal in-bench id/arn reader, none (the
+//! loader alone), and the real plug-in with the sensitive values collected in the same
+//! pass (as `serve` with remediation and `replay --remediate` load). Targets are < 1 s and < 200 MB peak.
 //!
 //! The peak is `VmHWM` from `/proc/self/status`; the high-water mark is reset (through
 //! `/proc/self/clear_refs`) after the state file is generated, so it covers the load
@@ -92,17 +93,28 @@ fn main() {
     let mut graph = None;
     // The real plug-in's row first, so its peak is not lowered by reusing the heap
     // of an earlier graph.
-    for plugin in ["AwsIdentity", "id/arn (in-bench)", "none"] {
+    for plugin in [
+        "AwsIdentity",
+        "id/arn (in-bench)",
+        "none",
+        "AwsIdentity + sensitive values",
+    ] {
         drop(graph.take());
         let reset = reset_peak();
         let before_mb = status_kb("VmRSS:").unwrap_or(0) as f64 / 1024.0;
         let started = Instant::now();
         let plugins: Vec<Box<dyn StateIdentity>> = match plugin {
-            "AwsIdentity" => vec![Box::new(driftreactor_aws::AwsIdentity)],
+            "AwsIdentity" | "AwsIdentity + sensitive values" => {
+                vec![Box::new(driftreactor_aws::AwsIdentity)]
+            }
             "none" => vec![],
             _ => vec![Box::new(IdArn)],
         };
         let mut builder = GraphBuilder::new(plugins);
+        if plugin.ends_with("sensitive values") {
+            // The one pass serve and replay --remediate make: graph and secrets.
+            builder = builder.collect_sensitive_values();
+        }
         let meta = builder.add_state_file("large", &path).expect("load");
         let g = builder.build();
         let seconds = started.elapsed().as_secs_f64();

@@ -40,17 +40,9 @@ pub enum Error {
 }
 
 impl Error {
-    /// A [`Error::NotAState`] for `origin` from a serde_json error, in plain words with
-    /// the JSON line and column (1-based) of the problem.
-    pub(crate) fn from_json(origin: &str, err: &serde_json::Error) -> Self {
-        if err.is_eof() && err.line() <= 1 && err.column() == 0 {
-            return Error::not_a_state(origin, "the file is empty");
-        }
-        Self::from_json_at(origin, err, err.line(), err.column())
-    }
-
-    /// As [`Error::from_json`], with the position given in the whole file (for errors
-    /// of a fragment parsed on its own).
+    /// A [`Error::NotAState`] for `origin` from a serde_json error of a fragment
+    /// parsed on its own, in plain words with the position of the problem in the whole
+    /// file (`line`, `column`: 1-based).
     pub(crate) fn from_json_at(
         origin: &str,
         err: &serde_json::Error,

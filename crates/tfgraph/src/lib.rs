@@ -25,7 +25,9 @@
 //! (see `benches/load.rs`). Building is I/O at the edge; everything after is pure
 //! lookups.
 //!
-//! [`sensitive_values`] lists the secret strings of a state for redaction.
+//! [`sensitive_values`] lists the secret strings of a state for redaction; with
+//! [`GraphBuilder::collect_sensitive_values`] the builder collects them in the same
+//! chunked pass that reads the graph, so a state is read once for both.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -162,6 +164,8 @@ pub struct GraphBuilder {
     related: Index,
     by_workspace: Map<Arc<str>, Map<Arc<str>, NodeId>>,
     states: Vec<StateMeta>,
+    /// The sensitive values of the states added so far, when they are collected.
+    secrets: Option<sensitive::Found>,
 }
 
 impl std::fmt::Debug for GraphBuilder {
@@ -171,6 +175,7 @@ impl std::fmt::Debug for GraphBuilder {
             .field("nodes", &self.nodes.len())
             .field("edges", &self.edges.len())
             .field("states", &self.states)
+            .field("collects_sensitive_values", &self.secrets.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -187,6 +192,29 @@ impl GraphBuilder {
             related: Index::default(),
             by_workspace: Map::default(),
             states: Vec::new(),
+            secrets: None,
+        }
+    }
+
+    /// Also collects the sensitive values (see [`sensitive_values`] for what counts)
+    /// of every state added from now on, in the same chunked pass that reads its
+    /// graph; take them with [`GraphBuilder::take_sensitive_values`]. Costs a parse of
+    /// each instance's `attributes` (off by default).
+    #[must_use]
+    pub fn collect_sensitive_values(mut self) -> Self {
+        self.secrets.get_or_insert_with(sensitive::Found::default);
+        self
+    }
+
+    /// The sensitive values of the states added so far (with
+    /// [`GraphBuilder::collect_sensitive_values`] on), each once, longest first, so a
+    /// redactor replacing them in order never leaves the tail of a longer secret
+    /// behind. Empty when they are not collected. Collection goes on for states added
+    /// afterwards.
+    pub fn take_sensitive_values(&mut self) -> Vec<String> {
+        match &mut self.secrets {
+            Some(found) => std::mem::take(found).into_sorted(),
+            None => Vec::new(),
         }
     }
 
@@ -266,10 +294,19 @@ impl GraphBuilder {
         }
         let ws: Arc<str> = Arc::from(workspace);
         let mut loader = Loader::new(&self.identities, &mut self.interner, Arc::clone(&ws));
+        if self.secrets.is_some() {
+            loader.secrets = Some(sensitive::Found::default());
+        }
         Reader::new(origin, path, src, size_hint).read_state(&mut loader)?;
         check_version(origin, &loader.header)?;
         let header = std::mem::take(&mut loader.header);
+        let found = loader.secrets.take();
         let loaded = loader.finish();
+        if let (Some(all), Some(found)) = (&mut self.secrets, found)
+            && !found.is_empty()
+        {
+            all.merge(found);
+        }
         Ok(self.commit(ws, header, loaded))
     }
 

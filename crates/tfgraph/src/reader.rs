@@ -15,6 +15,7 @@ use serde::de::IgnoredAny;
 
 use crate::error::{Error, Result};
 use crate::parse::{Loader, RawResource};
+use crate::sensitive::Outputs;
 
 /// Bytes read from the source at a time.
 const CHUNK: usize = 4 << 20;
@@ -281,16 +282,38 @@ impl<'o, R: Read> Reader<'o, R> {
                 ),
             )
         })?;
-        serde_json::from_str(text).map_err(|e| {
-            let (line0, col0) = self.line_col(start);
-            let line = line0 + e.line().saturating_sub(1);
-            let column = if e.line() <= 1 {
-                col0 + e.column().saturating_sub(1)
-            } else {
-                e.column()
-            };
-            Error::from_json_at(self.origin, &e, line, column)
-        })
+        serde_json::from_str(text).map_err(|e| self.json_error(start, &e))
+    }
+
+    /// A serde_json error of the value starting at `buf[start]`, with its position in
+    /// the whole file.
+    fn json_error(&self, start: usize, e: &serde_json::Error) -> Error {
+        let (line0, col0) = self.line_col(start);
+        let line = line0 + e.line().saturating_sub(1);
+        let column = if e.line() <= 1 {
+            col0 + e.column().saturating_sub(1)
+        } else {
+            e.column()
+        };
+        Error::from_json_at(self.origin, e, line, column)
+    }
+
+    /// Reads the `outputs` object at the cursor into the loader's sensitive values
+    /// (only called when they are collected).
+    fn outputs(&mut self, loader: &mut Loader<'_>) -> Result<()> {
+        self.peek()?;
+        let end = self.value_end()?;
+        if end == self.pos {
+            return Err(self.syntax(self.pos, "expected a value"));
+        }
+        let outputs: Option<Outputs<'_>> = self.parse(self.pos, end)?;
+        if let (Some(outputs), Some(found)) = (outputs, loader.secrets.as_mut())
+            && let Err(e) = found.outputs(&outputs)
+        {
+            return Err(self.json_error(self.pos, &e));
+        }
+        self.pos = end;
+        Ok(())
     }
 
     /// Parses the value at the cursor and moves past it.
@@ -377,6 +400,7 @@ impl<'o, R: Read> Reader<'o, R> {
                             }
                         }
                     }
+                    "outputs" if loader.secrets.is_some() => self.outputs(loader)?,
                     _ => {
                         self.next_value::<IgnoredAny>()?;
                     }
@@ -433,7 +457,9 @@ impl<'o, R: Read> Reader<'o, R> {
                 return Err(self.syntax(self.pos, "expected a resource object"));
             }
             let resource: RawResource<'_> = self.parse(self.pos, end)?;
-            loader.add_resource(resource);
+            if let Err(e) = loader.add_resource(resource) {
+                return Err(self.json_error(self.pos, &e));
+            }
             self.pos = end;
             match self.peek()? {
                 Some(b',') => self.pos += 1,

@@ -6,7 +6,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::{Error, Result};
+#[cfg(doc)]
+use crate::Error;
+use crate::Result;
 
 /// The shortest value worth redacting; shorter strings (`"no"`, `"1"`) would only
 /// mangle unrelated text.
@@ -49,36 +51,17 @@ const NOT_SECRET_SUFFIXES: &[&str] = &[
     "policy",
 ];
 
+/// One `outputs` entry: only its value and whether it is sensitive.
 #[derive(Deserialize)]
-struct State<'a> {
-    version: Option<Value>,
-    #[serde(borrow, default)]
-    resources: Option<Vec<Resource<'a>>>,
-    #[serde(borrow, default)]
-    outputs: Option<BTreeMap<String, Output<'a>>>,
-}
-
-#[derive(Deserialize)]
-struct Resource<'a> {
-    #[serde(borrow, default)]
-    instances: Option<Vec<Instance<'a>>>,
-}
-
-#[derive(Deserialize)]
-struct Instance<'a> {
-    #[serde(borrow, default)]
-    attributes: Option<&'a RawValue>,
-    #[serde(default)]
-    sensitive_attributes: Option<Value>,
-}
-
-#[derive(Deserialize)]
-struct Output<'a> {
+pub(crate) struct Output<'a> {
     #[serde(borrow, default)]
     value: Option<&'a RawValue>,
     #[serde(default)]
     sensitive: bool,
 }
+
+/// The top-level `outputs` object of a state.
+pub(crate) type Outputs<'a> = BTreeMap<String, Output<'a>>;
 
 /// Every secret string value of a Terraform state (format version 4), for redaction
 /// before anything derived from the state reaches a log line, a pull request or a
@@ -101,104 +84,86 @@ struct Output<'a> {
 /// value once, longest first, so a redactor replacing them in order never leaves the
 /// tail of a longer secret behind.
 ///
+/// This is the same pass as [`crate::GraphBuilder::add_state_bytes`] with
+/// [`crate::GraphBuilder::collect_sensitive_values`] on (the chunked reader): to load a
+/// graph and its secrets, use the builder and read the state once.
+///
 /// # Errors
 /// [`Error::NotAState`] when the bytes are not a state (with the JSON line and
 /// column), [`Error::Version`] for a format version other than 4.
 pub fn sensitive_values(origin: &str, bytes: &[u8]) -> Result<Vec<String>> {
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        Error::not_a_state(
-            origin,
-            format!(
-                "the file is not UTF-8 text (invalid byte at offset {})",
-                e.valid_up_to()
-            ),
-        )
-    })?;
-    let state: State<'_> = match serde_json::from_str(text) {
-        Ok(state) => state,
-        Err(e) => {
-            // A state of another version has another shape: say so rather than
-            // complaining about a field.
-            if let Ok(probe) = serde_json::from_str::<Probe>(text)
-                && let Some(version) = probe.version.as_ref().and_then(Value::as_u64)
-                && version != 4
-            {
-                return Err(Error::Version {
-                    origin: origin.to_owned(),
-                    version,
-                });
-            }
-            return Err(Error::from_json(origin, &e));
-        }
-    };
-    match state.version.as_ref().map(Value::as_u64) {
-        None => {
-            return Err(Error::not_a_state(origin, "it has no `version` field"));
-        }
-        Some(Some(4)) => {}
-        Some(Some(version)) => {
-            return Err(Error::Version {
-                origin: origin.to_owned(),
-                version,
-            });
-        }
-        Some(None) => {
-            return Err(Error::not_a_state(
-                origin,
-                "its `version` is not a state format number",
-            ));
-        }
-    }
-    let Some(resources) = state.resources else {
-        return Err(Error::not_a_state(origin, "it has no `resources` field"));
-    };
-
-    let mut found = Found::default();
-    for instance in resources
-        .into_iter()
-        .flat_map(|r| r.instances.unwrap_or_default())
-    {
-        let attributes: Value = match instance.attributes {
-            Some(raw) => {
-                serde_json::from_str(raw.get()).map_err(|e| Error::from_json(origin, &e))?
-            }
-            None => Value::Null,
-        };
-        if let Some(Value::Array(paths)) = &instance.sensitive_attributes {
-            for path in paths {
-                if let Some(target) = follow(&attributes, path) {
-                    found.all_strings(target);
-                }
-            }
-        }
-        found.secret_keys(&attributes);
-    }
-    for output in state.outputs.into_iter().flat_map(BTreeMap::into_values) {
-        if output.sensitive
-            && let Some(raw) = output.value
-        {
-            let value: Value =
-                serde_json::from_str(raw.get()).map_err(|e| Error::from_json(origin, &e))?;
-            found.all_strings(&value);
-        }
-    }
-    let mut values: Vec<String> = found.values.into_iter().collect();
-    values.sort_unstable_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-    Ok(values)
+    let mut builder = crate::GraphBuilder::new(Vec::new()).collect_sensitive_values();
+    builder.add_state_bytes("", origin, bytes)?;
+    Ok(builder.take_sensitive_values())
 }
 
-#[derive(Deserialize)]
-struct Probe {
-    version: Option<Value>,
-}
-
+/// The sensitive values found so far (see [`sensitive_values`] for what counts).
 #[derive(Default)]
-struct Found {
+pub(crate) struct Found {
     values: HashSet<String>,
 }
 
 impl Found {
+    /// Collects the secrets of one resource instance: the strings at its
+    /// `sensitive_attributes` paths and under secret-looking keys of its `attributes`.
+    pub(crate) fn instance(
+        &mut self,
+        attributes: Option<&RawValue>,
+        sensitive_attributes: Option<&RawValue>,
+    ) -> std::result::Result<(), serde_json::Error> {
+        let attributes: Value = match attributes {
+            Some(raw) => serde_json::from_str(raw.get())?,
+            None => Value::Null,
+        };
+        if let Some(raw) = sensitive_attributes
+            && let Value::Array(paths) = serde_json::from_str(raw.get())?
+        {
+            for path in &paths {
+                if let Some(target) = follow(&attributes, path) {
+                    self.all_strings(target);
+                }
+            }
+        }
+        self.secret_keys(&attributes);
+        Ok(())
+    }
+
+    /// Collects every string of each output marked sensitive.
+    pub(crate) fn outputs(
+        &mut self,
+        outputs: &Outputs<'_>,
+    ) -> std::result::Result<(), serde_json::Error> {
+        for output in outputs.values() {
+            if output.sensitive
+                && let Some(raw) = output.value
+            {
+                let value: Value = serde_json::from_str(raw.get())?;
+                self.all_strings(&value);
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds everything `other` found.
+    pub(crate) fn merge(&mut self, other: Found) {
+        if self.values.is_empty() {
+            self.values = other.values;
+        } else {
+            self.values.extend(other.values);
+        }
+    }
+
+    /// Every value found, each once, longest first (then in byte order).
+    pub(crate) fn into_sorted(self) -> Vec<String> {
+        let mut values: Vec<String> = self.values.into_iter().collect();
+        values.sort_unstable_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        values
+    }
+
+    /// True when nothing was found.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
     fn add(&mut self, s: &str) {
         if s.len() >= MIN_LEN && !self.values.contains(s) {
             self.values.insert(s.to_owned());

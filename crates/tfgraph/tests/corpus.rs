@@ -780,3 +780,32 @@ fn graph_is_shareable_across_threads() {
     assert_send_sync::<Graph>();
     assert_send_sync::<GraphBuilder>();
 }
+
+/// The sensitive values collected while the graph is read in chunks (any chunk
+/// boundary) are the ones of the whole file, for every corpus state, and collecting
+/// them changes nothing in the graph.
+#[test]
+fn secrets_collected_in_the_graph_pass_match_the_whole_file() {
+    for file in [PROD, AZURE, EKS, GKE012, GCE, GMOD, EMPTY] {
+        let bytes = std::fs::read(state(file)).expect("read");
+        let expected = sensitive_values(file, &bytes).expect("secrets");
+        let mut plain = GraphBuilder::new(vec![Box::new(IdArn)]);
+        plain.add_state_bytes("ws", file, &bytes).expect("bytes");
+        assert!(plain.take_sensitive_values().is_empty(), "{file}");
+        let graph = fingerprint(&plain.build());
+        for step in [1, 7, 4093] {
+            let mut b = GraphBuilder::new(vec![Box::new(IdArn)]).collect_sensitive_values();
+            b.add_state_reader(
+                "ws",
+                file,
+                Trickle {
+                    bytes: &bytes,
+                    step,
+                },
+            )
+            .unwrap_or_else(|e| panic!("{file} step {step}: {e}"));
+            assert_eq!(b.take_sensitive_values(), expected, "{file} step {step}");
+            assert_eq!(fingerprint(&b.build()), graph, "{file} step {step}");
+        }
+    }
+}

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::address::{ModuleStep, dependency_config_key, push_index_key, split_modules};
 use super::raw::{RawResource, empty_object};
+use crate::sensitive::Found;
 use crate::{Map, Node, Set, StateIdentity, StateInstance};
 
 /// Interned strings shared by all workspaces of a builder (resource types, accounts).
@@ -94,6 +95,8 @@ pub(crate) struct Loader<'b> {
     cfg: String,
     /// Provider configuration string → accounts of its instances.
     provider_accounts: Map<String, ProviderAccounts>,
+    /// The state's sensitive values, when they are collected.
+    pub secrets: Option<Found>,
 }
 
 impl<'b> Loader<'b> {
@@ -124,6 +127,7 @@ impl<'b> Loader<'b> {
             addr: String::new(),
             cfg: String::new(),
             provider_accounts: Map::default(),
+            secrets: None,
         }
     }
 
@@ -150,14 +154,25 @@ impl<'b> Loader<'b> {
         id
     }
 
-    /// Turns one `resources[]` element into nodes (managed resources only).
-    pub(crate) fn add_resource(&mut self, r: RawResource<'_>) {
+    /// Turns one `resources[]` element into nodes (managed resources only), and
+    /// collects the sensitive values of its instances (managed and data sources) when
+    /// [`Loader::secrets`] is set.
+    ///
+    /// # Errors
+    /// When collecting sensitive values, the serde_json error of an instance's
+    /// `attributes` or `sensitive_attributes` that does not parse as a value.
+    pub(crate) fn add_resource(&mut self, r: RawResource<'_>) -> Result<(), serde_json::Error> {
+        if let Some(found) = &mut self.secrets {
+            for inst in r.instances.iter().flatten() {
+                found.instance(inst.attributes, inst.sensitive_attributes)?;
+            }
+        }
         if r.mode.as_deref().is_some_and(|m| m != "managed") {
-            return; // `data` sources (and any future non-managed mode) are never nodes
+            return Ok(()); // `data` sources (and any future non-managed mode) are never nodes
         }
         let instances = r.instances.unwrap_or_default();
         if instances.is_empty() {
-            return;
+            return Ok(());
         }
         let resource_type = self.interner.get(&r.resource_type);
         let provider: &str = r.provider.as_deref().unwrap_or("");
@@ -259,6 +274,7 @@ impl<'b> Loader<'b> {
             }
         }
         self.cfg = cfg;
+        Ok(())
     }
 
     /// Asks every plug-in for the instance's identities, parents and account.

@@ -112,14 +112,17 @@ pub(crate) struct RawResource<'a> {
     pub(super) instances: Option<Vec<RawInstance<'a>>>,
 }
 
-/// One element of `resources[].instances[]`. `sensitive_attributes`, `private`,
-/// `schema_version` and unknown fields are skipped without allocating.
+/// One element of `resources[].instances[]`. `private`, `schema_version` and unknown
+/// fields are skipped without allocating; `sensitive_attributes` is kept unparsed (it is
+/// only read when the loader collects sensitive values).
 #[derive(Deserialize)]
 pub(super) struct RawInstance<'a> {
     #[serde(borrow, default)]
     pub(super) index_key: Option<IndexKey<'a>>,
     #[serde(borrow, default)]
     pub(super) attributes: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub(super) sensitive_attributes: Option<&'a RawValue>,
     #[serde(borrow, default)]
     pub(super) dependencies: Option<Vec<Str<'a>>>,
     /// Terraform 0.12 also wrote explicit `depends_on` per instance.

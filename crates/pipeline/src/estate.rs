@@ -1,0 +1,176 @@
+//! The one state loader: the workspaces' state files in, the state graph, each
+//! state's facts (serial, lineage) and, on request, their sensitive values out, every
+//! file read once (chunked, a few MB at a time; see `driftreactor_tfgraph`).
+//!
+//! Used by `replay`, by `serve`'s model loader (start-up and every reload) and, through
+//! [`Estate::secrets`], by the remediator's redactor.
+
+use std::path::PathBuf;
+
+use driftreactor_tfgraph::{Graph, GraphBuilder, StateMeta};
+
+/// One workspace to load: its name and its state file (Terraform state format
+/// version 4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateFile {
+    /// The workspace name (config `[[workspaces]] name`, or the file's stem).
+    pub workspace: String,
+    /// The state file.
+    pub path: PathBuf,
+}
+
+impl StateFile {
+    /// The workspace `workspace` read from `path`.
+    pub fn new(workspace: impl Into<String>, path: impl Into<PathBuf>) -> Self {
+        Self {
+            workspace: workspace.into(),
+            path: path.into(),
+        }
+    }
+}
+
+/// What to read besides the graph.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Also collect the states' sensitive values (for redaction: remediation on).
+    /// Costs a parse of every instance's attributes, in the same pass.
+    pub secrets: bool,
+}
+
+/// The loaded estate: one graph over every workspace, the facts of each state, and
+/// their sensitive values when asked for.
+pub struct Estate {
+    /// The state graph over all workspaces.
+    pub graph: Graph,
+    /// One entry per workspace, in load order (serial, lineage, file, instances).
+    pub states: Vec<StateMeta>,
+    /// Every sensitive value of every state (`driftreactor_tfgraph::sensitive_values`
+    /// rules), each once, longest first; empty unless [`LoadOptions::secrets`].
+    pub secrets: Vec<String>,
+}
+
+impl std::fmt::Debug for Estate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the secrets themselves.
+        f.debug_struct("Estate")
+            .field("nodes", &self.graph.len())
+            .field("states", &self.states)
+            .field("secrets", &self.secrets.len())
+            .finish()
+    }
+}
+
+/// Why the estate could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// A workspace's state file cannot be read or is not a usable state. The source
+    /// names the file and the reason.
+    #[error("workspace {workspace}")]
+    State {
+        /// The workspace.
+        workspace: String,
+        /// The state file.
+        path: PathBuf,
+        /// The state reader's error (names the file).
+        #[source]
+        source: driftreactor_tfgraph::Error,
+    },
+}
+
+/// Loads every state file of `states`, in order, into one graph with every provider's
+/// identity plug-in ([`crate::identities`]); with [`LoadOptions::secrets`], also their
+/// sensitive values, from the same read.
+///
+/// # Errors
+/// [`LoadError::State`] naming the first workspace whose file cannot be read or
+/// parsed (or whose name is taken twice); nothing is returned then.
+pub fn load<'a>(
+    states: impl IntoIterator<Item = &'a StateFile>,
+    options: LoadOptions,
+) -> Result<Estate, LoadError> {
+    let mut builder = GraphBuilder::new(crate::identities());
+    if options.secrets {
+        builder = builder.collect_sensitive_values();
+    }
+    let mut metas = Vec::new();
+    for s in states {
+        let meta = builder
+            .add_state_file(&s.workspace, &s.path)
+            .map_err(|source| LoadError::State {
+                workspace: s.workspace.clone(),
+                path: s.path.clone(),
+                source,
+            })?;
+        metas.push(meta);
+    }
+    let secrets = builder.take_sensitive_values();
+    Ok(Estate {
+        graph: builder.build(),
+        states: metas,
+        secrets,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EMPTY: &str = r#"{"version": 4, "terraform_version": "1.11.4", "serial": 7, "lineage": "l-1", "outputs": {}, "resources": []}"#;
+    const SECRET: &str = r#"{"version": 4, "terraform_version": "1.11.4", "serial": 2, "lineage": "l-2",
+      "outputs": {"db": {"value": "postgres://u:hunter22@db", "type": "string", "sensitive": true}},
+      "resources": [{"mode": "managed", "type": "aws_db_instance", "name": "main", "provider": "p",
+        "instances": [{"attributes": {"id": "main", "password": "s3cr3t-password"}}]}]}"#;
+
+    #[test]
+    fn one_read_gives_graph_states_and_secrets() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.tfstate");
+        let b = dir.path().join("b.tfstate");
+        std::fs::write(&a, EMPTY).unwrap();
+        std::fs::write(&b, SECRET).unwrap();
+        let files = [StateFile::new("a", &a), StateFile::new("b", &b)];
+        let estate = load(&files, LoadOptions { secrets: true }).unwrap();
+        assert_eq!(estate.graph.len(), 1);
+        let facts: Vec<_> = estate
+            .states
+            .iter()
+            .map(|s| (s.workspace.as_str(), s.serial, s.lineage.as_str()))
+            .collect();
+        assert_eq!(facts, [("a", 7, "l-1"), ("b", 2, "l-2")]);
+        assert_eq!(estate.states[1].path.as_deref(), Some(b.as_path()));
+        assert_eq!(
+            estate.secrets,
+            ["postgres://u:hunter22@db", "s3cr3t-password"]
+        );
+        // The same values as the bytes-only reader finds.
+        let bytes = std::fs::read(&b).unwrap();
+        assert_eq!(
+            driftreactor_tfgraph::sensitive_values("b", &bytes).unwrap(),
+            estate.secrets
+        );
+        assert!(!format!("{estate:?}").contains("hunter22"));
+
+        let without = load(&files, LoadOptions::default()).unwrap();
+        assert!(without.secrets.is_empty());
+        assert_eq!(without.graph.len(), 1);
+    }
+
+    #[test]
+    fn errors_name_the_workspace_and_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("gone.tfstate");
+        let err = load(
+            &[StateFile::new("prod", &missing)],
+            LoadOptions { secrets: true },
+        )
+        .unwrap_err();
+        let LoadError::State {
+            workspace, path, ..
+        } = &err;
+        assert_eq!((workspace.as_str(), path), ("prod", &missing));
+        assert_eq!(err.to_string(), "workspace prod");
+        let cause = std::error::Error::source(&err).unwrap().to_string();
+        assert!(cause.contains("gone.tfstate"), "{cause}");
+    }
+}

@@ -1,0 +1,228 @@
+//! Recorded inputs on disk, for `replay`: `--state` files and folders (each file a
+//! workspace named after it), event files and folders, read into report lines.
+
+use std::path::{Path, PathBuf};
+
+use crate::estate::StateFile;
+use crate::{Replay, ReportLine};
+
+/// Why a `--state` or event path cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputError {
+    /// A state file given does not exist.
+    #[error("state file {} does not exist", .0.display())]
+    NoStateFile(PathBuf),
+    /// A state folder given holds no state file.
+    #[error("state directory {} holds no *.tfstate or *.tfstate.json file", .0.display())]
+    EmptyStateDir(PathBuf),
+    /// An event file given does not exist.
+    #[error("event file {} does not exist", .0.display())]
+    NoEventFile(PathBuf),
+    /// A folder cannot be listed.
+    #[error("failed to list {}", .path.display())]
+    List {
+        /// The folder (or the entry that could not be read).
+        path: PathBuf,
+        /// The I/O error (or the walker's, e.g. a symbolic link loop).
+        #[source]
+        source: walkdir::Error,
+    },
+}
+
+/// Every `--state` path (folders expanded to their `*.tfstate` / `*.tfstate.json`
+/// files, recursively, sorted by path, hidden entries skipped) as a workspace named
+/// after its file ([`workspace_name`]).
+///
+/// # Errors
+/// [`InputError`] when a file does not exist, a folder holds no state file or cannot
+/// be listed.
+pub fn state_workspaces(paths: &[PathBuf]) -> Result<Vec<StateFile>, InputError> {
+    let mut out = Vec::new();
+    for path in paths {
+        for file in state_files(path)? {
+            out.push(StateFile::new(workspace_name(&file), file));
+        }
+    }
+    Ok(out)
+}
+
+/// `prod.tfstate` → `prod`, `prod.tfstate.json` → `prod`, `x.json` → `x`.
+pub fn workspace_name(file: &Path) -> String {
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = name.strip_suffix(".json").unwrap_or(&name);
+    let name = name.strip_suffix(".tfstate").unwrap_or(name);
+    name.to_owned()
+}
+
+fn state_files(path: &Path) -> Result<Vec<PathBuf>, InputError> {
+    if !path.is_dir() {
+        if !path.exists() {
+            return Err(InputError::NoStateFile(path.to_owned()));
+        }
+        return Ok(vec![path.to_owned()]);
+    }
+    let files = walk(path)?
+        .into_iter()
+        .filter(|f| {
+            let n = f.to_string_lossy();
+            n.ends_with(".tfstate") || n.ends_with(".tfstate.json")
+        })
+        .collect::<Vec<_>>();
+    if files.is_empty() {
+        return Err(InputError::EmptyStateDir(path.to_owned()));
+    }
+    Ok(files)
+}
+
+/// The event files of one input: the file itself, or a folder's `*.json` / `*.jsonl`
+/// / `*.ndjson` files (recursively, sorted by path, hidden entries skipped).
+///
+/// # Errors
+/// [`InputError::NoEventFile`] when the path does not exist, [`InputError::List`]
+/// when a folder cannot be listed.
+pub fn event_files(path: &Path) -> Result<Vec<PathBuf>, InputError> {
+    if !path.is_dir() {
+        if !path.exists() {
+            return Err(InputError::NoEventFile(path.to_owned()));
+        }
+        return Ok(vec![path.to_owned()]);
+    }
+    Ok(walk(path)?
+        .into_iter()
+        .filter(|f| {
+            matches!(
+                f.extension().and_then(|e| e.to_str()),
+                Some("json" | "jsonl" | "ndjson")
+            )
+        })
+        .collect())
+}
+
+/// Files under `dir`, recursively (following symbolic links), sorted by path,
+/// skipping hidden entries (names starting with `.`) and what is under them.
+fn walk(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
+    let mut out = Vec::new();
+    let entries = walkdir::WalkDir::new(dir)
+        .follow_links(true)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
+    for entry in entries {
+        match entry {
+            Ok(e) if e.file_type().is_dir() => {}
+            Ok(e) => out.push(e.into_path()),
+            // A dangling symbolic link is a file that cannot be read (a rejected line
+            // when it is an event file), not a folder that cannot be listed.
+            Err(e)
+                if e.depth() > 0
+                    && e.loop_ancestor().is_none()
+                    && e.path().is_some_and(|p| {
+                        p.symlink_metadata()
+                            .is_ok_and(|m| m.file_type().is_symlink())
+                            && !p.exists()
+                    }) =>
+            {
+                out.extend(e.path().map(Path::to_owned));
+            }
+            Err(e) => {
+                let path = e.path().unwrap_or(dir).to_owned();
+                return Err(InputError::List { path, source: e });
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+impl Replay {
+    /// Processes one input as given on the command line: a file, or a folder of event
+    /// files ([`event_files`]), each read and run through [`Replay::process_input`]
+    /// under its path. An input that cannot be listed or read gives one `rejected`
+    /// line saying why; the run goes on.
+    pub fn process_path(&mut self, input: &Path) -> Vec<ReportLine> {
+        let files = match event_files(input) {
+            Ok(files) => files,
+            Err(e) => {
+                return vec![ReportLine::unreadable(
+                    input.display().to_string(),
+                    driftreactor_source::chain(&e),
+                )];
+            }
+        };
+        let mut lines = Vec::new();
+        for f in files {
+            let name = f.display().to_string();
+            match std::fs::read(&f) {
+                Ok(bytes) => lines.extend(self.process_input(&name, &bytes)),
+                Err(e) => lines.push(ReportLine::unreadable(
+                    name,
+                    format!("cannot read the file: {e}"),
+                )),
+            }
+        }
+        lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folders_are_walked_sorted_without_hidden_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for f in [
+            "b.json",
+            "a/z.jsonl",
+            "a.json",
+            ".hidden.json",
+            ".git/x.json",
+            "c/notes.txt",
+            "c/d/e.ndjson",
+        ] {
+            let p = d.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "{}").unwrap();
+        }
+        let files: Vec<_> = event_files(d)
+            .unwrap()
+            .into_iter()
+            .map(|p| p.strip_prefix(d).unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(files, ["a/z.jsonl", "a.json", "b.json", "c/d/e.ndjson"]);
+    }
+
+    #[test]
+    fn state_paths_become_workspaces_or_say_why_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("prod.tfstate"), "{}").unwrap();
+        std::fs::create_dir_all(d.join("more")).unwrap();
+        std::fs::write(d.join("more/stage.tfstate.json"), "{}").unwrap();
+        std::fs::write(d.join("more/readme.md"), "").unwrap();
+        let ws = state_workspaces(&[d.to_owned()]).unwrap();
+        let names: Vec<_> = ws.iter().map(|s| s.workspace.as_str()).collect();
+        assert_eq!(names, ["stage", "prod"]);
+        let err = state_workspaces(&[d.join("more/readme.md").with_extension("x")]).unwrap_err();
+        assert!(err.to_string().starts_with("state file "), "{err}");
+        std::fs::create_dir_all(d.join("empty")).unwrap();
+        let err = state_workspaces(&[d.join("empty")]).unwrap_err();
+        assert!(matches!(err, InputError::EmptyStateDir(_)), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_dangling_link_is_an_unreadable_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("a.json"), "{}").unwrap();
+        std::os::unix::fs::symlink(d.join("gone.json"), d.join("b.json")).unwrap();
+        let files = event_files(d).unwrap();
+        assert_eq!(files, [d.join("a.json"), d.join("b.json")]);
+    }
+}

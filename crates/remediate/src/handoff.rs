@@ -1,0 +1,478 @@
+//! The hand-off from the journal to the remediator, with its durable requeue
+//! (kube-runtime's way: the runner owns its requeue through a store trait).
+//!
+//! * The service asks [`Hook::requeue_record`] for what to keep with each event that has
+//!   an action, and the journal stores it as a `pending` remediation in the event's own
+//!   commit: the typed [`Processed`] event itself, its request parameters redacted.
+//! * After the commit and the bus acknowledgement the service hands every newly
+//!   recorded event to [`Hook::committed`], which queues it (bounded, never waiting: a
+//!   full queue drops the hand-off and says so, [`Handoff::Dropped`]; the event stays
+//!   `pending` in the journal).
+//! * One [`Forwarder`] task owns the [`Remediator`] and submits from that queue. At
+//!   start it first resubmits every still `pending` event in journal order; it records
+//!   in the [`RemediationLog`] the work items each submitted event fed, and marks them
+//!   finished as the remediator completes them ([`Remediator::subscribe_completed`]),
+//!   also while it shuts down. It also lifts escalations ([`Hook::clear`]).
+//!
+//! The [`RemediationLog`] is the journal's remediation bookkeeping
+//! (`driftreactor_journal::Journal` implements it); a PostgreSQL journal implements
+//! the same four calls.
+
+use std::future::Future;
+
+use driftreactor_decide::{Action, Verdict};
+use driftreactor_event::{Provider, ResourceKey};
+use driftreactor_journal::{Journal, PendingRemediation};
+use driftreactor_notify::Redactor;
+use driftreactor_pipeline::Processed;
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use crate::item::WorkKey;
+use crate::runner::{Completed, Remediator};
+
+/// Journaled events waiting for the remediator, beyond which hand-offs are dropped
+/// (logged and counted) rather than delaying acknowledgements.
+pub const HANDOFF_QUEUE: usize = 1024;
+
+/// How long [`Hook::clear`] waits for a place in the remediator's queue, in seconds.
+pub const CLEAR_TIMEOUT_SECS: u64 = 10;
+
+/// One journaled event whose remediation had not finished.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    /// The event's provider (`None` when the stored name is not one this build knows).
+    pub provider: Option<Provider>,
+    /// The event id.
+    pub event_id: String,
+    /// What [`Hook::requeue_record`] gave for it (a [`Processed`] as JSON).
+    pub request: String,
+}
+
+/// The durable bookkeeping of unfinished remediations: what the [`Forwarder`] reads
+/// at start and writes as it submits and completes work. Implemented for
+/// `driftreactor_journal::Journal` (the `remediations` tables of the journal's file).
+pub trait RemediationLog: Send + Sync + 'static {
+    /// The store's error.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// Every `pending` remediation, oldest first (journal order).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    fn pending(&self) -> impl Future<Output = Result<Vec<Pending>, Self::Error>> + Send;
+
+    /// The event (provider, id) was submitted and fed the work items `keys`; with
+    /// none, it is done at once (e.g. the echo of our own apply).
+    ///
+    /// # Errors
+    /// When the store cannot be written (the event stays pending).
+    fn submitted(
+        &self,
+        provider: Provider,
+        event_id: String,
+        keys: Vec<ResourceKey>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// The work item `key` reached a terminal state with `event_ids` as its evidence.
+    /// Returns how many events became done.
+    ///
+    /// # Errors
+    /// When the store cannot be written (the events stay pending).
+    fn finished(
+        &self,
+        key: &WorkKey,
+        event_ids: Vec<String>,
+    ) -> impl Future<Output = Result<u64, Self::Error>> + Send;
+
+    /// Closes the store once the remediator has stopped (everything written before).
+    fn close(&self) -> impl Future<Output = ()> + Send;
+}
+
+impl RemediationLog for Journal {
+    type Error = driftreactor_journal::Error;
+
+    async fn pending(&self) -> Result<Vec<Pending>, Self::Error> {
+        Ok(self
+            .pending_remediations()
+            .await?
+            .into_iter()
+            .map(|p: PendingRemediation| Pending {
+                provider: serde_json::from_value(p.provider.into()).ok(),
+                event_id: p.event_id,
+                request: p.request,
+            })
+            .collect())
+    }
+
+    async fn submitted(
+        &self,
+        provider: Provider,
+        event_id: String,
+        keys: Vec<ResourceKey>,
+    ) -> Result<(), Self::Error> {
+        self.remediation_submitted(provider, event_id, keys)
+            .await
+            .map(drop)
+    }
+
+    async fn finished(&self, key: &WorkKey, event_ids: Vec<String>) -> Result<u64, Self::Error> {
+        self.remediation_finished(
+            key.workspace.to_string(),
+            key.address.to_string(),
+            event_ids,
+        )
+        .await
+    }
+
+    async fn close(&self) {
+        Journal::close(self).await;
+    }
+}
+
+/// What [`Hook::committed`] did with an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handoff {
+    /// Queued for the forwarder (counted `remediation_handoffs_total{result="queued"}`).
+    Queued,
+    /// Nothing to do for this event (no action).
+    Skipped,
+    /// Not taken: the queue is full or the forwarder stopped (counted
+    /// `remediation_handoffs_total{result="dropped"}`; the event stays in the journal,
+    /// as a `pending` remediation when [`Hook::requeue_record`] gave one, which the
+    /// forwarder resubmits at its next start).
+    Dropped,
+}
+
+/// Why [`Hook::clear`] could not lift an escalation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClearError {
+    /// Remediation has stopped (the service is shutting down).
+    #[error("remediation has stopped")]
+    Stopped,
+    /// The remediation queue stayed full for the wait allowed.
+    #[error("the remediation queue is full; retry later")]
+    Busy,
+}
+
+/// What to keep with an event in the journal to resubmit it to the remediator after a
+/// restart: the [`Processed`] event itself as JSON, its request parameters redacted
+/// with `redactor` (the states' secrets and secret-looking keys). `None` for an event
+/// without an action or an ignored one (nothing to resubmit).
+pub fn requeue_record(item: &Processed, redactor: &Redactor) -> Option<String> {
+    if item.action == Action::None || item.verdict == Verdict::Ignored {
+        return None;
+    }
+    let mut item = item.clone();
+    if let Some(raw) = item.event.request.take() {
+        item.event.request = serde_json::from_str::<serde_json::Value>(raw.get())
+            .ok()
+            .and_then(|v| serde_json::value::to_raw_value(&redactor.json(&v)).ok());
+    }
+    serde_json::to_string(&item).ok()
+}
+
+/// A request to the forwarder task.
+enum Cmd {
+    Submit(Box<Processed>),
+    Clear {
+        workspace: String,
+        address: String,
+        done: oneshot::Sender<()>,
+    },
+}
+
+/// The service's side of the hand-off: queues decided events for the [`Forwarder`].
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct Hook {
+    tx: mpsc::Sender<Cmd>,
+    redactor: Redactor,
+}
+
+impl std::fmt::Debug for Hook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hook")
+            .field("queued", &(self.tx.max_capacity() - self.tx.capacity()))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Hook {
+    /// See [`requeue_record`] (with the remediator's redactor). Pure.
+    pub fn requeue_record(&self, item: &Processed) -> Option<String> {
+        requeue_record(item, &self.redactor)
+    }
+
+    /// Queues one committed event for the remediator; never waits. `source` names the
+    /// source in log lines.
+    pub fn committed(&self, source: &str, item: Processed) -> Handoff {
+        // The journal stored later entries of an already recorded change as ignored.
+        if item.verdict == Verdict::Ignored || item.action == Action::None {
+            return Handoff::Skipped;
+        }
+        let event_id = item.event.id.clone();
+        match self.tx.try_send(Cmd::Submit(Box::new(item))) {
+            Ok(()) => Handoff::Queued,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                tracing::warn!(source = %source, event_id = %event_id, capacity = HANDOFF_QUEUE,
+                    "The remediation queue is full; this event is journaled but not remediated.");
+                Handoff::Dropped
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                tracing::warn!(source = %source, event_id = %event_id,
+                    "Remediation has stopped; this event is journaled but not remediated.");
+                Handoff::Dropped
+            }
+        }
+    }
+
+    /// Lifts an escalation of (workspace, address), waiting at most
+    /// [`CLEAR_TIMEOUT_SECS`] for a place in the queue.
+    ///
+    /// # Errors
+    /// [`ClearError::Stopped`] when the forwarder stopped, [`ClearError::Busy`] when the
+    /// queue stayed full.
+    pub async fn clear(&self, workspace: &str, address: &str) -> Result<(), ClearError> {
+        let (done, rx) = oneshot::channel();
+        let cmd = Cmd::Clear {
+            workspace: workspace.to_owned(),
+            address: address.to_owned(),
+            done,
+        };
+        let timeout = std::time::Duration::from_secs(CLEAR_TIMEOUT_SECS);
+        match tokio::time::timeout(timeout, self.tx.send(cmd)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => return Err(ClearError::Stopped),
+            Err(_) => return Err(ClearError::Busy),
+        }
+        rx.await.map_err(|_| ClearError::Stopped)
+    }
+}
+
+/// The task that owns the [`Remediator`] and feeds it from the [`Hook`]'s queue. It
+/// first resubmits the log's `pending` remediations (in journal order), records the
+/// work items each submitted event fed, and marks them finished as the remediator
+/// completes them (also while it shuts down). See the module docs.
+pub struct Forwarder {
+    hook: Hook,
+    stop: oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Forwarder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Forwarder").finish_non_exhaustive()
+    }
+}
+
+impl Forwarder {
+    /// Reads the log's pending remediations, then starts the task (inside a tokio
+    /// runtime) that resubmits them and forwards the hook's queue to `remediator`.
+    /// Await it before the service journals anything new, so the pending list is the
+    /// one of the previous run.
+    ///
+    /// # Errors
+    /// The log's error when the pending list cannot be read (nothing is started).
+    pub async fn start<L: RemediationLog>(
+        remediator: Remediator,
+        log: L,
+    ) -> Result<Self, L::Error> {
+        let pending = log.pending().await?;
+        Ok(Self::spawn(remediator, log, pending))
+    }
+
+    /// Starts the task with `pending` (from [`RemediationLog::pending`]) to resubmit
+    /// first.
+    pub fn spawn<L: RemediationLog>(remediator: Remediator, log: L, pending: Vec<Pending>) -> Self {
+        let (tx, mut rx) = mpsc::channel::<Cmd>(HANDOFF_QUEUE);
+        let (stop, mut stopped) = oneshot::channel::<()>();
+        let redactor = remediator.redactor().clone();
+        let mut completed = remediator.subscribe_completed();
+        let task = tokio::spawn(async move {
+            if !pending.is_empty() {
+                tracing::info!(
+                    count = pending.len(),
+                    "Resubmitting journaled events whose remediation had not finished."
+                );
+            }
+            for p in pending {
+                match serde_json::from_str::<Processed>(&p.request) {
+                    Ok(item) => submit(&remediator, &log, &item).await,
+                    Err(e) => {
+                        tracing::error!(event_id = %p.event_id, error = %e,
+                            "Cannot read a journaled remediation request; it is not resubmitted.");
+                        if let Some(provider) = p.provider {
+                            let _ = log.submitted(provider, p.event_id, Vec::new()).await;
+                        }
+                    }
+                }
+                while let Ok(c) = completed.try_recv() {
+                    finished(&log, c).await;
+                }
+            }
+            loop {
+                tokio::select! {
+                    biased;
+                    _ = &mut stopped => break,
+                    c = completed.recv() => match c {
+                        Ok(c) => finished(&log, c).await,
+                        Err(broadcast::error::RecvError::Lagged(n)) => tracing::warn!(
+                            missed = n,
+                            "Remediation bookkeeping fell behind; the missed events stay pending and are resubmitted after a restart."
+                        ),
+                        Err(broadcast::error::RecvError::Closed) => break,
+                    },
+                    cmd = rx.recv() => match cmd {
+                        Some(Cmd::Submit(item)) => submit(&remediator, &log, &item).await,
+                        Some(Cmd::Clear { workspace, address, done }) => {
+                            remediator.clear(&workspace, &address).await;
+                            let _ = done.send(());
+                        }
+                        None => break,
+                    },
+                }
+            }
+            let pending = rx.len();
+            if pending > 0 {
+                tracing::warn!(
+                    pending,
+                    "Stopping: journaled events not yet handed to the remediator stay pending; they are resubmitted at the next start."
+                );
+            }
+            tracing::info!("Stopping remediation: waiting for running plans / applies.");
+            // Running plans / applies finish; record what they complete.
+            let shutdown = remediator.shutdown();
+            tokio::pin!(shutdown);
+            loop {
+                tokio::select! {
+                    () = &mut shutdown => break,
+                    Ok(c) = completed.recv() => finished(&log, c).await,
+                }
+            }
+            while let Ok(c) = completed.try_recv() {
+                finished(&log, c).await;
+            }
+            log.close().await;
+            tracing::info!("Remediation stopped.");
+        });
+        Self {
+            hook: Hook { tx, redactor },
+            stop,
+            task,
+        }
+    }
+
+    /// The hook that queues events for this forwarder.
+    pub fn hook(&self) -> &Hook {
+        &self.hook
+    }
+
+    /// The remediator's redactor (shared with its PR client and Slack).
+    pub fn redactor(&self) -> &Redactor {
+        &self.hook.redactor
+    }
+
+    /// Stops taking work and shuts the remediator down (running IaC commands finish,
+    /// their completions are recorded), then closes the log.
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        drop(self.hook);
+        if let Err(e) = self.task.await {
+            tracing::error!(error = %e, "The remediation task ended unexpectedly.");
+        }
+    }
+}
+
+/// Submits one event and records the work items it fed (none: it is done at once,
+/// e.g. the echo of our own apply).
+async fn submit<L: RemediationLog>(remediator: &Remediator, log: &L, item: &Processed) {
+    let event = &item.event;
+    match remediator
+        .submit(event, &item.decision(), &item.dependents)
+        .await
+    {
+        Ok(s) => {
+            let keys = s
+                .keys
+                .iter()
+                .map(|k| ResourceKey::new(k.workspace.to_string(), k.address.to_string()))
+                .collect();
+            if let Err(e) = log.submitted(event.provider, event.id.clone(), keys).await {
+                tracing::warn!(event_id = %event.id, error = %e,
+                    "Cannot record the remediation's work items; the event stays pending.");
+            }
+        }
+        Err(e) => {
+            tracing::error!(event_id = %event.id, error = %e, "Cannot submit to the remediator.");
+        }
+    }
+}
+
+/// Marks the events of a completed work item finished in the log.
+async fn finished<L: RemediationLog>(log: &L, c: Completed) {
+    let key = c.key.to_string();
+    match log.finished(&c.key, c.event_ids).await {
+        Ok(n) => {
+            tracing::debug!(key = %key, outcome = c.outcome, events_done = n, "Remediation finished.")
+        }
+        Err(e) => tracing::warn!(key = %key, error = %e,
+            "Cannot mark the remediation finished; its events stay pending and are resubmitted after a restart."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use driftreactor_event::{DriftEvent, MatchKind, MatchRecord};
+
+    use super::*;
+
+    /// What the journal keeps to resubmit an event has its request parameters redacted
+    /// (state secrets and secret-looking keys) and gives back the same decision and
+    /// blast radius.
+    #[test]
+    fn the_resubmit_request_is_redacted_and_round_trips_the_decision() {
+        let mut event = DriftEvent::new(Provider::Aws, "e1");
+        event.request = Some(
+            serde_json::value::to_raw_value(&serde_json::json!({
+                "groupId": "sg-0123",
+                "masterUserPassword": "hunter2",
+                "description": "token from state: s3cr3t-from-state",
+            }))
+            .unwrap(),
+        );
+        let item = Processed {
+            event,
+            verdict: Verdict::Drift,
+            reason: None,
+            action: Action::Revert,
+            matches: vec![MatchRecord {
+                workspace: "prod".into(),
+                address: "aws_security_group.web".into(),
+                kind: MatchKind::Related,
+                action: Action::Revert,
+            }],
+            dependents: vec![ResourceKey::new("prod", "aws_instance.app")],
+            repeated: None,
+        };
+        let redactor = Redactor::new(vec!["s3cr3t-from-state".to_owned()]);
+        let json = requeue_record(&item, &redactor).unwrap();
+        assert!(!json.contains("hunter2"), "{json}");
+        assert!(!json.contains("s3cr3t-from-state"), "{json}");
+        assert!(json.contains("sg-0123"), "{json}");
+        let back = serde_json::from_str::<Processed>(&json).unwrap();
+        assert_eq!(
+            (back.event.provider, back.event.id.as_str()),
+            (Provider::Aws, "e1")
+        );
+        assert_eq!(back.decision(), item.decision());
+        assert_eq!(back.dependents.len(), 1);
+        assert_eq!(back.dependents[0].address, "aws_instance.app");
+        // An event without an action keeps nothing to resubmit.
+        let none = Processed {
+            action: Action::None,
+            ..item
+        };
+        assert_eq!(requeue_record(&none, &redactor), None);
+    }
+}

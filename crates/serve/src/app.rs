@@ -1,0 +1,174 @@
+//! `driftreactor serve` as one call: the pipeline as the model, the remediator behind
+//! the after-commit hook, the compiled-in pull sources, see `docs/serve.md`.
+//!
+//! [`launch`] reads the workspaces' states once ([`PipelineLoader::read`]); with
+//! remediation on, their sensitive values seed the remediator's redactor and the
+//! same read becomes the first model. The remediation memory (attempts, escalations,
+//! our applies, open PRs) and the bookkeeping of unfinished remediation live in the
+//! journal's file, so they survive a restart: the [`Forwarder`] is started (and the
+//! journal's `pending` list read) before the service journals anything new. On
+//! shutdown, [`App::wait`] stops the sources and the pipeline task first, then the
+//! remediator (running plans / applies finish and their completions are recorded).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use driftreactor_config::Config;
+use driftreactor_journal::Journal;
+use driftreactor_remediate::handoff::Forwarder;
+use driftreactor_remediate::Remediator;
+use tokio_util::sync::CancellationToken;
+
+use crate::loader::PipelineLoader;
+use crate::model::{BoxError, LoadError};
+use crate::{AfterCommit, Running, ServeError, ServeOptions, SourceRegistry};
+use driftreactor_pipeline::estate::{self, LoadOptions};
+
+/// Why [`launch`] could not start the sidecar, or it stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AppError {
+    /// The service itself (config, states, journal, sources, listen address, server).
+    #[error(transparent)]
+    Serve(#[from] ServeError),
+    /// The remediator could not be set up from the config.
+    #[error("cannot set up remediation")]
+    Remediation(#[source] driftreactor_remediate::SetupError),
+    /// The journal handle of the remediation bookkeeping could not be opened.
+    #[error("cannot open the journal for remediation")]
+    Journal(#[source] driftreactor_journal::Error),
+    /// The journal's unfinished remediations could not be read.
+    #[error("cannot read the unfinished remediations from the journal")]
+    Pending(#[source] driftreactor_journal::Error),
+}
+
+/// A started sidecar: the service and, with remediation on, the forwarder task.
+#[derive(Debug)]
+pub struct App {
+    running: Running,
+    remediation: Option<Forwarder>,
+}
+
+impl App {
+    /// The address the HTTP server is bound to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.running.local_addr()
+    }
+
+    /// The token that stops the service when cancelled (see
+    /// [`crate::shutdown_on_signal`]).
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.running.shutdown_token()
+    }
+
+    /// Waits until the service stopped (after the shutdown token fired), then stops
+    /// the remediator gracefully: nothing more is handed on once the sources and the
+    /// pipeline task have stopped.
+    ///
+    /// # Errors
+    /// [`AppError::Serve`] when the server failed.
+    pub async fn wait(self) -> Result<(), AppError> {
+        let result = self.running.wait().await;
+        if let Some(f) = self.remediation {
+            f.stop().await;
+        }
+        Ok(result?)
+    }
+}
+
+/// Remediation runs when some workspace can be planned (`dir`) or `[remediation]` is
+/// present; otherwise serve is detect-only.
+pub fn remediation_enabled(config: &Config) -> bool {
+    config.remediation.is_some() || config.workspaces.iter().any(|w| w.dir.is_some())
+}
+
+/// Starts the sidecar from `config`: states, remediation (when
+/// [`remediation_enabled`]), journal, the sources of `registry`, the HTTP server on
+/// `listen` (or `[server] listen`). Must be called inside a multi-threaded tokio
+/// runtime.
+///
+/// # Errors
+/// [`AppError`] for anything that prevents start-up; nothing keeps running then. A
+/// config section that does not fit names the config file.
+pub async fn launch(
+    config: Config,
+    listen: Option<SocketAddr>,
+    registry: SourceRegistry,
+) -> Result<App, AppError> {
+    let remediation = remediation_enabled(&config);
+    let mut loader = PipelineLoader::from_config(&config);
+    let remediation = if remediation {
+        let estate = read_states(&loader).await?;
+        let forwarder = start_remediation(&config, estate.secrets.clone()).await?;
+        let redactor = forwarder.redactor().clone();
+        // Secrets of resources added or rotated since start-up reach the redactor too.
+        loader = loader.with_secrets(move |secrets| redactor.add_secrets(secrets));
+        loader.prime(estate);
+        Some(forwarder)
+    } else {
+        tracing::info!(
+            "Remediation is off (no workspace has a `dir` and there is no [remediation] section): detect-only."
+        );
+        None
+    };
+    let after_commit = remediation
+        .as_ref()
+        .map(|f| Arc::new(f.hook().clone()) as Arc<dyn AfterCommit>);
+    let config_path = config.path.clone();
+    let started = crate::start(ServeOptions {
+        config,
+        loader: Arc::new(loader),
+        registry,
+        listen,
+        after_commit,
+    })
+    .await;
+    match started {
+        Ok(running) => Ok(App {
+            running,
+            remediation,
+        }),
+        Err(e) => {
+            if let Some(f) = remediation {
+                f.stop().await;
+            }
+            // Name the file, as the config crate's own errors do.
+            Err(match (e, config_path) {
+                (ServeError::Config { field, reason }, Some(path)) => {
+                    ServeError::ConfigFile(driftreactor_config::Error::Invalid {
+                        path,
+                        field,
+                        reason,
+                    })
+                    .into()
+                }
+                (e, _) => e.into(),
+            })
+        }
+    }
+}
+
+/// Reads the states once (graph and sensitive values), on a blocking thread.
+async fn read_states(loader: &PipelineLoader) -> Result<driftreactor_pipeline::Estate, ServeError> {
+    let states = loader.state_files().to_vec();
+    tokio::task::spawn_blocking(move || estate::load(&states, LoadOptions { secrets: true }))
+        .await
+        .map_err(|e| ServeError::Model(LoadError::Aborted(e.to_string())))?
+        .map_err(|e| ServeError::Model(crate::loader::load_error(e)))
+}
+
+/// The remediator with `secrets` in its redactor, its memory and bookkeeping on the
+/// journal's file, and the forwarder that feeds it (pending work resubmitted first).
+async fn start_remediation(config: &Config, secrets: Vec<String>) -> Result<Forwarder, AppError> {
+    let journal_cfg = crate::journal_config(config)?;
+    let bookkeeping = Journal::open(&journal_cfg).map_err(AppError::Journal)?;
+    // The remediation memory is the same journal handle (it implements `StateStore`).
+    let store = bookkeeping.clone();
+    let remediator = Remediator::builder_from_config(config, secrets, false)
+        .map_err(AppError::Remediation)?
+        .store(Arc::new(store))
+        .spawn();
+    Forwarder::start(remediator, bookkeeping)
+        .await
+        .map_err(AppError::Pending)
+}

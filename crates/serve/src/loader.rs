@@ -1,0 +1,282 @@
+//! The pipeline as the service's [`Model`]: [`PipelineLoader`] reads the workspaces'
+//! states once each ([`driftreactor_pipeline::estate::load`]) into a graph and,
+//! with remediation on, their sensitive values; [`PipelineModel`] runs normalize →
+//! route → decide over it.
+
+use std::sync::{Arc, Mutex};
+
+use driftreactor_config::{Config, WorkspaceConfig};
+use driftreactor_decide::{Policy, PolicyConfig};
+use driftreactor_event::NormalizeError;
+use driftreactor_journal::ResourceKey;
+use driftreactor_pipeline::Pipeline;
+use driftreactor_pipeline::estate::{self, Estate, LoadOptions, StateFile};
+
+use crate::model::{
+    Input, LoadError, Loaded, Model, ModelLoader, Processed, ResourceInfo, StateInfo,
+};
+
+/// Where a load's sensitive values go (the remediator's redactor, so secrets of
+/// resources added or rotated since start-up never reach a PR, Slack or a log line).
+pub type SecretSink = Arc<dyn Fn(Vec<String>) + Send + Sync>;
+
+/// Loads the workspaces' states into a [`PipelineModel`]; with a [`SecretSink`], also
+/// hands each load's sensitive values to it, from the same read of each file.
+pub struct PipelineLoader {
+    states: Vec<StateFile>,
+    policy: PolicyConfig,
+    secrets: Option<SecretSink>,
+    /// An estate already read (at start-up, for the remediator's secrets), used by the
+    /// next [`ModelLoader::load`] instead of reading the files again.
+    primed: Mutex<Option<Estate>>,
+}
+
+impl std::fmt::Debug for PipelineLoader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PipelineLoader")
+            .field("states", &self.states)
+            .field("secrets", &self.secrets.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PipelineLoader {
+    /// A loader of `workspaces` (each one's `state` file) with the policy `policy`.
+    pub fn new(workspaces: &[WorkspaceConfig], policy: PolicyConfig) -> Self {
+        Self {
+            states: workspaces
+                .iter()
+                .map(|w| StateFile::new(w.name.clone(), w.state.clone()))
+                .collect(),
+            policy,
+            secrets: None,
+            primed: Mutex::new(None),
+        }
+    }
+
+    /// A loader of the config's `[[workspaces]]` with its `[principals]` / `[[policy]]`.
+    pub fn from_config(config: &Config) -> Self {
+        Self::new(&config.workspaces, config.policy_config())
+    }
+
+    /// Also collects the states' sensitive values on every load and hands them to
+    /// `sink`.
+    #[must_use]
+    pub fn with_secrets(mut self, sink: impl Fn(Vec<String>) + Send + Sync + 'static) -> Self {
+        self.secrets = Some(Arc::new(sink));
+        self
+    }
+
+    /// Reads every state file once: the graph, the states' facts and (when this loader
+    /// collects them, or `secrets` is true) their sensitive values. Does not call the
+    /// sink.
+    ///
+    /// # Errors
+    /// [`LoadError::State`] naming the workspace (its source names the file).
+    pub fn read(&self, secrets: bool) -> Result<Estate, LoadError> {
+        let options = LoadOptions {
+            secrets: secrets || self.secrets.is_some(),
+        };
+        estate::load(&self.states, options).map_err(load_error)
+    }
+
+    /// The state files it reads, one per workspace, in load order.
+    pub fn state_files(&self) -> &[StateFile] {
+        &self.states
+    }
+
+    /// Makes the next [`ModelLoader::load`] build its model from `estate` (read with
+    /// [`PipelineLoader::read`]) instead of reading the files again.
+    pub fn prime(&self, estate: Estate) {
+        *self
+            .primed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(estate);
+    }
+
+    /// The model over `estate`.
+    fn model(&self, policy: Policy, estate: Estate) -> Loaded {
+        if let Some(sink) = &self.secrets {
+            sink(estate.secrets);
+        }
+        let states = self
+            .states
+            .iter()
+            .zip(&estate.states)
+            .map(|(s, meta)| StateInfo {
+                workspace: s.workspace.clone(),
+                path: s.path.clone(),
+                serial: meta.serial,
+                lineage: meta.lineage.clone(),
+            })
+            .collect();
+        let pipeline = Pipeline::new(Arc::new(estate.graph), policy);
+        Loaded {
+            model: Arc::new(PipelineModel { pipeline }),
+            states,
+        }
+    }
+}
+
+impl ModelLoader for PipelineLoader {
+    fn load(&self) -> Result<Loaded, LoadError> {
+        let policy = Policy::compile(&self.policy).map_err(|e| LoadError::Policy(e.into()))?;
+        let primed = self
+            .primed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let estate = match primed {
+            Some(estate) => estate,
+            None => self.read(false)?,
+        };
+        Ok(self.model(policy, estate))
+    }
+}
+
+/// The service's [`LoadError`] for the state loader's error (naming the workspace; its
+/// source names the file).
+pub(crate) fn load_error(e: estate::LoadError) -> LoadError {
+    match e {
+        estate::LoadError::State {
+            workspace, source, ..
+        } => LoadError::State {
+            workspace,
+            source: source.into(),
+        },
+        other => LoadError::State {
+            workspace: String::new(),
+            source: other.into(),
+        },
+    }
+}
+
+/// The pipeline (normalize → route → decide) over one loaded graph and policy.
+#[derive(Debug, Clone)]
+pub struct PipelineModel {
+    pipeline: Pipeline,
+}
+
+impl PipelineModel {
+    /// The model running `pipeline`.
+    pub fn new(pipeline: Pipeline) -> Self {
+        Self { pipeline }
+    }
+}
+
+impl Model for PipelineModel {
+    fn process(&self, input: &Input<'_>) -> Vec<Result<Processed, NormalizeError>> {
+        self.pipeline.process_message(
+            input.format,
+            input.payload,
+            input.message_id,
+            input.attributes,
+        )
+    }
+
+    fn resource(&self, workspace: &str, address: &str) -> Option<ResourceInfo> {
+        let graph = self.pipeline.graph();
+        let id = graph.find(workspace, address)?;
+        let node = graph.node(id);
+        Some(ResourceInfo {
+            resource_type: node.resource_type.to_string(),
+            identities: node.identities.iter().map(ToString::to_string).collect(),
+            dependents: graph
+                .dependents(id)
+                .into_iter()
+                .map(|d| {
+                    let n = graph.node(d);
+                    ResourceKey {
+                        workspace: n.workspace.to_string(),
+                        address: n.address.to_string(),
+                    }
+                })
+                .collect(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use driftreactor_notify::Redactor;
+
+    use super::*;
+
+    /// A state reload adds the new state's sensitive values to the remediator's
+    /// redactor, which every clone (PR client, Slack) shares.
+    #[test]
+    fn a_state_reload_adds_its_secrets_to_the_shared_redactor() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("prod.tfstate");
+        std::fs::write(
+            &state,
+            r#"{"version": 4, "terraform_version": "1.11.4", "serial": 1, "lineage": "r", "outputs": {}, "resources": []}"#,
+        )
+        .unwrap();
+        let config = Config::parse(
+            &format!(
+                "[[workspaces]]\nname = \"prod\"\nstate = {:?}\n",
+                state.display().to_string()
+            ),
+            &dir.path().join("driftreactor.toml"),
+        )
+        .unwrap();
+        let redactor = Redactor::default();
+        let held_by_github = redactor.clone();
+        let loader = PipelineLoader::from_config(&config)
+            .with_secrets(move |secrets| redactor.add_secrets(secrets));
+        loader.load().unwrap();
+        assert!(held_by_github.is_empty());
+
+        // `terraform apply` writes a state with sensitive values.
+        let corpus = std::env::var_os("DRIFTREACTOR_CORPUS").map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"),
+            Into::into,
+        );
+        let aks = std::fs::read(corpus.join("tfstate/azurerm_aks_acr_helm.tfstate.json")).unwrap();
+        std::fs::write(&state, &aks).unwrap();
+        let secrets = driftreactor_tfgraph::sensitive_values("aks", &aks).unwrap();
+        assert!(!secrets.is_empty());
+        loader.load().unwrap();
+        for s in &secrets {
+            // (The samples' own placeholders may spell `redacted`: compare, not search.)
+            assert_ne!(
+                held_by_github.text(s),
+                s.as_str(),
+                "not redacted after the reload"
+            );
+        }
+    }
+
+    /// A primed estate is used once instead of reading the files; the next load reads
+    /// them again.
+    #[test]
+    fn a_primed_estate_is_used_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("prod.tfstate");
+        let write = |serial: u64| {
+            std::fs::write(
+                &state,
+                format!(r#"{{"version": 4, "terraform_version": "1.11.4", "serial": {serial}, "lineage": "r", "outputs": {{}}, "resources": []}}"#),
+            )
+            .unwrap();
+        };
+        write(1);
+        let config = Config::parse(
+            &format!(
+                "[[workspaces]]\nname = \"prod\"\nstate = {:?}\n",
+                state.display().to_string()
+            ),
+            &dir.path().join("driftreactor.toml"),
+        )
+        .unwrap();
+        let loader = PipelineLoader::new(&config.workspaces, PolicyConfig::default());
+        let estate = loader.read(true).unwrap();
+        write(2);
+        loader.prime(estate);
+        assert_eq!(loader.load().unwrap().states[0].serial, 1);
+        assert_eq!(loader.load().unwrap().states[0].serial, 2);
+    }
+}
