@@ -27,7 +27,7 @@ use driftreactor_notify::Redactor;
 use driftreactor_pipeline::Processed;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use crate::item::WorkKey;
+use crate::key::WorkKey;
 use crate::runner::{Completed, Remediator};
 
 /// Journaled events waiting for the remediator, beyond which hand-offs are dropped

@@ -15,12 +15,12 @@ use std::sync::Arc;
 
 use driftreactor_config::Config;
 use driftreactor_journal::Journal;
-use driftreactor_remediate::handoff::Forwarder;
 use driftreactor_remediate::Remediator;
+use driftreactor_remediate::handoff::Forwarder;
 use tokio_util::sync::CancellationToken;
 
 use crate::loader::PipelineLoader;
-use crate::model::{BoxError, LoadError};
+use crate::model::LoadError;
 use crate::{AfterCommit, Running, ServeError, ServeOptions, SourceRegistry};
 use driftreactor_pipeline::estate::{self, LoadOptions};
 
