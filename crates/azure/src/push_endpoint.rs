@@ -124,7 +124,7 @@ impl AzurePush {
                     OidcVerifier::new(o, &issuers, jwks)
                 })
                 .transpose()
-                .map_err(|r| PushConfigError::new(format!("{field}.entra"), r))?;
+                .map_err(|r| PushConfigError::new(format!("{field}.entra"), r.to_string()))?;
         let secret = secret(
             field,
             "secret_env",

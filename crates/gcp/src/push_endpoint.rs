@@ -90,7 +90,7 @@ impl GcpPush {
             .as_ref()
             .map(|o| OidcVerifier::new(o, &google, Some(GOOGLE_JWKS_URL.to_owned())))
             .transpose()
-            .map_err(|r| PushConfigError::new(format!("{field}.oidc"), r))?;
+            .map_err(|r| PushConfigError::new(format!("{field}.oidc"), r.to_string()))?;
         let token = secret(
             field,
             "token_env",

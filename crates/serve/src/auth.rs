@@ -5,5 +5,6 @@
 
 pub use driftreactor_gcp::push_endpoint::{GOOGLE_ISSUERS, GOOGLE_JWKS_URL};
 pub use driftreactor_source::push::{
-    AuthError, OidcVerifier, UNAUTHENTICATED, UNAUTHENTICATED_WARNING, bearer, secret_eq,
+    AuthError, OidcConfigError, OidcVerifier, UNAUTHENTICATED, UNAUTHENTICATED_WARNING, bearer,
+    secret_eq,
 };

@@ -25,6 +25,24 @@ const JWKS_TTL: Duration = Duration::from_secs(3600);
 /// An unknown `kid` refetches the JWKS at most this often (key rotation), in seconds.
 const JWKS_REFETCH_MIN: Duration = Duration::from_secs(30);
 
+/// Why an `[[sources]]` OIDC section cannot be used ([`OidcVerifier::new`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OidcConfigError {
+    /// Neither `jwks_url` nor a default (Google's keys, or `tenant_id` for Entra).
+    #[error("jwks_url (or tenant_id) is required")]
+    NoJwksUrl,
+    /// Neither `issuers` nor a default (Google's issuers, or `tenant_id` for Entra).
+    #[error("issuers (or tenant_id) is required")]
+    NoIssuers,
+    /// `audience` is empty or blank.
+    #[error("audience is empty")]
+    EmptyAudience,
+    /// The HTTP client that fetches the keys could not be built.
+    #[error("cannot build HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
+}
+
 /// Why a push was refused (all become 401; the detail is logged, never returned).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -64,11 +82,15 @@ pub struct OidcVerifier {
 impl OidcVerifier {
     /// A verifier for `cfg`; `default_issuers` and `default_jwks` apply when the config
     /// leaves them out.
+    ///
+    /// # Errors
+    /// [`OidcConfigError`]: no key URL or issuers (given or default), a blank audience,
+    /// or an HTTP client that cannot be built.
     pub fn new(
         cfg: &OidcConfig,
         default_issuers: &[String],
         default_jwks: Option<String>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, OidcConfigError> {
         let issuers = if cfg.issuers.is_empty() {
             default_issuers.to_vec()
         } else {
@@ -78,17 +100,17 @@ impl OidcVerifier {
             .jwks_url
             .clone()
             .or(default_jwks)
-            .ok_or_else(|| "jwks_url (or tenant_id) is required".to_owned())?;
+            .ok_or(OidcConfigError::NoJwksUrl)?;
         if issuers.is_empty() {
-            return Err("issuers (or tenant_id) is required".into());
+            return Err(OidcConfigError::NoIssuers);
         }
         if cfg.audience.trim().is_empty() {
-            return Err("audience is empty".into());
+            return Err(OidcConfigError::EmptyAudience);
         }
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
             .build()
-            .map_err(|e| format!("cannot build HTTP client: {e}"))?;
+            .map_err(OidcConfigError::Client)?;
         Ok(Self {
             audience: cfg.audience.clone(),
             issuers,

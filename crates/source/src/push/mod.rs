@@ -33,7 +33,8 @@ use crate::{Delivery, PayloadFormat, SourceMessage};
 mod auth;
 
 pub use auth::{
-    AuthError, OidcVerifier, UNAUTHENTICATED, UNAUTHENTICATED_WARNING, bearer, secret_eq,
+    AuthError, OidcConfigError, OidcVerifier, UNAUTHENTICATED, UNAUTHENTICATED_WARNING, bearer,
+    secret_eq,
 };
 
 /// A boxed, sendable future (what [`PushHost::submit`] returns).
