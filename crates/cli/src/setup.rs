@@ -163,28 +163,21 @@ fn warn_missed_global_sources(region: Option<&str>, options: &SetupOptions) {
     );
 }
 
-/// The managed resource types in Terraform state files (format v4: `resources[]` with
-/// `mode` and `type`).
+/// The managed resource types in Terraform state files, read by the one state loader
+/// (`driftreactor_pipeline::estate`, state format v4; its errors name the file).
 fn state_resource_types(paths: &[PathBuf]) -> Result<Vec<String>> {
-    let mut types = Vec::new();
-    for path in paths {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let state: serde_json::Value = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not JSON", path.display()))?;
-        let Some(resources) = state["resources"].as_array() else {
-            bail!(
-                "{}: no `resources` array (not a Terraform state v4 file)",
-                path.display()
-            );
-        };
-        for resource in resources {
-            if resource["mode"] == "managed"
-                && let Some(resource_type) = resource["type"].as_str()
-            {
-                types.push(resource_type.to_owned());
-            }
-        }
-    }
+    use driftreactor_pipeline::estate::{self, LoadOptions, StateFile};
+    let states: Vec<StateFile> = paths
+        .iter()
+        .map(|path| StateFile::new(path.display().to_string(), path))
+        .collect();
+    let estate = estate::load(&states, LoadOptions::default())?;
+    let mut types: Vec<String> = estate
+        .states
+        .into_iter()
+        .flat_map(|s| s.resource_types)
+        .collect();
+    types.sort_unstable();
+    types.dedup();
     Ok(types)
 }

@@ -93,6 +93,9 @@ pub struct StateMeta {
     pub terraform_version: String,
     /// Number of managed resource instances loaded from it.
     pub instances: usize,
+    /// The types of its managed resources (`resources[]` with `mode = "managed"`,
+    /// also those with no instance), sorted, each once.
+    pub resource_types: Vec<String>,
 }
 
 /// The most dependents [`Graph::dependents`] returns for one node (nearest first).
@@ -337,7 +340,14 @@ impl GraphBuilder {
             .map(|(address, local)| (address, global(local)))
             .collect::<Map<_, _>>();
         self.by_workspace.insert(Arc::clone(&ws), by_address);
+        let mut resource_types: Vec<String> = loaded
+            .resource_types
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        resource_types.sort_unstable();
         let meta = StateMeta {
+            resource_types,
             workspace: ws.to_string(),
             path: None,
             serial: header.serial,

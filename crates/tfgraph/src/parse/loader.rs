@@ -42,6 +42,9 @@ pub(crate) struct Loaded {
     pub related: Vec<(String, u32)>,
     /// (dependent, dependency) pairs, local ids, each once.
     pub edges: Vec<(u32, u32)>,
+    /// The type of every managed `resources[]` element, also those with no instance
+    /// (`count = 0`), each once.
+    pub resource_types: Set<Arc<str>>,
 }
 
 /// The account one provider configuration of a state works in, as far as its
@@ -115,6 +118,7 @@ impl<'b> Loader<'b> {
                 by_address: Map::default(),
                 related: Vec::new(),
                 edges: Vec::new(),
+                resource_types: Set::default(),
             },
             // Module 0 is the root module.
             modules: vec![Vec::new()],
@@ -170,11 +174,12 @@ impl<'b> Loader<'b> {
         if r.mode.as_deref().is_some_and(|m| m != "managed") {
             return Ok(()); // `data` sources (and any future non-managed mode) are never nodes
         }
+        let resource_type = self.interner.get(&r.resource_type);
+        self.out.resource_types.insert(Arc::clone(&resource_type));
         let instances = r.instances.unwrap_or_default();
         if instances.is_empty() {
             return Ok(());
         }
-        let resource_type = self.interner.get(&r.resource_type);
         let provider: &str = r.provider.as_deref().unwrap_or("");
         let module_text: &str = r.module.as_deref().unwrap_or("");
         let module = self.module_id(r.module.as_deref());
