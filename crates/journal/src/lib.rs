@@ -54,7 +54,8 @@
 //! # });
 //! ```
 //!
-//! A PostgreSQL journal for several replicas sharing one queue is future work (see
+//! The service uses the journal through [`JournalStore`] (a [`SharedJournal`] from
+//! [`open`]): the seam where a PostgreSQL journal for several replicas plugs in (see
 //! `docs/ARCHITECTURE.md`, "Where to add …").
 
 use std::path::{Path, PathBuf};
@@ -72,6 +73,7 @@ mod prune;
 mod query;
 mod remediation;
 mod schema;
+mod store;
 mod writer;
 
 pub use memory::{ApplyRecord, MAX_APPLIES, MAX_STAMPS, Stamp};
@@ -80,6 +82,7 @@ pub use query::{
     DriftRow, EventQuery, EventRow, RemediationQuery, RemediationRow, RemediationTarget,
 };
 pub use remediation::PendingRemediation;
+pub use store::{JournalFuture, JournalStore, SharedJournal, StopSignal, open};
 
 /// Result of a journal operation.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -123,6 +126,16 @@ pub enum Error {
         /// The migration's error (naming SQLite's).
         #[source]
         source: rusqlite_migration::Error,
+    },
+    /// A storage backend other than the embedded SQLite file failed (its own error,
+    /// named by the operation); transient for callers, as [`Error::Sqlite`].
+    #[error("journal {op} failed: {source}")]
+    Backend {
+        /// What was being done.
+        op: &'static str,
+        /// The backend's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The database was written by a newer driftreactor (schema `user_version`).
     #[error("journal {path} has schema version {found}, this build reads up to {supported}")]

@@ -14,15 +14,15 @@
 //!   finished as the remediator completes them ([`Remediator::subscribe_completed`]),
 //!   also while it shuts down. It also lifts escalations ([`Hook::clear`]).
 //!
-//! The [`RemediationLog`] is the journal's remediation bookkeeping
-//! (`driftreactor_journal::Journal` implements it); a PostgreSQL journal implements
-//! the same four calls.
+//! The [`RemediationLog`] is the journal's remediation bookkeeping: it is implemented
+//! for `driftreactor_journal::SharedJournal`, so any journal backend behind
+//! `driftreactor_journal::JournalStore` serves it.
 
 use std::future::Future;
 
 use driftreactor_decide::{Action, Verdict};
 use driftreactor_event::{Provider, ResourceKey};
-use driftreactor_journal::{Journal, PendingRemediation};
+use driftreactor_journal::{JournalStore, PendingRemediation, SharedJournal};
 use driftreactor_notify::Redactor;
 use driftreactor_pipeline::Processed;
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -50,7 +50,7 @@ pub struct Pending {
 
 /// The durable bookkeeping of unfinished remediations: what the [`Forwarder`] reads
 /// at start and writes as it submits and completes work. Implemented for
-/// `driftreactor_journal::Journal` (the `remediations` tables of the journal's file).
+/// `driftreactor_journal::SharedJournal` (the journal's `remediations` tables).
 pub trait RemediationLog: Send + Sync + 'static {
     /// The store's error.
     type Error: std::error::Error + Send + Sync + 'static;
@@ -88,12 +88,11 @@ pub trait RemediationLog: Send + Sync + 'static {
     fn close(&self) -> impl Future<Output = ()> + Send;
 }
 
-impl RemediationLog for Journal {
+impl RemediationLog for SharedJournal {
     type Error = driftreactor_journal::Error;
 
     async fn pending(&self) -> Result<Vec<Pending>, Self::Error> {
-        Ok(self
-            .pending_remediations()
+        Ok(JournalStore::pending_remediations(&**self)
             .await?
             .into_iter()
             .map(|p: PendingRemediation| Pending {
@@ -110,13 +109,14 @@ impl RemediationLog for Journal {
         event_id: String,
         keys: Vec<ResourceKey>,
     ) -> Result<(), Self::Error> {
-        self.remediation_submitted(provider, event_id, keys)
+        JournalStore::remediation_submitted(&**self, provider, event_id, keys)
             .await
             .map(drop)
     }
 
     async fn finished(&self, key: &WorkKey, event_ids: Vec<String>) -> Result<u64, Self::Error> {
-        self.remediation_finished(
+        JournalStore::remediation_finished(
+            &**self,
             key.workspace.to_string(),
             key.address.to_string(),
             event_ids,
@@ -125,7 +125,7 @@ impl RemediationLog for Journal {
     }
 
     async fn close(&self) {
-        Journal::close(self).await;
+        JournalStore::close(&**self).await;
     }
 }
 

@@ -1,5 +1,5 @@
 //! The remediation memory in the journal: [`StateStore`] for
-//! [`driftreactor_journal::Journal`], so attempt caps, escalations (pauses),
+//! the journal ([`driftreactor_journal::SharedJournal`], any backend), so attempt caps, escalations (pauses),
 //! non-convergence history, our own applies and open PRs survive a restart.
 //!
 //! `serve` hands the remediator a handle on its journal
@@ -10,7 +10,7 @@
 //! ([`WorkKey`], [`Fingerprint`]) and the journal's plain data.
 
 use chrono::{DateTime, Utc};
-use driftreactor_journal::{Journal, Stamp};
+use driftreactor_journal::{JournalStore, SharedJournal, Stamp};
 use driftreactor_notify::Fingerprint;
 
 use crate::key::WorkKey;
@@ -20,10 +20,12 @@ fn parts(key: &WorkKey) -> (String, String) {
     (key.workspace.to_string(), key.address.to_string())
 }
 
-impl StateStore for Journal {
+impl StateStore for SharedJournal {
     fn record_attempt<'a>(&'a self, key: &'a WorkKey, at: DateTime<Utc>) -> StoreFuture<'a, ()> {
         let (ws, address) = parts(key);
-        Box::pin(async move { Ok(self.record_stamp(Stamp::Attempt, ws, address, at).await?) })
+        Box::pin(async move {
+            Ok(JournalStore::record_stamp(&**self, Stamp::Attempt, ws, address, at).await?)
+        })
     }
     fn attempts_since<'a>(
         &'a self,
@@ -32,34 +34,36 @@ impl StateStore for Journal {
     ) -> StoreFuture<'a, u32> {
         let (ws, address) = parts(key);
         Box::pin(async move {
-            Ok(self
-                .stamps_since(Stamp::Attempt, ws, address, since)
-                .await?)
+            Ok(JournalStore::stamps_since(&**self, Stamp::Attempt, ws, address, since).await?)
         })
     }
     fn record_revert<'a>(&'a self, key: &'a WorkKey, at: DateTime<Utc>) -> StoreFuture<'a, ()> {
         let (ws, address) = parts(key);
-        Box::pin(async move { Ok(self.record_stamp(Stamp::Revert, ws, address, at).await?) })
+        Box::pin(async move {
+            Ok(JournalStore::record_stamp(&**self, Stamp::Revert, ws, address, at).await?)
+        })
     }
     fn reverts_since<'a>(&'a self, key: &'a WorkKey, since: DateTime<Utc>) -> StoreFuture<'a, u32> {
         let (ws, address) = parts(key);
-        Box::pin(async move { Ok(self.stamps_since(Stamp::Revert, ws, address, since).await?) })
+        Box::pin(async move {
+            Ok(JournalStore::stamps_since(&**self, Stamp::Revert, ws, address, since).await?)
+        })
     }
     fn pause<'a>(&'a self, key: &'a WorkKey, reason: &'a str) -> StoreFuture<'a, bool> {
         let (ws, address) = parts(key);
         let reason = reason.to_owned();
-        Box::pin(async move { Ok(self.record_pause(ws, address, reason).await?) })
+        Box::pin(async move { Ok(JournalStore::record_pause(&**self, ws, address, reason).await?) })
     }
     fn paused<'a>(&'a self, key: &'a WorkKey) -> StoreFuture<'a, Option<String>> {
         let (ws, address) = parts(key);
-        Box::pin(async move { Ok(self.pause_reason(ws, address).await?) })
+        Box::pin(async move { Ok(JournalStore::pause_reason(&**self, ws, address).await?) })
     }
     fn clear<'a>(&'a self, key: &'a WorkKey) -> StoreFuture<'a, ()> {
         let (ws, address) = parts(key);
-        Box::pin(async move { Ok(self.clear_memory(ws, address).await?) })
+        Box::pin(async move { Ok(JournalStore::clear_memory(&**self, ws, address).await?) })
     }
     fn record_apply(&self, rec: ApplyRecord) -> StoreFuture<'_, ()> {
-        Box::pin(async move { Ok(Journal::record_apply(self, rec).await?) })
+        Box::pin(async move { Ok(JournalStore::record_apply(&**self, rec).await?) })
     }
     fn applies_for<'a>(
         &'a self,
@@ -67,15 +71,15 @@ impl StateStore for Journal {
         address: &'a str,
     ) -> StoreFuture<'a, Vec<ApplyRecord>> {
         let (ws, address) = (workspace.to_owned(), address.to_owned());
-        Box::pin(async move { Ok(Journal::applies_for(self, ws, address).await?) })
+        Box::pin(async move { Ok(JournalStore::applies_for(&**self, ws, address).await?) })
     }
     fn pr_opened<'a>(&'a self, fp: &'a Fingerprint) -> StoreFuture<'a, ()> {
         let (ws, addresses) = (fp.workspace.clone(), fp.addresses.clone());
-        Box::pin(async move { Ok(self.record_open_pr(ws, addresses).await?) })
+        Box::pin(async move { Ok(JournalStore::record_open_pr(&**self, ws, addresses).await?) })
     }
     fn pr_closed<'a>(&'a self, fp: &'a Fingerprint) -> StoreFuture<'a, ()> {
         let (ws, addresses) = (fp.workspace.clone(), fp.addresses.clone());
-        Box::pin(async move { Ok(self.forget_pr(ws, addresses).await?) })
+        Box::pin(async move { Ok(JournalStore::forget_pr(&**self, ws, addresses).await?) })
     }
     fn open_prs_with<'a>(
         &'a self,
@@ -84,7 +88,7 @@ impl StateStore for Journal {
     ) -> StoreFuture<'a, Vec<Fingerprint>> {
         let (ws, address) = (workspace.to_owned(), address.to_owned());
         Box::pin(async move {
-            let sets = Journal::open_prs_with(self, ws, address).await?;
+            let sets = JournalStore::open_prs_with(&**self, ws, address).await?;
             Ok(sets
                 .into_iter()
                 .map(|addresses| Fingerprint::new(workspace, addresses))
@@ -101,8 +105,8 @@ mod tests {
 
     use super::*;
 
-    fn open(path: &std::path::Path) -> Journal {
-        Journal::open(&JournalConfig::at(path)).unwrap()
+    fn open(path: &std::path::Path) -> SharedJournal {
+        driftreactor_journal::open(&JournalConfig::at(path)).unwrap()
     }
 
     #[tokio::test]

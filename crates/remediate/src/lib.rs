@@ -20,7 +20,7 @@
 //!   ignored as our echo.
 //! * What it remembers per address (attempts, reverts, pauses, our applies, open PRs)
 //!   goes through the async [`StateStore`] trait: [`MemoryStore`] for `replay`; for
-//!   `serve`, the journal ([`driftreactor_journal::Journal`] implements it), which owns
+//!   `serve`, the journal ([`driftreactor_journal::SharedJournal`] implements it), which owns
 //!   the database.
 //!
 //! Entry points: [`Remediator::builder`] (or [`Remediator::from_config`] with the

@@ -45,7 +45,7 @@ impl Remediator {
 
     /// As [`Remediator::from_config`], but returns the builder so the caller can set
     /// more (e.g. [`RemediatorBuilder::store`] with the journal
-    /// ([`driftreactor_journal::Journal`]), as `serve` does) before [`RemediatorBuilder::spawn`]. Must be called inside a tokio
+    /// ([`driftreactor_journal::SharedJournal`]), as `serve` does) before [`RemediatorBuilder::spawn`]. Must be called inside a tokio
     /// runtime (the Slack client starts its task here).
     ///
     /// # Errors

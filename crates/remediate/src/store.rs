@@ -11,7 +11,7 @@
 //! paused), as the in-memory store would after a restart.
 //!
 //! [`MemoryStore`] is enough for `replay`; `serve` uses the journal
-//! ([`driftreactor_journal::Journal`] implements [`StateStore`]) on the journal's
+//! ([`driftreactor_journal::SharedJournal`] implements [`StateStore`]) on the journal's
 //! database file so caps, escalations, revert history, our own applies and
 //! open PRs survive a restart.
 

@@ -10,7 +10,7 @@ use chrono::Utc;
 use driftreactor_decide::{Action as Decided, Decision, Target, Verdict};
 use driftreactor_event::ResourceKey;
 use driftreactor_event::{Change, DriftEvent, Principal, Provider, ResourceRef, Via};
-use driftreactor_journal::{Journal, JournalConfig};
+use driftreactor_journal::JournalConfig;
 use driftreactor_notify::fake::{FakeGitHub, FakeSlack};
 use driftreactor_notify::{
     GitHub, GitHubConfig, Redactor, Slack, SlackConfig, Transition, TransitionKind,
@@ -753,7 +753,14 @@ async fn an_open_pr_is_rechecked_and_closed_once_the_drift_is_gone() {
     assert_eq!(gh.pulls()[0].state, "open");
     // Someone fixes it without an event we see; the scheduled re-plan notices.
     tf.set_queue("0");
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The re-check is due `recheck_secs` after the PR opened (real time here).
+    let rechecked = tokio::time::timeout(Duration::from_secs(30), async {
+        while tf.plans().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(rechecked.is_ok(), "no re-check plan within 30 s");
     r.run_until_idle().await;
     assert_eq!(tf.plans().len(), 2);
     assert_eq!(gh.pulls()[0].state, "closed");
@@ -773,7 +780,7 @@ async fn an_escalation_survives_a_restart_with_the_sqlite_store_until_cleared() 
     let path = db.path().join("driftreactor-journal.sqlite");
     let tf = FakeTf::new("fail", "sg_update.json");
     let d = decision("prod", "aws_security_group.web", Decided::Revert);
-    let journal = || Journal::open(&JournalConfig::at(&path)).unwrap();
+    let journal = || driftreactor_journal::open(&JournalConfig::at(&path)).unwrap();
     let first = journal();
 
     let r = Remediator::builder(cfg())

@@ -318,8 +318,25 @@ async fn real_terraform_against_moto_reverts_opens_a_pr_recreates_and_waits_for_
         )
         .await
         .unwrap();
-    // Let at least one plan hit the lock, then end the concurrent run.
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    // Wait until a plan hit the lock: a second attempt has started, so the first
+    // one failed (the lock is still held). Then end the concurrent run.
+    let key = driftreactor_remediate::WorkKey::new("prod", "aws_security_group.web");
+    let retried = tokio::time::timeout(Duration::from_secs(120), async {
+        while remediator
+            .store()
+            .attempts_since(&key, since)
+            .await
+            .unwrap()
+            < 2
+        {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    assert!(
+        retried.is_ok(),
+        "no retry within 120 s while the state lock was held"
+    );
     drop(holder.stdin.take());
     let _ = tokio::task::spawn_blocking(move || holder.wait()).await;
     tokio::time::timeout(Duration::from_secs(300), remediator.run_until_idle())
@@ -335,7 +352,6 @@ async fn real_terraform_against_moto_reverts_opens_a_pr_recreates_and_waits_for_
         ),
         "{kinds:?}"
     );
-    let key = driftreactor_remediate::WorkKey::new("prod", "aws_security_group.web");
     let attempts = remediator
         .store()
         .attempts_since(&key, since)

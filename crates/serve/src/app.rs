@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use driftreactor_config::Config;
-use driftreactor_journal::Journal;
+use driftreactor_journal::SharedJournal;
 use driftreactor_remediate::Remediator;
 use driftreactor_remediate::handoff::Forwarder;
 use tokio_util::sync::CancellationToken;
@@ -34,8 +34,9 @@ pub enum AppError {
     /// The remediator could not be set up from the config.
     #[error("cannot set up remediation")]
     Remediation(#[source] driftreactor_remediate::SetupError),
-    /// The journal handle of the remediation bookkeeping could not be opened.
-    #[error("cannot open the journal for remediation")]
+    /// The journal (shared by the service and the remediation bookkeeping) could not
+    /// be opened.
+    #[error("cannot open the journal")]
     Journal(#[source] driftreactor_journal::Error),
     /// The journal's unfinished remediations could not be read.
     #[error("cannot read the unfinished remediations from the journal")]
@@ -97,9 +98,15 @@ pub async fn launch(
 ) -> Result<App, AppError> {
     let remediation = remediation_enabled(&config);
     let mut loader = PipelineLoader::from_config(&config);
+    let mut journal = None;
     let remediation = if remediation {
         let estate = read_states(&loader).await?;
-        let forwarder = start_remediation(&config, estate.secrets.clone()).await?;
+        // One journal handle for the service, the bookkeeping and the memory; the
+        // forwarder closes it once the remediator stopped (after the service).
+        let shared = driftreactor_journal::open(&crate::journal_config(&config)?)
+            .map_err(AppError::Journal)?;
+        journal = Some(shared.clone());
+        let forwarder = start_remediation(&config, estate.secrets.clone(), shared).await?;
         let redactor = forwarder.redactor().clone();
         // Secrets of resources added or rotated since start-up reach the redactor too.
         loader = loader.with_secrets(move |secrets| redactor.add_secrets(secrets));
@@ -121,6 +128,7 @@ pub async fn launch(
         registry,
         listen,
         after_commit,
+        journal,
     })
     .await;
     match started {
@@ -159,9 +167,11 @@ async fn read_states(loader: &PipelineLoader) -> Result<driftreactor_pipeline::E
 
 /// The remediator with `secrets` in its redactor, its memory and bookkeeping on the
 /// journal's file, and the forwarder that feeds it (pending work resubmitted first).
-async fn start_remediation(config: &Config, secrets: Vec<String>) -> Result<Forwarder, AppError> {
-    let journal_cfg = crate::journal_config(config)?;
-    let bookkeeping = Journal::open(&journal_cfg).map_err(AppError::Journal)?;
+async fn start_remediation(
+    config: &Config,
+    secrets: Vec<String>,
+    bookkeeping: SharedJournal,
+) -> Result<Forwarder, AppError> {
     // The remediation memory is the same journal handle (it implements `StateStore`).
     let store = bookkeeping.clone();
     let remediator = Remediator::builder_from_config(config, secrets, false)

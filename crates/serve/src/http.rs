@@ -72,8 +72,10 @@ async fn metrics(State(s): State<AppState>) -> Response {
     let m = &s.ctx.metrics;
     m.journal_events
         .set(i64::try_from(s.ctx.journal.count()).unwrap_or(i64::MAX));
-    m.journal_bytes
-        .set(i64::try_from(s.ctx.journal.size_bytes()).unwrap_or(i64::MAX));
+    if let Some(bytes) = s.ctx.journal.size_bytes() {
+        m.journal_bytes
+            .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+    }
     crate::readiness::export_metrics(&s.ctx, std::time::SystemTime::now());
     (
         [(

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use driftreactor_config::Config;
-use driftreactor_journal::{Journal, JournalConfig};
+use driftreactor_journal::{JournalConfig, SharedJournal};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -159,7 +159,7 @@ pub(crate) struct SourceStatus {
 
 /// What every task shares.
 pub(crate) struct Ctx {
-    journal: Journal,
+    journal: SharedJournal,
     state: ArcSwap<Loaded>,
     metrics: metrics::Metrics,
     sources: std::sync::Mutex<BTreeMap<String, SourceStatus>>,
@@ -184,6 +184,10 @@ pub struct ServeOptions {
     /// Gets every newly journaled event after its commit and acknowledgement (the
     /// remediator); `None`: detect-only.
     pub after_commit: Option<Arc<dyn AfterCommit>>,
+    /// The journal to record into, shared with its other users (the remediator's
+    /// bookkeeping and memory), who close it after the service stopped; `None`: the
+    /// service opens the journal `[journal]` names and closes it when it stops.
+    pub journal: Option<SharedJournal>,
 }
 
 impl std::fmt::Debug for ServeOptions {
@@ -202,7 +206,7 @@ pub struct Running {
     local_addr: SocketAddr,
     shutdown: CancellationToken,
     task: JoinHandle<Result<(), ServeError>>,
-    journal: Journal,
+    journal: SharedJournal,
 }
 
 impl Running {
@@ -217,7 +221,7 @@ impl Running {
     }
 
     /// The journal (for inspection).
-    pub fn journal(&self) -> &Journal {
+    pub fn journal(&self) -> &SharedJournal {
         &self.journal
     }
 
@@ -309,6 +313,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         registry,
         listen,
         after_commit,
+        journal,
     } = opts;
     let server: ServerConfig = config.section("server", config.server.as_ref())?;
     let journal_cfg = journal_config(&config)?;
@@ -369,7 +374,12 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
     for s in &loaded.states {
         tracing::info!(workspace = %s.workspace, serial = s.serial, lineage = %s.lineage, "Loaded state.");
     }
-    let journal = Journal::open(&journal_cfg)?;
+    // A journal handed in is closed by its owner; one opened here closes at shutdown.
+    let (journal, owned) = match journal {
+        Some(j) => (j, false),
+        None => (driftreactor_journal::open(&journal_cfg)?, true),
+    };
+    tracing::info!(journal = %journal.location(), "Journal open.");
     let addr = listen.unwrap_or(server.listen);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -554,7 +564,9 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
                 abort.abort();
             }
         }
-        journal2.close().await;
+        if owned {
+            journal2.close().await;
+        }
         tracing::info!("Stopped.");
         result
     });

@@ -30,15 +30,16 @@ async fn prune_once(ctx: &Ctx, retention: Retention, shutdown: &CancellationToke
         return;
     };
     let pruned = &ctx.metrics.journal_pruned;
+    let mut on_batch = |b: &PruneReport| {
+        pruned.inc_by(b.events);
+    };
     let result = ctx
         .journal
         .prune_with(
             cutoff,
             DEFAULT_PRUNE_BATCH,
-            shutdown.cancelled(),
-            |b: &PruneReport| {
-                pruned.inc_by(b.events);
-            },
+            Box::pin(shutdown.cancelled()),
+            &mut on_batch,
         )
         .await;
     let runs = &ctx.metrics.journal_prune_runs;
