@@ -579,6 +579,7 @@ echo "$*" >> "$FAKE_LOG"
 case "$1" in
   init) exit 0 ;;
   plan)
+    [ -n "$FAKE_BLOCK" ] && echo $$ > "$FAKE_BLOCK.pid"
     # A plan that hangs while the file FAKE_BLOCK exists (a slow provider).
     while [ -n "$FAKE_BLOCK" ] && [ -f "$FAKE_BLOCK" ]; do sleep 0.05; done
     for a in "$@"; do case "$a" in -out=*) : > "${a#-out=}" ;; esac; done; exit 2 ;;
@@ -778,6 +779,35 @@ fn remediation_status(path: &Path, event_id: &str) -> (Option<String>, usize) {
     })
 }
 
+/// True while `pid` runs (a zombie waiting for its reaper counts as gone).
+fn running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesized command name.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => false,
+    }
+}
+
+/// Polls `path` on the server at `addr` until its body satisfies `done` (30 s at most).
+fn wait_for_body(addr: &str, path: &str, what: &str, done: impl Fn(&str) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let body = http(addr, "GET", path, b"")
+            .map(|(_, b)| b)
+            .unwrap_or_default();
+        if done(&body) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} not seen within 30 s on {path}: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Nothing is lost on a restart: a drift journaled and acknowledged while its work item
 /// was still settling (an hour's settle window) when SIGTERM came is `pending` in the
 /// journal; the next start resubmits it, it is planned and applied exactly once and
@@ -795,7 +825,10 @@ fn serve_binary_resubmits_journaled_drift_whose_remediation_had_not_finished() {
     let push = format!("/push/azure?code={SECRET}");
     let (status, body) = http(&addr, "POST", &push, &aks_write("recover-me")).unwrap();
     assert_eq!(status, 200, "{body}");
-    std::thread::sleep(Duration::from_millis(300));
+    // Handed to the remediator (where it settles) before the server stops.
+    wait_for_body(&addr, "/metrics", "the hand-off", |m| {
+        m.contains("driftreactor_remediation_handoffs_total{result=\"queued\"} 1")
+    });
     sigterm_and_wait(child);
     assert_eq!(count("plan"), 0, "{}", calls());
     assert_eq!(
@@ -805,17 +838,12 @@ fn serve_binary_resubmits_journaled_drift_whose_remediation_had_not_finished() {
 
     // 2. Restarted with no settle window: resubmitted, planned and applied once, done.
     let (config, _) = remediation_config(dir.path(), 0);
-    let (child, _addr) = spawn(&config);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while count("apply") == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "no apply within 30 s; calls:\n{}",
-            calls()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_millis(500));
+    let (child, addr) = spawn(&config);
+    // Done once its work item finished (after the apply); a second run would have to
+    // be submitted before that.
+    wait_for_body(&addr, "/v1/remediations", "status done", |b| {
+        b.contains("\"event_id\":\"recover-me\"") && b.contains("\"status\":\"done\"")
+    });
     sigterm_and_wait(child);
     assert_eq!((count("plan"), count("apply")), (1, 1), "{}", calls());
     assert!(
@@ -836,10 +864,11 @@ fn serve_binary_resubmits_journaled_drift_whose_remediation_had_not_finished() {
 }
 
 /// Nothing is lost on a crash mid-run: the server is killed with SIGKILL while the
-/// targeted plan of a journaled drift hangs; the event is still `pending`, and the next
+/// targeted plan of a journaled drift hangs (its plan file in `driftreactor-plans/`
+/// next to the journal); terraform dies with it; the event is still `pending`, and the next
 /// start plans it again and applies it exactly once; it ends `done`.
 #[test]
-fn serve_binary_killed_mid_plan_resubmits_the_drift_and_applies_it_once() {
+fn serve_binary_killed_mid_plan_kills_terraform_resubmits_the_drift_and_applies_it_once() {
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("journal.sqlite");
     let block = dir.path().join("plan.block");
@@ -864,9 +893,30 @@ fn serve_binary_killed_mid_plan_resubmits_the_drift_and_applies_it_once() {
     let (status, body) = http(&addr, "POST", &push, &aks_write("killed-mid-plan")).unwrap();
     assert_eq!(status, 200, "{body}");
     wait_for("plan");
+    let plans = dir.path().join("driftreactor-plans");
+    assert!(
+        calls().contains(&format!("-out={}/", plans.display())),
+        "plan files go to the data directory: {}",
+        calls()
+    );
+    let tool: u32 = std::fs::read_to_string(dir.path().join("plan.block.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(running(tool), "the hanging plan runs");
     child.kill().unwrap();
     child.wait().unwrap();
-    // The orphaned plan may now end; its server is gone, so nothing is applied.
+    // The IaC tool does not outlive the killed service (Linux: parent-death signal).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while running(tool) {
+        assert!(
+            Instant::now() < deadline,
+            "terraform (pid {tool}) still runs 10 s after serve was killed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Had it survived, it could end now; its server is gone, so nothing is applied.
     std::fs::remove_file(&block).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(count("apply"), 0, "{}", calls());
@@ -875,9 +925,11 @@ fn serve_binary_killed_mid_plan_resubmits_the_drift_and_applies_it_once() {
         (Some("pending".to_owned()), 1)
     );
 
-    let (child, _addr) = spawn(&config);
+    let (child, addr) = spawn(&config);
     wait_for("apply");
-    std::thread::sleep(Duration::from_millis(500));
+    wait_for_body(&addr, "/v1/remediations", "status done", |b| {
+        b.contains("\"event_id\":\"killed-mid-plan\"") && b.contains("\"status\":\"done\"")
+    });
     sigterm_and_wait(child);
     assert_eq!(
         count("plan"),

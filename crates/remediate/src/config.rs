@@ -22,7 +22,7 @@ use serde::Deserialize;
 /// backoff_min_ms = 800                # retry backoff: exponential with jitter
 /// backoff_max_secs = 30
 /// recheck_secs = 3600                 # re-plan an open PR's addresses to close it when resolved (0: never)
-/// plan_dir = "/var/lib/driftreactor/plans"  # default: a private temporary folder
+/// plan_dir = "/var/lib/driftreactor/plans"  # default (serve): `driftreactor-plans/` next to the journal
 /// unmanaged_workspace = "prod"        # where import blocks for unmanaged creates go
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -57,7 +57,12 @@ pub struct RemediationConfig {
     /// the drift resolves; 0 turns it off.
     pub recheck_secs: u64,
     /// Folder for plan files (they may hold secrets: created 0700, files deleted after
-    /// use). Default: a private folder under the system temporary folder.
+    /// use; plan files, `*.tfplan`, left by a crash are deleted when the remediator
+    /// starts and when it stops). Default: `serve` uses `driftreactor-plans/` in the
+    /// journal's folder (the service's data directory); otherwise
+    /// ([`crate::RemediatorBuilder::default_plan_dir`] not given, e.g. `replay
+    /// --remediate`) a private folder under the system temporary folder, removed on
+    /// shutdown.
     pub plan_dir: Option<PathBuf>,
     /// Workspace whose folder receives `import` blocks for unmanaged creates; default:
     /// the only workspace when there is exactly one.

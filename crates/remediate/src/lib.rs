@@ -37,6 +37,7 @@ pub mod handoff;
 mod item;
 mod journal_store;
 mod key;
+mod plans;
 mod reconcile;
 mod runner;
 mod setup;

@@ -206,9 +206,10 @@ impl Context {
         store: Arc<dyn StateStore>,
         transitions: broadcast::Sender<Transition>,
     ) -> Self {
-        let plan_dir = cfg.plan_dir.clone().unwrap_or_else(|| {
-            std::env::temp_dir().join(format!("driftreactor-plans-{}", std::process::id()))
-        });
+        let plan_dir = cfg
+            .plan_dir
+            .clone()
+            .unwrap_or_else(crate::plans::private_default);
         Self {
             cfg,
             workspaces: workspaces

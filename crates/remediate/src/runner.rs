@@ -6,6 +6,7 @@
 //! `max_parallel_workspaces` at once. Callers talk to it through a bounded channel.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -77,9 +78,16 @@ pub struct RemediatorBuilder {
     slack: Option<Slack>,
     redactor: Redactor,
     store: Option<Arc<dyn StateStore>>,
+    default_plan_dir: Option<PathBuf>,
 }
 
 impl RemediatorBuilder {
+    /// The plan folder when `[remediation] plan_dir` is not set (serve: next to its
+    /// journal, in the service's data directory).
+    pub fn default_plan_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.default_plan_dir = Some(dir.into());
+        self
+    }
     /// The workspaces that can be planned and applied.
     pub fn workspaces(mut self, ws: impl IntoIterator<Item = Workspace>) -> Self {
         self.workspaces.extend(ws);
@@ -106,8 +114,17 @@ impl RemediatorBuilder {
         self
     }
 
-    /// Starts the runner task (inside a tokio runtime) and returns the handle.
-    pub fn spawn(self) -> Remediator {
+    /// Starts the runner task (inside a tokio runtime) and returns the handle. Plan
+    /// files a crashed run left in the plan folder are deleted first.
+    pub fn spawn(mut self) -> Remediator {
+        let plan_dir = self
+            .cfg
+            .plan_dir
+            .clone()
+            .or(self.default_plan_dir.take())
+            .unwrap_or_else(crate::plans::private_default);
+        crate::plans::remove_leftovers(&plan_dir);
+        self.cfg.plan_dir = Some(plan_dir.clone());
         let (ttx, _) = broadcast::channel(TRANSITION_BUFFER);
         let (ctx_done, _) = broadcast::channel(TRANSITION_BUFFER);
         let store = self
@@ -142,6 +159,7 @@ impl RemediatorBuilder {
             unmanaged_workspace,
             slack: self.slack,
             task: Some(task),
+            plan_dir,
         }
     }
 }
@@ -170,6 +188,7 @@ pub struct Remediator {
     unmanaged_workspace: Option<String>,
     slack: Option<Slack>,
     task: Option<JoinHandle<()>>,
+    plan_dir: PathBuf,
 }
 
 impl std::fmt::Debug for Msg {
@@ -188,6 +207,7 @@ impl Remediator {
             slack: None,
             redactor: Redactor::default(),
             store: None,
+            default_plan_dir: None,
         }
     }
 
@@ -294,6 +314,14 @@ impl Remediator {
         if let Some(s) = &self.slack {
             s.flush().await;
         }
+        // Nothing runs any more: no plan file is needed.
+        crate::plans::remove_leftovers(&self.plan_dir);
+        crate::plans::remove_if_empty(&self.plan_dir);
+    }
+
+    /// The folder plan files are written to (resolved at spawn).
+    pub fn plan_dir(&self) -> &std::path::Path {
+        &self.plan_dir
     }
 }
 

@@ -12,6 +12,11 @@
 //!
 //! No `refresh`, no `apply -refresh-only`, never an apply without a reviewed plan file:
 //! refreshing state would overwrite the evidence of the drift.
+//! The tool runs in its own process group, so a signal meant for the service (a
+//! terminal's Ctrl-C) does not reach it half-way through an apply; the service ends
+//! it instead: a timeout or a cancelled run kills the whole group (the tool and its
+//! provider plugins), and on Linux the tool is also killed when the service dies
+//! without running any cleanup (`kill -9`, an OOM kill: `PR_SET_PDEATHSIG`).
 //! Failures are classified from the tool's output (state lock held, API throttling,
 //! initialization required) so the caller can tell transient from permanent ones.
 //! Output kept in errors is the last lines of stderr, redacted.
@@ -152,12 +157,16 @@ impl TfRunner {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        lifetime::tie_to_service(&mut cmd);
         tracing::debug!(step, program = %self.program.display(), dir = %self.dir.display(), "Running the IaC tool.");
         let child = cmd.spawn().map_err(|e| TfError::Spawn {
             program: self.program.display().to_string(),
             dir: self.dir.display().to_string(),
             reason: e.to_string(),
         })?;
+        // Until the tool exited, a timeout, a cancelled run or a shutdown kills its
+        // whole process group (the tool and its provider plugins).
+        let mut group = lifetime::GroupGuard::new(child.id());
         let out = tokio::time::timeout(self.command_timeout, child.wait_with_output())
             .await
             .map_err(|_| TfError::Timeout {
@@ -169,6 +178,7 @@ impl TfRunner {
                 dir: self.dir.display().to_string(),
                 reason: e.to_string(),
             })?;
+        group.disarm();
         Ok(Output {
             code: out.status.code(),
             stdout: out.stdout,
@@ -310,6 +320,71 @@ impl TfRunner {
             Ok(())
         } else {
             Err(self.classify("apply", &out))
+        }
+    }
+}
+
+/// Ties the IaC tool's processes to the service's lifetime (see the module docs).
+mod lifetime {
+    use tokio::process::Command;
+
+    /// Puts the tool in its own process group and, on Linux, asks the kernel to kill
+    /// it (`SIGKILL`) when the service dies.
+    #[cfg(unix)]
+    #[allow(unsafe_code)]
+    pub(super) fn tie_to_service(cmd: &mut Command) {
+        cmd.process_group(0);
+        #[cfg(target_os = "linux")]
+        {
+            let parent = nix::unistd::getpid();
+            // SAFETY: the closure runs in the child between fork and exec and only
+            // makes two async-signal-safe system calls (prctl, getppid); it touches
+            // no memory shared with the parent and allocates nothing.
+            unsafe {
+                cmd.pre_exec(move || {
+                    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                        .map_err(std::io::Error::from)?;
+                    // The service died before the call above: don't run orphaned.
+                    if nix::unistd::getppid() != parent {
+                        return Err(std::io::Error::other("the service exited"));
+                    }
+                    Ok(())
+                });
+            }
+        }
+    }
+
+    /// Not on Unix: the tool's own `kill_on_drop` is all there is.
+    #[cfg(not(unix))]
+    pub(super) fn tie_to_service(_cmd: &mut Command) {}
+
+    /// Kills the process group of a running tool when dropped while armed.
+    pub(super) struct GroupGuard {
+        pgid: Option<u32>,
+    }
+
+    impl GroupGuard {
+        /// A guard for the group led by `pid` (the tool's pid: it leads its group).
+        pub(super) fn new(pid: Option<u32>) -> Self {
+            Self { pgid: pid }
+        }
+
+        /// The tool exited on its own; leave its group alone.
+        pub(super) fn disarm(&mut self) {
+            self.pgid = None;
+        }
+    }
+
+    impl Drop for GroupGuard {
+        fn drop(&mut self) {
+            #[cfg(unix)]
+            if let Some(pgid) = self.pgid.and_then(|p| i32::try_from(p).ok()) {
+                // Already gone (ESRCH) is fine: nothing is left to stop.
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(pgid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
         }
     }
 }

@@ -11,6 +11,7 @@
 //! remediator (running plans / applies finish and their completions are recorded).
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 
 use driftreactor_config::Config;
@@ -174,8 +175,16 @@ async fn start_remediation(
 ) -> Result<Forwarder, AppError> {
     // The remediation memory is the same journal handle (it implements `StateStore`).
     let store = bookkeeping.clone();
+    // Plan files stay in the service's data directory (the journal's folder), not in
+    // a per-process temporary folder a crash would leave behind.
+    let data_dir = crate::journal_config(config)?
+        .path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
     let remediator = Remediator::builder_from_config(config, secrets, false)
         .map_err(AppError::Remediation)?
+        .default_plan_dir(data_dir.join("driftreactor-plans"))
         .store(Arc::new(store))
         .spawn();
     Forwarder::start(remediator, bookkeeping)
