@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 mod replay;
 mod serve;
 mod setup;
+mod validate;
 
 /// Command-line interface.
 #[derive(Debug, Parser)]
@@ -31,6 +32,8 @@ enum Command {
     Setup(setup::Args),
     /// Run the sidecar: receive live events, journal them, serve the HTTP API.
     Serve(serve::Args),
+    /// Check a config file (every section, every state) and print what it holds.
+    Validate(validate::Args),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +43,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => replay::run(args),
         Command::Setup(args) => setup::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Validate(args) => validate::run(args),
     };
     match result {
         Ok(code) => code,

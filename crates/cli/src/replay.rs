@@ -60,7 +60,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = match &args.config {
         Some(path) => {
             let names: Vec<String> = states.iter().map(|s| s.workspace.clone()).collect();
-            Config::load_with_workspaces(path, &names)?
+            let config = Config::load_with_workspaces(path, &names)?;
+            // All of it, as serve and validate check it (sources are read, not built).
+            driftreactor_serve::check::check(
+                &config,
+                &crate::serve::registry(),
+                driftreactor_serve::check::CheckMode::Replay,
+            )?;
+            config
         }
         None => Config::default(),
     };
@@ -79,6 +86,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         &files,
         LoadOptions {
             secrets: args.remediate,
+        },
+    )
+    .map_err(
+        |e| match driftreactor_serve::check::estate_error(&config, &e) {
+            Some(named) => anyhow::Error::new(named),
+            None => anyhow::Error::new(e),
         },
     )?;
     let policy = Policy::compile(&config.policy_config())

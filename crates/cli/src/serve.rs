@@ -47,7 +47,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// The pull source types compiled into this binary.
-fn registry() -> SourceRegistry {
+pub(crate) fn registry() -> SourceRegistry {
     let mut r = SourceRegistry::new();
     r.add(driftreactor_aws::sqs::registration())
         .add(driftreactor_gcp::pubsub::registration())

@@ -79,15 +79,37 @@ pub struct WorkspaceConfig {
     /// The Terraform / OpenTofu root directory to plan and apply in (remediation).
     #[serde(default)]
     pub dir: Option<PathBuf>,
-    /// The IaC tool: `terraform` or `tofu` (default `terraform`).
+    /// The IaC tool: `terraform` or `tofu` (default `terraform`); anything else is
+    /// refused when the file is read.
     #[serde(default)]
-    pub tool: Option<String>,
+    pub tool: Option<IacTool>,
     /// Path of the tool's executable, when not the tool name on `PATH`.
     #[serde(default)]
     pub tool_path: Option<PathBuf>,
     /// Extra environment for the tool (e.g. `TF_CLI_CONFIG_FILE`, `AWS_PROFILE`).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+}
+
+/// The IaC tool of a workspace (`[[workspaces]] tool`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IacTool {
+    /// HashiCorp Terraform (`terraform`).
+    #[default]
+    Terraform,
+    /// OpenTofu (`tofu`).
+    Tofu,
+}
+
+impl IacTool {
+    /// The executable's name on `PATH`, also the config value: `terraform` or `tofu`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            IacTool::Terraform => "terraform",
+            IacTool::Tofu => "tofu",
+        }
+    }
 }
 
 /// The whole config file.

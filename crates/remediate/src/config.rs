@@ -141,7 +141,7 @@ impl Workspace {
         let program = ws
             .tool_path
             .clone()
-            .unwrap_or_else(|| PathBuf::from(ws.tool.as_deref().unwrap_or("terraform")));
+            .unwrap_or_else(|| PathBuf::from(ws.tool.unwrap_or_default().as_str()));
         Some(Self {
             name: ws.name.clone(),
             dir,

@@ -97,11 +97,24 @@ pub async fn launch(
     listen: Option<SocketAddr>,
     registry: SourceRegistry,
 ) -> Result<App, AppError> {
+    // All of the config first, before any state is read.
+    crate::check::check(&config, &registry, crate::check::CheckMode::Serve)
+        .map_err(ServeError::ConfigFile)?;
     let remediation = remediation_enabled(&config);
     let mut loader = PipelineLoader::from_config(&config);
     let mut journal = None;
     let remediation = if remediation {
-        let estate = read_states(&loader).await?;
+        let estate = read_states(&loader).await.map_err(|e| match &e {
+            ServeError::Model(crate::model::LoadError::State { workspace, source }) => {
+                crate::check::state_error(
+                    &config,
+                    workspace,
+                    driftreactor_source::registry::chain(&**source),
+                )
+                .map_or(e, ServeError::ConfigFile)
+            }
+            _ => e,
+        })?;
         // One journal handle for the service, the bookkeeping and the memory; the
         // forwarder closes it once the remediator stopped (after the service).
         let shared = driftreactor_journal::open(&crate::journal_config(&config)?)

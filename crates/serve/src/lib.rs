@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 pub mod app;
 pub mod auth;
+pub mod check;
 pub mod config;
 pub mod hook;
 mod http;
@@ -315,6 +316,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         after_commit,
         journal,
     } = opts;
+    check::check(&config, &registry, check::CheckMode::Serve)?;
     let server: ServerConfig = config.section("server", config.server.as_ref())?;
     let journal_cfg = journal_config(&config)?;
     let retention = journal_retention(&config, &journal_cfg)?;
@@ -331,7 +333,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         match spec {
             SourceSpec::GcpPush(_) | SourceSpec::AzurePush(_) => {}
             SourceSpec::Pull { kind, name, table } => {
-                let Some(build) = registry.get(&kind) else {
+                let Some(build) = registry.builder(&kind) else {
                     let mut known: Vec<&str> = vec![
                         driftreactor_gcp::push_endpoint::KIND,
                         driftreactor_azure::push_endpoint::KIND,
@@ -370,7 +372,15 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
     let loaded = tokio::task::spawn_blocking(move || load.load())
         .await
         .map_err(|e| ServeError::Model(LoadError::Aborted(e.to_string())))?
-        .map_err(ServeError::Model)?;
+        .map_err(|e| match &e {
+            LoadError::State { workspace, source } => check::state_error(
+                &config,
+                workspace,
+                driftreactor_source::registry::chain(&**source),
+            )
+            .map_or(ServeError::Model(e), ServeError::ConfigFile),
+            _ => ServeError::Model(e),
+        })?;
     for s in &loaded.states {
         tracing::info!(workspace = %s.workspace, serial = s.serial, lineage = %s.lineage, "Loaded state.");
     }

@@ -16,10 +16,16 @@ pub use driftreactor_source::{BuildError, BuildFuture, Registration};
 /// Builds one pull source from its `[[sources]]` table (without `type` and `name`).
 pub type SourceBuilder = Arc<dyn Fn(toml::Table) -> BuildFuture + Send + Sync>;
 
+/// Reads one pull source's `[[sources]]` table into its config struct, no I/O
+/// ([`Registration::check`]).
+pub type SourceCheck = fn(toml::Table) -> Result<(), BuildError>;
+
 /// Pull-source builders by `type`.
 #[derive(Clone, Default)]
 pub struct SourceRegistry {
     builders: BTreeMap<String, SourceBuilder>,
+    /// The settings checks of the types added with a [`Registration`].
+    checks: BTreeMap<String, SourceCheck>,
 }
 
 impl std::fmt::Debug for SourceRegistry {
@@ -39,6 +45,8 @@ impl SourceRegistry {
     pub fn add(&mut self, registration: Registration) -> &mut Self {
         self.builders
             .insert(registration.kind.to_owned(), Arc::new(registration.build));
+        self.checks
+            .insert(registration.kind.to_owned(), registration.check);
         self
     }
 
@@ -54,6 +62,7 @@ impl SourceRegistry {
             kind.to_owned(),
             Arc::new(move |t| Box::pin(build(t)) as BuildFuture),
         );
+        self.checks.remove(kind);
         self
     }
 
@@ -62,7 +71,20 @@ impl SourceRegistry {
         self.builders.keys().map(String::as_str)
     }
 
-    pub(crate) fn get(&self, kind: &str) -> Option<&SourceBuilder> {
+    /// Reads `table` into the config struct of `kind` without building the source;
+    /// `None` when `kind` is not registered, `Some(Ok)` also for a type registered
+    /// with a bare builder ([`SourceRegistry::register`]: nothing to check before the
+    /// build).
+    pub fn check(&self, kind: &str, table: toml::Table) -> Option<Result<(), BuildError>> {
+        if !self.builders.contains_key(kind) {
+            return None;
+        }
+        Some(self.checks.get(kind).map_or(Ok(()), |check| check(table)))
+    }
+
+    /// The builder of `kind`, if registered (`validate --connect` builds each source
+    /// once).
+    pub fn builder(&self, kind: &str) -> Option<&SourceBuilder> {
         self.builders.get(kind)
     }
 }

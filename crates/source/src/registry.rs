@@ -89,6 +89,10 @@ pub struct Registration {
     pub kind: &'static str,
     /// Reads the table into the config struct and builds the adapter.
     pub build: fn(toml::Table) -> BuildFuture,
+    /// Only reads the table into the config struct (no I/O, no credentials): how
+    /// `validate` and every command that reads the config check a pull source's
+    /// settings.
+    pub check: fn(toml::Table) -> Result<(), BuildError>,
 }
 
 /// A pull source's config (Vector's way: data, apart from the running source): a
@@ -121,6 +125,7 @@ pub fn registration<C: SourceConfig>() -> Registration {
                 Ok(Box::new(source) as Box<dyn Source>)
             })
         },
+        check: |table| parse_table::<C>(C::KIND, table).map(drop),
     }
 }
 

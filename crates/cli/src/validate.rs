@@ -1,0 +1,116 @@
+//! `driftreactor validate`: checks a config file the way every command reads it, loads
+//! every state, and prints what it found (Vector's `vector validate`, Terraform's
+//! `terraform validate`). Exit 0 when valid, 2 when not (the error names the file,
+//! the field and the reason).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use driftreactor_config::Config;
+use driftreactor_pipeline::estate::{self, LoadOptions, StateFile};
+use driftreactor_serve::check::{self, CheckMode};
+
+/// Arguments of `driftreactor validate`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The config file to check.
+    #[arg(long, short = 'c', env = "DRIFTREACTOR_CONFIG")]
+    pub config: PathBuf,
+    /// Also build every pull source (credentials, clients and the first call its bus
+    /// needs, e.g. the SQS queue URL) and open the journal, as `serve` would at start.
+    #[arg(long)]
+    pub connect: bool,
+}
+
+/// Checks the config, loads the states and prints a summary on stdout.
+///
+/// # Errors
+/// The first problem found (the binary prints it and exits 2).
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let config = Config::load(&args.config)?;
+    let registry = crate::serve::registry();
+    let checked = check::check(&config, &registry, CheckMode::Serve)?;
+    let files: Vec<StateFile> = config
+        .workspaces
+        .iter()
+        .map(|w| StateFile::new(w.name.clone(), w.state.clone()))
+        .collect();
+    let estate =
+        estate::load(&files, LoadOptions { secrets: false }).map_err(
+            |e| match check::estate_error(&config, &e) {
+                Some(named) => anyhow::Error::new(named),
+                None => anyhow::Error::new(e),
+            },
+        )?;
+    if args.connect {
+        connect(&config, &registry)?;
+    }
+
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}: valid", args.config.display())?;
+    writeln!(out, "workspaces: {}", estate.states.len())?;
+    for (meta, ws) in estate.states.iter().zip(&config.workspaces) {
+        let dir = ws.dir.as_ref().map_or_else(
+            || "no dir (detect only)".to_owned(),
+            |d| d.display().to_string(),
+        );
+        writeln!(
+            out,
+            "  {}: {} instances, serial {}, {} ({})",
+            meta.workspace,
+            meta.instances,
+            meta.serial,
+            ws.state.display(),
+            dir
+        )?;
+    }
+    writeln!(out, "sources: {}", checked.sources.len())?;
+    for s in &checked.sources {
+        let how = if s.push { "push" } else { "pull" };
+        writeln!(out, "  {} ({}, {how})", s.name, s.kind)?;
+    }
+    writeln!(out, "policy rules: {}", config.policy.len())?;
+    writeln!(out, "journal: {}", checked.journal.path.display())?;
+    writeln!(
+        out,
+        "remediation: {}",
+        if checked.remediation {
+            "on"
+        } else {
+            "off (detect only)"
+        }
+    )?;
+    if args.connect {
+        writeln!(
+            out,
+            "connect: every pull source was built and the journal opened"
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Builds each pull source and opens the journal (then closes both).
+fn connect(config: &Config, registry: &driftreactor_serve::SourceRegistry) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        for (i, spec) in driftreactor_serve::config::parse_sources(&config.sources)?
+            .into_iter()
+            .enumerate()
+        {
+            if let driftreactor_serve::SourceSpec::Pull { kind, name, table } = spec {
+                let build = registry
+                    .builder(&kind)
+                    .ok_or_else(|| anyhow::anyhow!("sources[{i}].type: unknown `{kind}`"))?;
+                build(table)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("sources[{i}] ({name}): {e}"))?;
+            }
+        }
+        let journal = driftreactor_journal::open(&driftreactor_serve::journal_config(config)?)?;
+        journal.close().await;
+        anyhow::Ok(())
+    })
+}

@@ -1,0 +1,219 @@
+//! The whole-config check every command runs before it does anything (`replay`,
+//! `serve`, `validate`, the way Vector's `vector validate` and Terraform's
+//! `terraform validate` check everything they will use): every section is read by its
+//! owner's parser, whether or not the command uses it, so a typo in `[github]` is
+//! refused even while remediation is off, and a broken `[server]` already fails
+//! `replay`.
+//!
+//! What is checked, each error naming the config file, the field and the reason
+//! ([`driftreactor_config::Error::Invalid`]):
+//! - `[[workspaces]]`: names, `tool` (`terraform` or `tofu`, by the config crate) and
+//!   that a `dir` is an existing directory;
+//! - `[server]`, `[journal]` (retention included): every key known, `queue_capacity`,
+//!   `max_in_flight`, `max_batch` at least 1;
+//! - `[[sources]]`: the type is a push endpoint or a compiled-in pull source, and its
+//!   table reads into that source's config; with [`CheckMode::Serve`] the push
+//!   endpoints are also built (their secret variables or files must be there);
+//! - `[remediation]`, `[github]`, `[slack]`: every key known and well typed.
+//!
+//! The states themselves are read by the commands (they need them anyway);
+//! [`state_error`] names the workspace's field when one cannot be read.
+
+use std::path::{Path, PathBuf};
+
+use driftreactor_config::{Config, Error as ConfigError};
+use driftreactor_journal::JournalConfig;
+use driftreactor_pipeline::estate::LoadError;
+
+use crate::config::{ServerConfig, SourceSpec, parse_sources};
+use crate::{ServeError, SourceRegistry};
+
+/// How far [`check`] goes with the `[[sources]]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckMode {
+    /// `replay`: sources are not started, so their settings are read but push
+    /// endpoints are not built (their secrets need not be present).
+    Replay,
+    /// `serve` and `validate`: push endpoints are built too, as start-up would.
+    Serve,
+}
+
+/// One `[[sources]]` entry as [`check`] found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedSource {
+    /// Its name (`name`, else the type plus its position for pull sources, the type
+    /// for push endpoints).
+    pub name: String,
+    /// Its `type`.
+    pub kind: String,
+    /// A push endpoint (mounted on the server) rather than a pull source.
+    pub push: bool,
+}
+
+/// What a config that passed [`check`] holds, for `validate`'s summary.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// `[server]`.
+    pub server: ServerConfig,
+    /// `[journal]`, its path resolved against the config file's folder.
+    pub journal: JournalConfig,
+    /// `[[sources]]`, in order.
+    pub sources: Vec<CheckedSource>,
+    /// Whether `serve` would remediate ([`crate::app::remediation_enabled`]).
+    pub remediation: bool,
+}
+
+/// Checks all of `config` (see the module documentation) with the pull source types
+/// of `registry`.
+///
+/// # Errors
+/// The first problem found, as [`ConfigError::Invalid`] naming the file, the field and
+/// the reason.
+pub fn check(
+    config: &Config,
+    registry: &SourceRegistry,
+    mode: CheckMode,
+) -> Result<Checked, ConfigError> {
+    let path = config.path.clone().unwrap_or_default();
+    let invalid = |field: String, reason: String| ConfigError::Invalid {
+        path: path.clone(),
+        field,
+        reason,
+    };
+    for (i, ws) in config.workspaces.iter().enumerate() {
+        if let Some(dir) = &ws.dir
+            && !dir.is_dir()
+        {
+            let reason = if dir.exists() {
+                format!("{} is not a directory", dir.display())
+            } else {
+                format!("{} does not exist", dir.display())
+            };
+            return Err(invalid(format!("workspaces[{i}].dir"), reason));
+        }
+    }
+
+    let server: ServerConfig = config.section("server", config.server.as_ref())?;
+    at_least_one(&invalid, "server.queue_capacity", server.queue_capacity)?;
+    at_least_one(&invalid, "server.max_in_flight", server.max_in_flight)?;
+    let journal = crate::journal_config(config).map_err(|e| named(&path, e))?;
+    at_least_one(&invalid, "journal.max_batch", journal.max_batch)?;
+    at_least_one(&invalid, "journal.queue_capacity", journal.queue_capacity)?;
+
+    let specs = parse_sources(&config.sources).map_err(|e| named(&path, e))?;
+    let mut sources = Vec::with_capacity(specs.len());
+    for (i, spec) in specs.into_iter().enumerate() {
+        let field = format!("sources[{i}]");
+        if let Some(push) = crate::push::build(&spec, &field) {
+            let kind = match &spec {
+                SourceSpec::GcpPush(_) => driftreactor_gcp::push_endpoint::KIND,
+                _ => driftreactor_azure::push_endpoint::KIND,
+            };
+            let name = match (mode, push) {
+                (CheckMode::Serve, Err(e)) => return Err(named(&path, e)),
+                (CheckMode::Serve, Ok(p)) => p.name().to_owned(),
+                (CheckMode::Replay, _) => kind.to_owned(),
+            };
+            sources.push(CheckedSource {
+                name,
+                kind: kind.to_owned(),
+                push: true,
+            });
+            continue;
+        }
+        let SourceSpec::Pull { kind, name, table } = spec else {
+            continue;
+        };
+        match registry.check(&kind, table) {
+            None => {
+                let mut known = vec![
+                    driftreactor_gcp::push_endpoint::KIND,
+                    driftreactor_azure::push_endpoint::KIND,
+                ];
+                known.extend(registry.kinds());
+                return Err(invalid(
+                    format!("{field}.type"),
+                    format!(
+                        "unknown or not compiled-in source type `{kind}` (known: {})",
+                        known.join(", ")
+                    ),
+                ));
+            }
+            Some(Err(e)) => return Err(invalid(field, e.to_string())),
+            Some(Ok(())) => sources.push(CheckedSource {
+                name,
+                kind,
+                push: false,
+            }),
+        }
+    }
+
+    driftreactor_remediate::RemediationConfig::from_config(config, false)?;
+    let _: driftreactor_notify::GitHubConfig = config.section("github", config.github.as_ref())?;
+    let _: driftreactor_notify::SlackConfig = config.section("slack", config.slack.as_ref())?;
+    Ok(Checked {
+        server,
+        journal,
+        sources,
+        remediation: crate::app::remediation_enabled(config),
+    })
+}
+
+/// A state that could not be read, as a config error naming the workspace's `state`
+/// field (`workspaces[i].state`) and `reason`, when `workspace` comes from `config`;
+/// `None` otherwise (a `--state` file of replay: its error names the file itself).
+pub fn state_error(
+    config: &Config,
+    workspace: &str,
+    reason: impl std::fmt::Display,
+) -> Option<ConfigError> {
+    let i = config.workspaces.iter().position(|w| w.name == workspace)?;
+    Some(ConfigError::Invalid {
+        path: config.path.clone().unwrap_or_default(),
+        field: format!("workspaces[{i}].state"),
+        reason: format!("workspace {workspace}: {reason}"),
+    })
+}
+
+/// [`state_error`] for the state loader's error (`replay`, `validate`).
+pub fn estate_error(config: &Config, err: &LoadError) -> Option<ConfigError> {
+    let LoadError::State {
+        workspace, source, ..
+    } = err
+    else {
+        return None;
+    };
+    state_error(
+        config,
+        workspace,
+        driftreactor_source::registry::chain(source),
+    )
+}
+
+fn at_least_one(
+    invalid: &impl Fn(String, String) -> ConfigError,
+    field: &str,
+    value: usize,
+) -> Result<(), ConfigError> {
+    if value == 0 {
+        return Err(invalid(field.to_owned(), "must be at least 1".to_owned()));
+    }
+    Ok(())
+}
+
+/// A serve-side config error as the config crate's error naming `path`.
+fn named(path: &Path, e: ServeError) -> ConfigError {
+    match e {
+        ServeError::ConfigFile(e) => e,
+        ServeError::Config { field, reason } => ConfigError::Invalid {
+            path: PathBuf::from(path),
+            field,
+            reason,
+        },
+        other => ConfigError::Invalid {
+            path: PathBuf::from(path),
+            field: "sources".into(),
+            reason: driftreactor_source::registry::chain(&other),
+        },
+    }
+}
