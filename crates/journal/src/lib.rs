@@ -68,6 +68,7 @@ pub use driftreactor_event::{Decided, MatchRecord, ResourceKey};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
+mod lifecycle;
 mod memory;
 mod prune;
 mod query;
@@ -76,6 +77,7 @@ mod schema;
 mod store;
 mod writer;
 
+pub use lifecycle::{DriftQuery, DriftStatus, DriftUpdate};
 pub use memory::{ApplyRecord, MAX_APPLIES, MAX_STAMPS, Stamp};
 pub use prune::{DEFAULT_PRUNE_BATCH, PruneReport};
 pub use query::{
