@@ -140,6 +140,8 @@ pub struct DriftUpdate {
     /// When the attempt started: a row with a drift event journaled after it keeps its
     /// status (that newer drift is not covered by this outcome). `None`: always apply.
     pub started: Option<DateTime<Utc>>,
+    /// Only a row in one of these statuses changes (empty: any).
+    pub only_from: Vec<DriftStatus>,
 }
 
 impl Journal {
@@ -180,8 +182,8 @@ impl Journal {
     /// Moves the drift row of (workspace, address) to `u.status` (with the time and
     /// `u.reason`), unless a drift event was journaled after `u.started`; records
     /// `u.outcome` and `u.reason` on the remediation work items of `u.event_ids` for
-    /// the address. Returns 1 when the drift row changed, else 0 (no row, or newer
-    /// drift).
+    /// the address. Only a row in one of `u.only_from` changes, when given. Returns 1
+    /// when the drift row changed, else 0 (no row, newer drift, another status).
     ///
     /// # Errors
     /// [`crate::Error::Sqlite`] when the transaction fails, [`crate::Error::Closed`].
@@ -189,18 +191,22 @@ impl Journal {
         self.exec(Box::new(move |tx| {
             let now = ts(&Utc::now());
             let started = u.started.as_ref().map(ts);
+            // A JSON array of the statuses a row may leave (`[]`: any).
+            let from = serde_json::to_string(&u.only_from).unwrap_or_else(|_| "[]".into());
             let n = tx
                 .execute(
                     "UPDATE drift SET status = ?3, status_at = ?4, status_reason = ?5 \
                      WHERE workspace = ?1 AND address = ?2 AND (?6 IS NULL OR \
-                       (SELECT e.journaled_at FROM events e WHERE e.seq = drift.last_seq) <= ?6)",
+                       (SELECT e.journaled_at FROM events e WHERE e.seq = drift.last_seq) <= ?6) \
+                     AND (json_array_length(?7) = 0 OR status IN (SELECT value FROM json_each(?7)))",
                     params![
                         u.workspace,
                         u.address,
                         u.status.as_str(),
                         now,
                         u.reason,
-                        started
+                        started,
+                        from
                     ],
                 )
                 .map_err(sqlite("update drift status"))?;

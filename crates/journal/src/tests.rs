@@ -1203,6 +1203,7 @@ async fn item14_a_version_3_journal_upgrades_in_place_to_the_drift_lifecycle() {
             outcome: Some("reverted".into()),
             event_ids: vec!["v3-1".into()],
             started: Some(Utc::now()),
+            only_from: Vec::new(),
         })
         .await
         .unwrap();
@@ -1257,6 +1258,7 @@ async fn item14_new_drift_reopens_a_reverted_row_and_an_older_outcome_does_not_c
         outcome: Some("refused".into()),
         event_ids: vec!["e1".into()],
         started,
+        only_from: Vec::new(),
     };
     let before_e2 = Utc::now() - chrono::TimeDelta::seconds(1);
     j.set_drift_status(update(DriftStatus::Reverted, Some(Utc::now())))
