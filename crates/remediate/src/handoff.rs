@@ -467,6 +467,21 @@ async fn submit<L: RemediationLog>(remediator: &Remediator, log: &L, item: &Proc
             for k in &s.keys {
                 set_status(log, &k.workspace, &k.address, DriftStatus::Remediating, &[]).await;
             }
+            if s.own_echoes > 0 {
+                // The echo of our own apply (re)opened the rows of addresses we
+                // reverted: they are as we applied them.
+                for m in &item.matches {
+                    if !s
+                        .keys
+                        .iter()
+                        .any(|k| *k.workspace == *m.workspace && *k.address == *m.address)
+                    {
+                        let open = [DriftStatus::Open];
+                        set_status(log, &m.workspace, &m.address, DriftStatus::Reverted, &open)
+                            .await;
+                    }
+                }
+            }
             let keys = s
                 .keys
                 .iter()
