@@ -462,6 +462,29 @@ fn item15_refusal_failure_and_escalation_are_visible_in_the_api_metrics_and_log(
         "{m}"
     );
     assert_eq!(metric(&m, &remediation_series("refused")), Some(1.0), "{m}");
+
+    // Paused: a new event for the address plans nothing and stays escalated.
+    let plans = s.calls("plan");
+    s.push("ops-15-c");
+    wait_metric(&s, &remediation_series("escalated"), 2.0);
+    let row = s.wait_status("escalated");
+    assert_eq!(row["last_event"]["event_id"], "ops-15-c", "{row}");
+    assert!(
+        row["status_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("is paused")),
+        "{row}"
+    );
+    assert_eq!(s.calls("plan"), plans, "no plan for a paused address");
+    let log = s.log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("Remediation attempt finished.")
+                && l.contains("outcome=escalated")
+                && l.contains("not planned")
+                && l.contains("is paused")),
+        "{log}"
+    );
     s.stop();
 }
 
