@@ -693,7 +693,7 @@ fn serve_binary_hands_journaled_drift_to_the_remediator_once() {
     assert_eq!(remediation["action"], "revert", "{remediation}");
     assert_eq!(
         remediation["targets"],
-        serde_json::json!([{"workspace": "prod", "address": "azurerm_kubernetes_cluster.aks", "done": true}]),
+        serde_json::json!([{"workspace": "prod", "address": "azurerm_kubernetes_cluster.aks", "done": true, "outcome": "reverted"}]),
         "{remediation}"
     );
     assert!(remediation.get("request").is_none(), "{remediation}");

@@ -251,6 +251,32 @@ visibility_timeout_secs = 120
             .is_some_and(|d| d.iter().any(|x| x["address"] == "aws_instance.app")),
         "{event}"
     );
+    // "Is it fixed?": the drift row says `reverted` and is no longer current drift
+    // (the completion is recorded just after the apply).
+    let row = |v: Option<Value>| {
+        v.and_then(|v| {
+            v["drift"]
+                .as_array()?
+                .iter()
+                .find(|r| r["address"] == "aws_security_group.web")
+                .cloned()
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let reverted = row(get("/v1/drift?status=reverted").await);
+        if reverted.is_some() {
+            assert_eq!(row(get("/v1/drift").await), None, "not current drift");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no `reverted` drift row within 30 s: {:?}; log:\n{}",
+            get("/v1/drift?status=all").await,
+            log_tail(&log)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let metrics = reqwest::get(format!("http://{addr}/metrics"))
         .await
         .unwrap()
@@ -259,6 +285,11 @@ visibility_timeout_secs = 120
         .unwrap();
     assert!(
         metrics.contains("driftreactor_remediation_handoffs_total{result=\"queued\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics
+            .contains("driftreactor_remediations_total{workspace=\"prod\",outcome=\"reverted\"} 1"),
         "{metrics}"
     );
     // The log tells the story: the remediator's transition for the address.

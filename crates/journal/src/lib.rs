@@ -31,6 +31,11 @@
 //! [`Journal::record_apply`], [`Journal::record_open_pr`] and their readers. The
 //! remediator implements its `StateStore` trait on [`Journal`] with them.
 //!
+//! Drift lifecycle (schema version 4): each drift row's [`DriftStatus`] (`open`,
+//! `remediating`, `reverted`, `pull_request_open`, `escalated`, `resolved`) with its
+//! time and reason, as the remediator reports it; see [`Journal::drift_with`] and
+//! [`Journal::set_drift_status`]. A drift event reopens its row.
+//!
 //! Schema: this crate is the one owner of the database file: one module opens every
 //! connection (pragmas included) and migrates every table with versioned migrations
 //! (`rusqlite_migration`, `PRAGMA user_version`); an older file is upgraded in place.
@@ -68,6 +73,7 @@ pub use driftreactor_event::{Decided, MatchRecord, ResourceKey};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
+mod lifecycle;
 mod memory;
 mod prune;
 mod query;
@@ -76,6 +82,7 @@ mod schema;
 mod store;
 mod writer;
 
+pub use lifecycle::{DriftQuery, DriftStatus, DriftUpdate};
 pub use memory::{ApplyRecord, MAX_APPLIES, MAX_STAMPS, Stamp};
 pub use prune::{DEFAULT_PRUNE_BATCH, PruneReport};
 pub use query::{

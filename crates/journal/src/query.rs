@@ -8,7 +8,7 @@ use serde::Serialize;
 use driftreactor_event::{Action, Change, MatchKind, Reason, UnknownName, Verdict};
 
 use crate::writer::ts;
-use crate::{Journal, MatchRecord, ResourceKey, Result};
+use crate::{DriftQuery, DriftStatus, Journal, MatchRecord, ResourceKey, Result};
 
 /// Reads a vocabulary value (verdict, reason, action, match kind, change) stored by
 /// its name in column `idx`; a name this build does not know is a conversion error.
@@ -52,7 +52,8 @@ pub struct EventQuery {
 /// One recorded event, as the API returns it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EventRow {
-    /// Journal sequence number (insertion order).
+    /// Journal sequence number: an opaque, increasing cursor (insertion order). It
+    /// has gaps (a duplicate delivery consumes one), so do not count with it.
     pub seq: i64,
     /// Provider.
     pub provider: String,
@@ -112,6 +113,15 @@ pub struct DriftRow {
     pub last_seen: String,
     /// Number of drift events recorded for it.
     pub events: i64,
+    /// Where the drift stands: `open`, `remediating`, `reverted`,
+    /// `pull_request_open`, `escalated` or `resolved` ([`DriftStatus`]).
+    pub status: DriftStatus,
+    /// When it entered `status` (RFC 3339 UTC).
+    pub status_at: Option<String>,
+    /// Why, for `escalated` (the escalation reason), and for an attempt that was
+    /// refused by the guard or failed (the refusal or the error), redacted; else
+    /// absent.
+    pub status_reason: Option<String>,
     /// The latest drift event (evidence).
     pub last_event: EventRow,
 }
@@ -177,9 +187,18 @@ pub struct RemediationTarget {
     /// It reached a terminal state (reverted, resolved, notified, PR opened or
     /// updated, escalated) with this event among its evidence.
     pub done: bool,
+    /// The outcome of the latest attempt with this event among its evidence:
+    /// `reverted`, `resolved`, `notified`, `pull_request`, `escalated`, `refused`
+    /// (the guard refused the plan) or `failed` (retried, or escalated when
+    /// permanent); absent before the first attempt finished.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    /// Why, for `escalated`, `refused` and `failed` (redacted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
-const EVENT_COLUMNS: &str = "e.seq, e.provider, e.event_id, e.source, e.message_id, e.received_at, \
+pub(crate) const EVENT_COLUMNS: &str = "e.seq, e.provider, e.event_id, e.source, e.message_id, e.received_at, \
     e.occurred_at, e.journaled_at, e.payload_sha256, e.service, e.operation, e.change, e.principal, \
     e.resource_ids, e.verdict, e.reason, e.action, e.matches, e.dependents, e.correlation_key";
 
@@ -213,7 +232,11 @@ fn event_row(r: &Row<'_>, at: usize) -> rusqlite::Result<EventRow> {
     })
 }
 
-fn drift_row(r: &Row<'_>) -> rusqlite::Result<DriftRow> {
+/// The drift table's columns [`drift_row`] reads, before [`EVENT_COLUMNS`].
+pub(crate) const DRIFT_COLUMNS: &str = "d.workspace, d.address, d.kind, d.action, d.first_seen, \
+    d.last_seen, d.events, d.status, d.status_at, d.status_reason";
+
+pub(crate) fn drift_row(r: &Row<'_>) -> rusqlite::Result<DriftRow> {
     Ok(DriftRow {
         workspace: r.get(0)?,
         address: r.get(1)?,
@@ -222,7 +245,10 @@ fn drift_row(r: &Row<'_>) -> rusqlite::Result<DriftRow> {
         first_seen: r.get(4)?,
         last_seen: r.get(5)?,
         events: r.get(6)?,
-        last_event: event_row(r, 7)?,
+        status: vocab(r, 7)?,
+        status_at: r.get(8)?,
+        status_reason: r.get(9)?,
+        last_event: event_row(r, 10)?,
     })
 }
 
@@ -263,20 +289,16 @@ impl Journal {
         .await
     }
 
-    /// Current drift, per (workspace, address), each with its latest drift event;
-    /// only `workspace` when given. Ordered by workspace, address.
+    /// Current drift (every status but `reverted` and `resolved`), per (workspace,
+    /// address), each with its latest drift event; only `workspace` when given.
+    /// Ordered by workspace, address. [`Journal::drift_with`] filters by status.
     ///
     /// # Errors
     /// [`crate::Error::Sqlite`] when the query fails.
     pub async fn drift(&self, workspace: Option<String>) -> Result<Vec<DriftRow>> {
-        self.read("query drift", move |conn| {
-            let mut st = conn.prepare(&format!(
-                "SELECT d.workspace, d.address, d.kind, d.action, d.first_seen, d.last_seen, d.events, \
-                 {EVENT_COLUMNS} FROM drift d JOIN events e ON e.seq = d.last_seq \
-                 WHERE ?1 IS NULL OR d.workspace = ?1 ORDER BY d.workspace, d.address"
-            ))?;
-            let rows = st.query_map([workspace], drift_row)?;
-            rows.collect()
+        self.drift_with(DriftQuery {
+            workspace,
+            ..DriftQuery::default()
         })
         .await
     }
@@ -346,7 +368,7 @@ impl Journal {
                 )?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let mut targets = conn.prepare_cached(
-                "SELECT workspace, address, done FROM remediation_targets WHERE seq = ?1 \
+                "SELECT workspace, address, done, outcome, reason FROM remediation_targets WHERE seq = ?1 \
                  ORDER BY workspace, address",
             )?;
             for row in &mut rows {
@@ -356,6 +378,8 @@ impl Journal {
                             workspace: r.get(0)?,
                             address: r.get(1)?,
                             done: r.get::<_, i64>(2)? != 0,
+                            outcome: r.get(3)?,
+                            reason: r.get(4)?,
                         })
                     })?
                     .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -372,8 +396,7 @@ impl Journal {
     pub async fn drift_of(&self, workspace: String, address: String) -> Result<Option<DriftRow>> {
         self.read("query drift", move |conn| {
             let mut st = conn.prepare(&format!(
-                "SELECT d.workspace, d.address, d.kind, d.action, d.first_seen, d.last_seen, d.events, \
-                 {EVENT_COLUMNS} FROM drift d JOIN events e ON e.seq = d.last_seq \
+                "SELECT {DRIFT_COLUMNS}, {EVENT_COLUMNS} FROM drift d JOIN events e ON e.seq = d.last_seq \
                  WHERE d.workspace = ?1 AND d.address = ?2"
             ))?;
             let mut rows = st.query_map(rusqlite::params![workspace, address], drift_row)?;

@@ -12,7 +12,7 @@ use rusqlite_migration::{M, Migrations};
 use crate::{Error, Result};
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub(crate) const VERSION: i64 = 3;
+pub(crate) const VERSION: i64 = 4;
 
 pub(crate) const SCHEMA_V1: &str = "
 CREATE TABLE IF NOT EXISTS events (
@@ -136,13 +136,40 @@ CREATE INDEX IF NOT EXISTS drift_last_seq ON drift (last_seq);
 CREATE INDEX IF NOT EXISTS event_resources_seq ON event_resources (seq);
 ";
 
+/// Version 4: the drift lifecycle ([`crate::DriftStatus`]). Each drift row gets its
+/// status (`open` for the rows of earlier versions, `escalated` for those whose address
+/// is paused), when it entered it, and why (the escalation, refusal or failure
+/// reason); each remediation work item gets the outcome of its latest attempt and its
+/// reason, so `/v1/remediations` can tell an escalation from a revert.
+pub(crate) const SCHEMA_V4: &str = "
+ALTER TABLE drift ADD COLUMN status TEXT NOT NULL DEFAULT 'open';
+ALTER TABLE drift ADD COLUMN status_at TEXT;
+ALTER TABLE drift ADD COLUMN status_reason TEXT;
+UPDATE drift SET status_at = last_seen;
+UPDATE drift SET status = 'escalated',
+    status_reason = (SELECT p.reason FROM remediation_paused p
+                     WHERE p.workspace = drift.workspace AND p.address = drift.address),
+    status_at = (SELECT p.since FROM remediation_paused p
+                 WHERE p.workspace = drift.workspace AND p.address = drift.address)
+    WHERE EXISTS (SELECT 1 FROM remediation_paused p
+                  WHERE p.workspace = drift.workspace AND p.address = drift.address);
+CREATE INDEX IF NOT EXISTS drift_status ON drift (status, workspace, address);
+ALTER TABLE remediation_targets ADD COLUMN outcome TEXT;
+ALTER TABLE remediation_targets ADD COLUMN reason TEXT;
+";
+
 /// Every table of the file, one migration per schema version (`PRAGMA user_version`
 /// counts the migrations applied; `rusqlite_migration` applies the missing ones, each
 /// in its own transaction). Append new versions at the end; never edit a released one.
 pub(crate) const MIGRATIONS: Migrations<'static> = Migrations::from_slice(MIGRATION_STEPS);
 
 /// The migrations of [`MIGRATIONS`], version 1 first.
-const MIGRATION_STEPS: &[M<'static>] = &[M::up(SCHEMA_V1), M::up(SCHEMA_V2), M::up(SCHEMA_V3)];
+pub(crate) const MIGRATION_STEPS: &[M<'static>] = &[
+    M::up(SCHEMA_V1),
+    M::up(SCHEMA_V2),
+    M::up(SCHEMA_V3),
+    M::up(SCHEMA_V4),
+];
 
 /// Opens the database at `path`. This is the one place that sets up a connection to
 /// the file. The writer (`write = true`) creates the file, switches it to WAL with

@@ -26,8 +26,9 @@ use chrono::{DateTime, Utc};
 use driftreactor_event::{Provider, ResourceKey};
 
 use crate::{
-    ApplyRecord, DriftRow, Entry, EventQuery, EventRow, Journal, JournalConfig, PendingRemediation,
-    PruneReport, RemediationQuery, RemediationRow, Result, Stamp, Written,
+    ApplyRecord, DriftQuery, DriftRow, DriftUpdate, Entry, EventQuery, EventRow, Journal,
+    JournalConfig, PendingRemediation, PruneReport, RemediationQuery, RemediationRow, Result,
+    Stamp, Written,
 };
 
 /// A boxed, `Send` future answering a journal call (what keeps [`JournalStore`]
@@ -79,6 +80,26 @@ pub trait JournalStore: Send + Sync + std::fmt::Debug + 'static {
     /// # Errors
     /// When the store cannot be read.
     fn drift(&self, workspace: Option<String>) -> JournalFuture<'_, Vec<DriftRow>>;
+
+    /// `/v1/drift?status=`: drift rows by workspace and status
+    /// ([`Journal::drift_with`]).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    fn drift_with(&self, q: DriftQuery) -> JournalFuture<'_, Vec<DriftRow>>;
+
+    /// Moves a drift row along its lifecycle and records the attempt's outcome on its
+    /// work items ([`Journal::set_drift_status`]); 1 when the row changed.
+    ///
+    /// # Errors
+    /// When the store cannot be written.
+    fn set_drift_status(&self, update: DriftUpdate) -> JournalFuture<'_, u64>;
+
+    /// How many addresses are paused (escalated) ([`Journal::paused_count`]).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    fn paused_count(&self) -> JournalFuture<'_, u64>;
 
     /// The drift row of one resource address, if any ([`Journal::drift_of`]).
     ///
@@ -270,6 +291,15 @@ impl JournalStore for Journal {
     }
     fn drift(&self, workspace: Option<String>) -> JournalFuture<'_, Vec<DriftRow>> {
         Box::pin(Journal::drift(self, workspace))
+    }
+    fn drift_with(&self, q: DriftQuery) -> JournalFuture<'_, Vec<DriftRow>> {
+        Box::pin(Journal::drift_with(self, q))
+    }
+    fn set_drift_status(&self, update: DriftUpdate) -> JournalFuture<'_, u64> {
+        Box::pin(Journal::set_drift_status(self, update))
+    }
+    fn paused_count(&self) -> JournalFuture<'_, u64> {
+        Box::pin(Journal::paused_count(self))
     }
     fn drift_of(&self, workspace: String, address: String) -> JournalFuture<'_, Option<DriftRow>> {
         Box::pin(Journal::drift_of(self, workspace, address))

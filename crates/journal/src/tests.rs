@@ -730,6 +730,8 @@ async fn remediations_are_listed_with_status_and_work_items_but_never_the_reques
             workspace: "prod".into(),
             address: "aws_security_group.web".into(),
             done: true,
+            outcome: None,
+            reason: None,
         }]
     );
     assert!(a.updated_at >= a.journaled_at, "{a:?}");
@@ -1145,4 +1147,144 @@ async fn the_sqlite_journal_keeps_the_storage_contract_through_the_trait() {
         j.append(vec![Entry::new(Provider::Aws, "late", "t")]).await,
         Err(Error::Closed)
     ));
+}
+
+/// Item 14 (issue 12): a journal file of schema version 3 (built by this build's own
+/// first three migrations) is upgraded in place to version 4: its drift rows become
+/// `open` since their last drift, except the paused address, which is `escalated`
+/// with the pause's reason; and the rows keep moving along the lifecycle.
+#[tokio::test]
+async fn item14_a_version_3_journal_upgrades_in_place_to_the_drift_lifecycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.sqlite");
+    let t = writer::ts(&Utc::now());
+    {
+        let mut c = rusqlite::Connection::open(&path).unwrap();
+        rusqlite_migration::Migrations::from_slice(&schema::MIGRATION_STEPS[..3])
+            .to_latest(&mut c)
+            .unwrap();
+        c.execute_batch(&format!(
+            "INSERT INTO events (provider, event_id, source, message_id, received_at, journaled_at, \
+               payload_sha256, service, operation, resource_ids, verdict, action, matches, dependents) \
+             VALUES ('aws', 'v3-1', 'test', 'm1', '{t}', '{t}', '', 'ec2.amazonaws.com', 'X', '[]', \
+               'drift', 'revert', '[]', '[]');
+             INSERT INTO drift (workspace, address, kind, action, first_seen, last_seen, events, last_seq) VALUES
+               ('prod', 'aws_security_group.web', 'primary', 'revert', '2026-01-01T00:00:00.000Z',
+                '2026-01-02T00:00:00.000Z', 1, 1),
+               ('prod', 'aws_instance.app', 'primary', 'revert', '2026-01-01T00:00:00.000Z',
+                '2026-01-03T00:00:00.000Z', 1, 1);
+             INSERT INTO remediation_paused (workspace, address, reason, since) VALUES
+               ('prod', 'aws_instance.app', 'too many attempts', '2026-01-04T00:00:00.000Z');"
+        ))
+        .unwrap();
+    }
+    assert_eq!(user_version(&path), 3);
+    let j = journal(&dir);
+    assert_eq!(user_version(&path), 4);
+    let rows = j.drift(None).await.unwrap();
+    let by = |a: &str| rows.iter().find(|r| r.address == a).unwrap().clone();
+    let app = by("aws_instance.app");
+    assert_eq!(app.status, DriftStatus::Escalated);
+    assert_eq!(app.status_reason.as_deref(), Some("too many attempts"));
+    assert_eq!(app.status_at.as_deref(), Some("2026-01-04T00:00:00.000Z"));
+    let web = by("aws_security_group.web");
+    assert_eq!(web.status, DriftStatus::Open);
+    assert_eq!(web.status_at.as_deref(), Some("2026-01-02T00:00:00.000Z"));
+    assert_eq!(web.status_reason, None);
+    assert_eq!(j.paused_count().await.unwrap(), 1);
+
+    // Reverted drift is no longer current, and is found by its status.
+    let n = j
+        .set_drift_status(DriftUpdate {
+            workspace: "prod".into(),
+            address: "aws_security_group.web".into(),
+            status: DriftStatus::Reverted,
+            reason: None,
+            outcome: Some("reverted".into()),
+            event_ids: vec!["v3-1".into()],
+            started: Some(Utc::now()),
+            only_from: Vec::new(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+    let current = j.drift(None).await.unwrap();
+    assert_eq!(current.len(), 1, "{current:?}");
+    assert_eq!(current[0].address, "aws_instance.app");
+    let reverted = j
+        .drift_with(DriftQuery {
+            workspace: Some("prod".into()),
+            statuses: vec![DriftStatus::Reverted],
+        })
+        .await
+        .unwrap();
+    assert_eq!(reverted.len(), 1);
+    assert_eq!(reverted[0].status, DriftStatus::Reverted);
+    j.close().await;
+    // Opening it again is a no-op migration.
+    let j = journal(&dir);
+    assert_eq!(user_version(&path), 4);
+    j.close().await;
+}
+
+/// Item 14 (issue 12): a drift event (re)opens its row; an outcome of an attempt that
+/// started before a newer drift event does not close it; the attempt's outcome and
+/// reason are shown on the remediation's work item.
+#[tokio::test]
+async fn item14_new_drift_reopens_a_reverted_row_and_an_older_outcome_does_not_close_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = journal(&dir);
+    let addr = "aws_security_group.web";
+    let mut e1 = drift_entry("e1", addr);
+    e1.remediation = Some("{}".into());
+    j.append(vec![e1]).await.unwrap();
+    j.remediation_submitted(
+        Provider::Aws,
+        "e1".into(),
+        vec![ResourceKey::new("prod", addr)],
+    )
+    .await
+    .unwrap();
+    let status = |rows: Vec<DriftRow>| rows.first().map(|r| r.status);
+    assert_eq!(
+        status(j.drift(None).await.unwrap()),
+        Some(DriftStatus::Open)
+    );
+    let update = |status, started| DriftUpdate {
+        workspace: "prod".into(),
+        address: addr.into(),
+        status,
+        reason: Some("the guard refused".into()),
+        outcome: Some("refused".into()),
+        event_ids: vec!["e1".into()],
+        started,
+        only_from: Vec::new(),
+    };
+    let before_e2 = Utc::now() - chrono::TimeDelta::seconds(1);
+    j.set_drift_status(update(DriftStatus::Reverted, Some(Utc::now())))
+        .await
+        .unwrap();
+    assert_eq!(status(j.drift(None).await.unwrap()), None, "not current");
+    let rem = j.remediations(RemediationQuery::default()).await.unwrap();
+    assert_eq!(rem[0].targets[0].outcome.as_deref(), Some("refused"));
+    assert_eq!(
+        rem[0].targets[0].reason.as_deref(),
+        Some("the guard refused")
+    );
+    j.append(vec![drift_entry("e2", addr)]).await.unwrap();
+    let row = j.drift(None).await.unwrap().remove(0);
+    assert_eq!(row.status, DriftStatus::Open);
+    assert_eq!(row.status_reason, None);
+    assert_eq!(
+        j.set_drift_status(update(DriftStatus::Reverted, Some(before_e2)))
+            .await
+            .unwrap(),
+        0,
+        "an attempt that started before e2 does not cover it"
+    );
+    assert_eq!(
+        status(j.drift(None).await.unwrap()),
+        Some(DriftStatus::Open)
+    );
+    j.close().await;
 }

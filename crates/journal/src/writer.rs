@@ -221,16 +221,20 @@ fn insert(tx: &rusqlite::Transaction<'_>, e: &Entry, now: &str) -> Result<Writte
         )
         .and_then(|mut st| st.execute(params![m.workspace, m.address, seq, m.kind.as_str()]))
         .map_err(sqlite("insert event resource"))?;
-        // The drift table holds each resource whose drift asks for an action.
+        // The drift table holds each resource whose drift asks for an action. A new
+        // drift event (re)opens its row: whatever the remediator did before, the
+        // resource drifted since (see `DriftStatus`).
         if decided.verdict == Verdict::Drift && m.action != Action::None {
             tx.prepare_cached(
-                "INSERT INTO drift (workspace, address, kind, action, first_seen, last_seen, events, last_seq) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?5, 1, ?6) \
+                "INSERT INTO drift (workspace, address, kind, action, first_seen, last_seen, events, last_seq, \
+                   status, status_at, status_reason) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?5, 1, ?6, 'open', ?7, NULL) \
                  ON CONFLICT (workspace, address) DO UPDATE SET \
                    kind = excluded.kind, action = excluded.action, \
                    first_seen = min(first_seen, excluded.first_seen), \
                    last_seen = max(last_seen, excluded.last_seen), \
-                   events = events + 1, last_seq = excluded.last_seq",
+                   events = events + 1, last_seq = excluded.last_seq, \
+                   status = 'open', status_at = excluded.status_at, status_reason = NULL",
             )
             .and_then(|mut st| {
                 st.execute(params![
@@ -239,7 +243,8 @@ fn insert(tx: &rusqlite::Transaction<'_>, e: &Entry, now: &str) -> Result<Writte
                     m.kind.as_str(),
                     m.action.as_str(),
                     seen_at,
-                    seq
+                    seq,
+                    now
                 ])
             })
             .map_err(sqlite("upsert drift"))?;

@@ -33,6 +33,17 @@ pub enum PlanVerdict {
     Refuse,
 }
 
+impl PlanVerdict {
+    /// The snake-case name (`no_changes`, `pass`, `refuse`) for logs and the API.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            PlanVerdict::NoChanges => "no_changes",
+            PlanVerdict::Pass => "pass",
+            PlanVerdict::Refuse => "refuse",
+        }
+    }
+}
+
 /// The guard's answer: the verdict and the human summary of the plan (values are not
 /// redacted yet; the caller redacts).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -22,11 +22,14 @@ use std::future::Future;
 
 use driftreactor_decide::{Action, Verdict};
 use driftreactor_event::{Provider, ResourceKey};
-use driftreactor_journal::{JournalStore, PendingRemediation, SharedJournal};
+use driftreactor_journal::{
+    DriftStatus, DriftUpdate, JournalStore, PendingRemediation, SharedJournal,
+};
 use driftreactor_notify::Redactor;
 use driftreactor_pipeline::Processed;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
+use crate::item::Mode;
 use crate::key::WorkKey;
 use crate::runner::{Completed, Remediator};
 
@@ -84,6 +87,17 @@ pub trait RemediationLog: Send + Sync + 'static {
         event_ids: Vec<String>,
     ) -> impl Future<Output = Result<u64, Self::Error>> + Send;
 
+    /// Moves the drift row of an address along its lifecycle
+    /// (`driftreactor_journal::DriftStatus`) and records the attempt's outcome on the
+    /// work items of `update.event_ids`.
+    ///
+    /// # Errors
+    /// When the store cannot be written (the row keeps its status).
+    fn drift_status(
+        &self,
+        update: DriftUpdate,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
     /// Closes the store once the remediator has stopped (everything written before).
     fn close(&self) -> impl Future<Output = ()> + Send;
 }
@@ -122,6 +136,12 @@ impl RemediationLog for SharedJournal {
             event_ids,
         )
         .await
+    }
+
+    async fn drift_status(&self, update: DriftUpdate) -> Result<(), Self::Error> {
+        JournalStore::set_drift_status(&**self, update)
+            .await
+            .map(drop)
     }
 
     async fn close(&self) {
@@ -180,6 +200,12 @@ enum Cmd {
         address: String,
         done: oneshot::Sender<()>,
     },
+    Reconcile {
+        workspace: String,
+        address: String,
+        mode: Mode,
+        done: oneshot::Sender<()>,
+    },
 }
 
 /// The service's side of the hand-off: queues decided events for the [`Forwarder`].
@@ -188,6 +214,7 @@ enum Cmd {
 pub struct Hook {
     tx: mpsc::Sender<Cmd>,
     redactor: Redactor,
+    completed: broadcast::Sender<Completed>,
 }
 
 impl std::fmt::Debug for Hook {
@@ -228,7 +255,7 @@ impl Hook {
     }
 
     /// Lifts an escalation of (workspace, address), waiting at most
-    /// [`CLEAR_TIMEOUT_SECS`] for a place in the queue.
+    /// [`CLEAR_TIMEOUT_SECS`] for a place in the queue. The drift row becomes `open`.
     ///
     /// # Errors
     /// [`ClearError::Stopped`] when the forwarder stopped, [`ClearError::Busy`] when the
@@ -240,6 +267,39 @@ impl Hook {
             address: address.to_owned(),
             done,
         };
+        self.send(cmd, rx).await
+    }
+
+    /// Asks for a targeted plan of (workspace, address) now
+    /// ([`Remediator::reconcile`]) with `mode`; the drift row becomes `remediating`.
+    /// Waits like [`Hook::clear`].
+    ///
+    /// # Errors
+    /// As [`Hook::clear`].
+    pub async fn reconcile(
+        &self,
+        workspace: &str,
+        address: &str,
+        mode: Mode,
+    ) -> Result<(), ClearError> {
+        let (done, rx) = oneshot::channel();
+        let cmd = Cmd::Reconcile {
+            workspace: workspace.to_owned(),
+            address: address.to_owned(),
+            mode,
+            done,
+        };
+        self.send(cmd, rx).await
+    }
+
+    /// Every attempt's outcome ([`Completed`], also for failed attempts that are
+    /// retried), for metrics; subscribe once at start. A subscriber more than 1024
+    /// behind loses the oldest.
+    pub fn subscribe_completed(&self) -> broadcast::Receiver<Completed> {
+        self.completed.subscribe()
+    }
+
+    async fn send(&self, cmd: Cmd, rx: oneshot::Receiver<()>) -> Result<(), ClearError> {
         let timeout = std::time::Duration::from_secs(CLEAR_TIMEOUT_SECS);
         match tokio::time::timeout(timeout, self.tx.send(cmd)).await {
             Ok(Ok(())) => {}
@@ -289,6 +349,7 @@ impl Forwarder {
         let (stop, mut stopped) = oneshot::channel::<()>();
         let redactor = remediator.redactor().clone();
         let mut completed = remediator.subscribe_completed();
+        let completed_tx = remediator.completed_sender();
         let task = tokio::spawn(async move {
             if !pending.is_empty() {
                 tracing::info!(
@@ -327,6 +388,12 @@ impl Forwarder {
                         Some(Cmd::Submit(item)) => submit(&remediator, &log, &item).await,
                         Some(Cmd::Clear { workspace, address, done }) => {
                             remediator.clear(&workspace, &address).await;
+                            set_status(&log, &workspace, &address, DriftStatus::Open, &[DriftStatus::Escalated]).await;
+                            let _ = done.send(());
+                        }
+                        Some(Cmd::Reconcile { workspace, address, mode, done }) => {
+                            remediator.reconcile(&workspace, &address, mode).await;
+                            set_status(&log, &workspace, &address, DriftStatus::Remediating, &[]).await;
                             let _ = done.send(());
                         }
                         None => break,
@@ -357,7 +424,11 @@ impl Forwarder {
             tracing::info!("Remediation stopped.");
         });
         Self {
-            hook: Hook { tx, redactor },
+            hook: Hook {
+                tx,
+                redactor,
+                completed: completed_tx,
+            },
             stop,
             task,
         }
@@ -393,6 +464,24 @@ async fn submit<L: RemediationLog>(remediator: &Remediator, log: &L, item: &Proc
         .await
     {
         Ok(s) => {
+            for k in &s.keys {
+                set_status(log, &k.workspace, &k.address, DriftStatus::Remediating, &[]).await;
+            }
+            if s.own_echoes > 0 {
+                // The echo of our own apply (re)opened the rows of addresses we
+                // reverted: they are as we applied them.
+                for m in &item.matches {
+                    if !s
+                        .keys
+                        .iter()
+                        .any(|k| *k.workspace == *m.workspace && *k.address == *m.address)
+                    {
+                        let open = [DriftStatus::Open];
+                        set_status(log, &m.workspace, &m.address, DriftStatus::Reverted, &open)
+                            .await;
+                    }
+                }
+            }
             let keys = s
                 .keys
                 .iter()
@@ -409,9 +498,50 @@ async fn submit<L: RemediationLog>(remediator: &Remediator, log: &L, item: &Proc
     }
 }
 
-/// Marks the events of a completed work item finished in the log.
+/// Moves the drift row of (workspace, address) to `status` (no outcome recorded),
+/// when it is in one of `only_from` (empty: any).
+async fn set_status<L: RemediationLog>(
+    log: &L,
+    workspace: &str,
+    address: &str,
+    status: DriftStatus,
+    only_from: &[DriftStatus],
+) {
+    let update = DriftUpdate {
+        workspace: workspace.to_owned(),
+        address: address.to_owned(),
+        status,
+        reason: None,
+        outcome: None,
+        event_ids: Vec::new(),
+        started: None,
+        only_from: only_from.to_vec(),
+    };
+    if let Err(e) = log.drift_status(update).await {
+        tracing::warn!(workspace, address, error = %e, "Cannot record the drift's status.");
+    }
+}
+
+/// Records an attempt's outcome on the drift row and the work items of its events,
+/// and marks the events of a finished work item finished in the log.
 async fn finished<L: RemediationLog>(log: &L, c: Completed) {
     let key = c.key.to_string();
+    let update = DriftUpdate {
+        workspace: c.key.workspace.to_string(),
+        address: c.key.address.to_string(),
+        status: c.status,
+        reason: c.reason.clone(),
+        outcome: Some(c.result.as_str().to_owned()),
+        event_ids: c.event_ids.clone(),
+        started: Some(c.started),
+        only_from: Vec::new(),
+    };
+    if let Err(e) = log.drift_status(update).await {
+        tracing::warn!(key = %key, error = %e, "Cannot record the drift's status.");
+    }
+    if !c.finished {
+        return;
+    }
     match log.finished(&c.key, c.event_ids).await {
         Ok(n) => {
             tracing::debug!(key = %key, outcome = c.outcome, events_done = n, "Remediation finished.")

@@ -50,7 +50,7 @@ pub use guard::{GuardError, GuardReport, PlanVerdict, guard};
 pub use item::{MAX_EVIDENCE, Mode, Submission, WorkItem, is_own_echo, submissions};
 pub use key::WorkKey;
 pub use reconcile::{Batch, Context, Error, Requeue, error_policy, escalate, reconcile};
-pub use runner::{Completed, Remediator, RemediatorBuilder, SubmitError, Submitted};
+pub use runner::{Completed, Outcome, Remediator, RemediatorBuilder, SubmitError, Submitted};
 pub use setup::SetupError;
 pub use store::{ApplyRecord, MemoryStore, StateStore, StoreError, StoreFuture};
 pub use tf::{PlanExit, TfError, TfRunner};

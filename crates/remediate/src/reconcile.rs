@@ -172,6 +172,34 @@ impl Batch {
     }
 }
 
+/// What a reconcile noted of its attempt, for the outcome the runner reports
+/// ([`crate::Completed`]): set at most once per run of a workspace (one run per
+/// workspace at a time), taken by the runner when the run ends.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Note {
+    /// What the attempt ended in, when the requeue alone does not tell it.
+    pub(crate) outcome: Option<crate::Outcome>,
+    /// The guard's verdict.
+    pub(crate) verdict: Option<PlanVerdict>,
+    /// The plan's summary ([`plan_line`]).
+    pub(crate) plan: Option<String>,
+    /// Why (a refusal, the reason of a pause).
+    pub(crate) reason: Option<String>,
+}
+
+/// One line for a plan: `no changes`, or `N to change: address (actions), …`.
+pub(crate) fn plan_line(s: &PlanSummary) -> String {
+    if s.changes.is_empty() {
+        return "no changes".into();
+    }
+    let changes: Vec<String> = s
+        .changes
+        .iter()
+        .map(|c| format!("{} ({})", c.address, c.actions.join(", ")))
+        .collect();
+    format!("{} to change: {}", s.changes.len(), changes.join("; "))
+}
+
 /// Shared context of every reconcile (passed as `Arc`).
 #[derive(Debug)]
 pub struct Context {
@@ -192,6 +220,7 @@ pub struct Context {
     /// Transition stream for callers.
     pub transitions: broadcast::Sender<Transition>,
     seq: AtomicU64,
+    notes: std::sync::Mutex<BTreeMap<String, Note>>,
 }
 
 impl Context {
@@ -223,7 +252,20 @@ impl Context {
             plan_dir,
             transitions,
             seq: AtomicU64::new(0),
+            notes: std::sync::Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// Notes what the run of `workspace` ended in (merged with what it noted before).
+    fn note(&self, workspace: &str, f: impl FnOnce(&mut Note)) {
+        let mut notes = self.notes.lock().unwrap_or_else(|p| p.into_inner());
+        f(notes.entry(workspace.to_owned()).or_default());
+    }
+
+    /// Takes what the run of `workspace` noted (nothing: the default).
+    pub(crate) fn take_note(&self, workspace: &str) -> Note {
+        let mut notes = self.notes.lock().unwrap_or_else(|p| p.into_inner());
+        notes.remove(workspace).unwrap_or_default()
     }
 
     /// Sends a transition to Slack and to subscribers; never blocks.
@@ -406,7 +448,12 @@ async fn blocked(batch: &Batch, ctx: &Context) -> Option<(String, bool)> {
 pub async fn reconcile(batch: Arc<Batch>, ctx: Arc<Context>) -> Result<Requeue, Error> {
     announce(&batch, &ctx);
     match batch.mode {
-        Mode::Notify => return Ok(Requeue::done()),
+        Mode::Notify => {
+            ctx.note(&batch.workspace, |n| {
+                n.outcome = Some(crate::Outcome::Notified)
+            });
+            return Ok(Requeue::done());
+        }
         Mode::Import => {
             let report = batch.report(None, String::new());
             ctx.open_pr(&batch, &report).await?;
@@ -422,6 +469,10 @@ pub async fn reconcile(batch: Arc<Batch>, ctx: Arc<Context>) -> Result<Requeue, 
             return Ok(Requeue::escalate(reason));
         }
         // Already escalated: keep its PR up to date with the new evidence, no revert.
+        ctx.note(&batch.workspace, |n| {
+            n.outcome = Some(crate::Outcome::Escalated);
+            n.reason = Some(reason.clone());
+        });
         let report = batch.report(None, format!("Automatic revert did not run: {reason}."));
         ctx.open_pr(&batch, &report).await?;
         return Ok(ctx.recheck_action());
@@ -472,12 +523,20 @@ async fn plan_and_act(
         other => other?,
     };
     if exit == PlanExit::NoChanges {
+        ctx.note(&batch.workspace, |n| {
+            n.verdict = Some(PlanVerdict::NoChanges);
+            n.plan = Some("no changes".into());
+        });
         return resolved(batch, ctx, "a targeted plan shows no changes").await;
     }
     let json = tf.show_json(plan_file).await?;
     let report = guard::guard(&json, targets)?;
     let mut summary = report.summary;
     redact_summary(&mut summary, &ctx.redactor);
+    ctx.note(&batch.workspace, |n| {
+        n.verdict = Some(report.verdict);
+        n.plan = Some(plan_line(&summary));
+    });
     match report.verdict {
         PlanVerdict::NoChanges => resolved(batch, ctx, "the plan has no resource changes").await,
         PlanVerdict::Refuse => {
@@ -485,6 +544,10 @@ async fn plan_and_act(
                 "The guard refused to apply the targeted plan ({}).",
                 summary.refusals.join(" ").trim_end_matches('.')
             );
+            ctx.note(&batch.workspace, |n| {
+                n.outcome = Some(crate::Outcome::Refused);
+                n.reason = Some(reason.clone());
+            });
             let r = batch.report(Some(summary.clone()), reason.clone());
             if ctx.open_pr(batch, &r).await? {
                 Ok(ctx.recheck_action())
@@ -525,6 +588,9 @@ async fn plan_and_act(
                     ctx.store.record_revert(&i.key, finished).await,
                 );
             }
+            ctx.note(&batch.workspace, |n| {
+                n.outcome = Some(crate::Outcome::Reverted)
+            });
             ctx.emit(
                 &batch.workspace,
                 batch.addresses(),
@@ -554,6 +620,9 @@ async fn resolved(batch: &Batch, ctx: &Context, how: &str) -> Result<Requeue, Er
             recall("clear", ctx.store.clear(&i.key).await);
         }
     }
+    ctx.note(&batch.workspace, |n| {
+        n.outcome = Some(crate::Outcome::Resolved)
+    });
     ctx.close_prs(batch, how).await?;
     ctx.emit(
         &batch.workspace,

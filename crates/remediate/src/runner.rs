@@ -11,19 +11,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
-use chrono::Duration as ChronoDuration;
+use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use driftreactor_decide::Decision;
 use driftreactor_event::DriftEvent;
 use driftreactor_event::ResourceKey;
+use driftreactor_journal::DriftStatus;
 use driftreactor_notify::{Evidence, GitHub, Matched, Redactor, Slack, Transition};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
 use crate::config::{RemediationConfig, Workspace};
+use crate::guard::PlanVerdict;
 use crate::item::{Mode, Submission, WorkItem, is_own_echo, submissions};
 use crate::key::WorkKey;
-use crate::reconcile::{Batch, Context, Requeue, error_policy, escalate, reconcile};
+use crate::reconcile::{Batch, Context, Note, Requeue, error_policy, escalate, reconcile};
 use crate::store::{MemoryStore, StateStore, recall};
 
 /// Transitions buffered per subscriber before it lags.
@@ -49,9 +51,11 @@ pub struct Submitted {
     pub keys: Vec<WorkKey>,
 }
 
-/// A work item reached a terminal state: reverted, resolved, notified (`done`), a pull
-/// request opened or updated (`pull_request`), or `escalated`. For bookkeeping: `serve`
-/// marks the item's events finished in the journal ([`Remediator::subscribe_completed`]).
+/// A work item's attempt ended: reached a terminal state (reverted, resolved,
+/// notified: `done`; a pull request opened or updated: `pull_request`; `escalated`), or
+/// failed and will be retried (`finished` false). For bookkeeping and operators:
+/// `serve` marks the item's events finished in the journal, moves its drift row along
+/// the lifecycle and counts the outcome ([`Remediator::subscribe_completed`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Completed {
     /// The work item.
@@ -59,14 +63,137 @@ pub struct Completed {
     /// Ids of the events among its evidence (at most [`crate::MAX_EVIDENCE`], the
     /// newest; older ones of a very long burst are not listed).
     pub event_ids: Vec<String>,
-    /// `done`, `pull_request` or `escalated`.
+    /// `done`, `pull_request` or `escalated` once finished; `retry` for a failed
+    /// attempt that is retried.
     pub outcome: &'static str,
+    /// The work item reached a terminal state (false: it is retried after a backoff).
+    pub finished: bool,
+    /// What the attempt ended in.
+    pub result: Outcome,
+    /// Where the drift of the address stands now.
+    pub status: DriftStatus,
+    /// The guard's verdict on the targeted plan, when one was planned.
+    pub verdict: Option<PlanVerdict>,
+    /// The plan's summary (changes and their actions), when one was planned.
+    pub plan: Option<String>,
+    /// Why, for an escalation, a refusal or a failure (redacted).
+    pub reason: Option<String>,
+    /// When the attempt started.
+    pub started: DateTime<Utc>,
+}
+
+/// What one attempt on a batch ended in (the `outcome` of
+/// `driftreactor_remediations_total`, and of the work items on `/v1/remediations`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Outcome {
+    /// A guarded targeted apply succeeded (`reverted`).
+    Reverted,
+    /// A targeted plan showed no change (`resolved`).
+    Resolved,
+    /// The policy only notifies, or nothing more could be done than report it
+    /// (`notified`).
+    Notified,
+    /// A pull request was opened or updated (`pull_request`).
+    PullRequest,
+    /// Automatic remediation was paused, or the address was already paused
+    /// (`escalated`).
+    Escalated,
+    /// The guard refused to apply the plan (`refused`): a pull request, or an
+    /// escalation without `[github]`.
+    Refused,
+    /// The IaC tool, the plan JSON or GitHub failed (`failed`): retried with backoff
+    /// when transient, else escalated.
+    Failed,
+}
+
+impl Outcome {
+    /// The snake-case name (metric label value, API and log field).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Reverted => "reverted",
+            Outcome::Resolved => "resolved",
+            Outcome::Notified => "notified",
+            Outcome::PullRequest => "pull_request",
+            Outcome::Escalated => "escalated",
+            Outcome::Refused => "refused",
+            Outcome::Failed => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What one attempt on a batch ended in, with what the reconcile noted of its plan.
+#[derive(Debug, Clone)]
+pub(crate) struct Attempt {
+    pub(crate) result: Outcome,
+    pub(crate) status: DriftStatus,
+    pub(crate) verdict: Option<PlanVerdict>,
+    pub(crate) plan: Option<String>,
+    pub(crate) reason: Option<String>,
+    pub(crate) started: DateTime<Utc>,
+}
+
+impl Attempt {
+    /// The attempt as the requeue alone tells it (no note of the reconcile).
+    #[cfg(test)]
+    fn of(action: &Requeue) -> Self {
+        Self::from_parts(action, None, Note::default(), Utc::now())
+    }
+
+    /// Combines the requeue, the reconcile's error (redacted) and its note.
+    fn from_parts(
+        action: &Requeue,
+        error: Option<String>,
+        note: Note,
+        started: DateTime<Utc>,
+    ) -> Self {
+        let escalated = matches!(action, Requeue::Escalate(_));
+        let result = if error.is_some() {
+            Outcome::Failed
+        } else {
+            match (note.outcome, action) {
+                (Some(Outcome::Refused), _) => Outcome::Refused,
+                (_, Requeue::Escalate(_)) => Outcome::Escalated,
+                (Some(o), _) => o,
+                (None, Requeue::Done) => Outcome::Notified,
+                (None, Requeue::Recheck(_)) => Outcome::PullRequest,
+                (None, Requeue::After(_)) => Outcome::Failed,
+            }
+        };
+        let status = match result {
+            _ if escalated => DriftStatus::Escalated,
+            Outcome::Reverted => DriftStatus::Reverted,
+            Outcome::Resolved => DriftStatus::Resolved,
+            Outcome::Notified => DriftStatus::Open,
+            Outcome::PullRequest | Outcome::Refused => DriftStatus::PullRequestOpen,
+            Outcome::Escalated => DriftStatus::Escalated,
+            Outcome::Failed => DriftStatus::Remediating,
+        };
+        let reason = match action {
+            Requeue::Escalate(r) => Some(r.clone()),
+            _ => error.or(note.reason),
+        };
+        Self {
+            result,
+            status,
+            verdict: note.verdict,
+            plan: note.plan,
+            reason,
+            started,
+        }
+    }
 }
 
 enum Msg {
     Submit(Vec<Submission>),
     Idle(oneshot::Sender<()>),
     Clear(WorkKey),
+    Reconcile(WorkKey, Mode),
 }
 
 /// Builds a [`Remediator`].
@@ -279,6 +406,17 @@ impl Remediator {
             .await;
     }
 
+    /// Asks for a targeted plan of (workspace, address) now, with `mode` (`Revert`:
+    /// plan, guard, apply; `PullRequest`: plan, and a pull request when it shows
+    /// drift): work already waiting starts at once; otherwise a new work item starts
+    /// with the address's earlier evidence, if any, and a record of the request.
+    pub async fn reconcile(&self, workspace: &str, address: &str, mode: Mode) {
+        let _ = self
+            .tx
+            .send(Msg::Reconcile(WorkKey::new(workspace, address), mode))
+            .await;
+    }
+
     /// A stream of transitions (new drift, reverted, PR opened, resolved, escalated).
     /// Subscribe before submitting to see them all.
     pub fn subscribe(&self) -> broadcast::Receiver<Transition> {
@@ -290,6 +428,12 @@ impl Remediator {
     /// subscriber more than 1024 behind loses the oldest.
     pub fn subscribe_completed(&self) -> broadcast::Receiver<Completed> {
         self.completed.subscribe()
+    }
+
+    /// The sender of [`Remediator::subscribe_completed`] (for handles that subscribe
+    /// later, e.g. the hand-off's hook).
+    pub(crate) fn completed_sender(&self) -> broadcast::Sender<Completed> {
+        self.completed.clone()
     }
 
     /// The redactor shared with the PR client and Slack: secrets added to it
@@ -400,7 +544,7 @@ struct Runner {
     completed: broadcast::Sender<Completed>,
     slots: BTreeMap<WorkKey, Slot>,
     busy: BTreeSet<String>,
-    tasks: JoinSet<(Arc<Batch>, Requeue)>,
+    tasks: JoinSet<(Arc<Batch>, Requeue, Attempt)>,
     idle_waiters: Vec<oneshot::Sender<()>>,
     backoff: ExponentialBuilder,
 }
@@ -450,6 +594,7 @@ impl Runner {
                         // Awaited here, so that work submitted after the clear sees it.
                         recall("clear", self.ctx.store.clear(&key).await);
                     }
+                    Some(Msg::Reconcile(key, mode)) => self.reconcile_now(key, mode),
                     None => {
                         open = false;
                         // Drop work that has not started; finish what runs.
@@ -459,7 +604,7 @@ impl Runner {
                     }
                 },
                 Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => match done {
-                    Ok((batch, action)) => self.finish(&batch, action),
+                    Ok((batch, action, attempt)) => self.finish_with(&batch, action, attempt),
                     Err(e) => tracing::error!(error = %e, "A remediation task ended unexpectedly."),
                 },
                 () = sleep_until_opt(wake) => {}
@@ -493,6 +638,45 @@ impl Runner {
                 Phase::Running { next } => *next = Some(new),
                 _ => slot.phase = Phase::Waiting(new),
             }
+        }
+    }
+
+    /// [`Remediator::reconcile`]: waiting work starts now; an idle key gets a new
+    /// item (its history, or a record of the request, as evidence), due now.
+    fn reconcile_now(&mut self, key: WorkKey, mode: Mode) {
+        let now = Instant::now();
+        let slot = self.slots.entry(key.clone()).or_insert_with(|| Slot {
+            phase: Phase::Idle { recheck_at: None },
+            history: Vec::new(),
+            deps: BTreeSet::new(),
+            matched: Matched::Managed(driftreactor_event::MatchKind::Primary),
+            backoff: None,
+        });
+        if let Some(p) = slot.pending_mut() {
+            p.not_before = now;
+            p.item.mode = p.item.mode.max(mode);
+            return;
+        }
+        let evidence = slot
+            .history
+            .last()
+            .cloned()
+            .unwrap_or_else(|| reconcile_request(&self.ctx.redactor));
+        let new = Pending {
+            item: WorkItem::new(Submission {
+                key,
+                mode,
+                matched: slot.matched,
+                evidence,
+                dependents: slot.deps.clone(),
+                unmanaged: None,
+            }),
+            not_before: now,
+            recheck: false,
+        };
+        match &mut slot.phase {
+            Phase::Running { next } => *next = Some(new),
+            _ => slot.phase = Phase::Waiting(new),
         }
     }
 
@@ -609,25 +793,36 @@ impl Runner {
             let ctx = self.ctx.clone();
             let delay = self.next_backoff(&batch);
             self.tasks.spawn(async move {
+                let started = Utc::now();
                 // The reconcile runs in its own task so that a panic (a broken invariant)
                 // is contained: the batch is escalated and its workspace freed.
                 let inner = tokio::spawn({
                     let (batch, ctx) = (batch.clone(), ctx.clone());
                     async move {
-                        match reconcile(batch.clone(), ctx).await {
-                            Ok(a) => a,
-                            Err(e) => error_policy(&batch, &e, delay),
+                        match reconcile(batch.clone(), ctx.clone()).await {
+                            Ok(a) => (a, None),
+                            Err(e) => {
+                                let error = ctx.redactor.text(&e.to_string()).into_owned();
+                                (error_policy(&batch, &e, delay), Some(error))
+                            }
                         }
                     }
                 });
-                let action = inner.await.unwrap_or_else(|e| {
+                let (action, error) = inner.await.unwrap_or_else(|e| {
                     tracing::error!(error = %e, "A remediation task failed unexpectedly.");
-                    Requeue::escalate("internal error while remediating (see the logs)")
+                    (
+                        Requeue::escalate("internal error while remediating (see the logs)"),
+                        None,
+                    )
                 });
                 if let Requeue::Escalate(reason) = &action {
                     escalate(&batch, reason, &ctx).await;
                 }
-                (batch, action)
+                let note = ctx.take_note(&batch.workspace);
+                let mut attempt = Attempt::from_parts(&action, error, note, started);
+                attempt.reason = attempt.reason.map(|r| ctx.redactor.text(&r).into_owned());
+                log_attempt(&batch, &attempt);
+                (batch, action, attempt)
             });
         }
     }
@@ -644,24 +839,35 @@ impl Runner {
             .unwrap_or(Duration::from_secs(self.ctx.cfg.backoff_max_secs.max(1)))
     }
 
+    #[cfg(test)]
     fn finish(&mut self, batch: &Batch, action: Requeue) {
+        let attempt = Attempt::of(&action);
+        self.finish_with(batch, action, attempt);
+    }
+
+    fn finish_with(&mut self, batch: &Batch, action: Requeue, attempt: Attempt) {
         self.busy.remove(&batch.workspace);
         let now = Instant::now();
         let outcome = match &action {
-            Requeue::Done => Some("done"),
-            Requeue::Escalate(_) => Some("escalated"),
-            Requeue::Recheck(_) => Some("pull_request"),
-            Requeue::After(_) => None,
+            Requeue::Done => "done",
+            Requeue::Escalate(_) => "escalated",
+            Requeue::Recheck(_) => "pull_request",
+            Requeue::After(_) => "retry",
         };
         for item in &batch.items {
-            if let Some(outcome) = outcome {
-                // No subscriber is fine (replay).
-                let _ = self.completed.send(Completed {
-                    key: item.key.clone(),
-                    event_ids: item.evidence.iter().map(|e| e.event_id.clone()).collect(),
-                    outcome,
-                });
-            }
+            // No subscriber is fine (replay).
+            let _ = self.completed.send(Completed {
+                key: item.key.clone(),
+                event_ids: item.evidence.iter().map(|e| e.event_id.clone()).collect(),
+                outcome,
+                finished: !matches!(action, Requeue::After(_)),
+                result: attempt.result,
+                status: attempt.status,
+                verdict: attempt.verdict,
+                plan: attempt.plan.clone(),
+                reason: attempt.reason.clone(),
+                started: attempt.started,
+            });
             let Some(slot) = self.slots.get_mut(&item.key) else {
                 continue;
             };
@@ -727,6 +933,35 @@ impl Runner {
     }
 }
 
+/// The one `info` line of an attempt: the addresses, what it ended in, the drift's
+/// status, the guard's verdict and the plan's summary, and why.
+fn log_attempt(batch: &Batch, a: &Attempt) {
+    tracing::info!(
+        workspace = %batch.workspace,
+        addresses = ?batch.addresses(),
+        mode = ?batch.mode,
+        outcome = %a.result,
+        status = %a.status,
+        verdict = a.verdict.map_or("not planned", PlanVerdict::as_str),
+        plan = a.plan.as_deref().unwrap_or("none"),
+        reason = a.reason.as_deref().unwrap_or(""),
+        "Remediation attempt finished."
+    );
+}
+
+/// The evidence of a reconcile asked for through the API (no event behind it).
+fn reconcile_request(redactor: &Redactor) -> Evidence {
+    let now = Utc::now();
+    let mut event = DriftEvent::new(
+        driftreactor_event::Provider::Aws,
+        format!("reconcile-request-{}", now.timestamp_millis()),
+    );
+    event.service = "driftreactor".into();
+    event.operation = "reconcile requested through the API".into();
+    event.occurred_at = Some(now);
+    Evidence::from_event(&event, redactor)
+}
+
 /// A slot was not in the phase its batch implies (a broken invariant of the runner):
 /// logged, never a panic.
 fn unreachable_phase(key: &WorkKey) {
@@ -780,7 +1015,7 @@ mod tests {
 
     async fn run_one(r: &mut Runner) -> Arc<Batch> {
         assert_eq!(r.tasks.len(), 1, "one batch started");
-        let (batch, _) = r.tasks.join_next().await.unwrap().unwrap();
+        let (batch, _, _) = r.tasks.join_next().await.unwrap().unwrap();
         batch
     }
 

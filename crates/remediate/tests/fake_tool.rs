@@ -902,3 +902,121 @@ async fn completed_work_items_name_their_events() {
     assert_eq!((s.queued, s.own_echoes, s.keys.len()), (0, 1, 0));
     r.shutdown().await;
 }
+
+/// Issue 12 item 15 (library side): every attempt reports what it ended in, where the
+/// drift stands, the guard's verdict and the plan's summary: a failed plan is retried
+/// (`failed`, `remediating`, not finished), then a refused plan escalates without
+/// `[github]` (`refused`, `escalated`), and a new event for the paused address is
+/// `escalated` again without a plan.
+#[tokio::test]
+async fn item15_attempts_report_outcome_verdict_plan_and_reason() {
+    use driftreactor_journal::DriftStatus;
+    use driftreactor_remediate::{Outcome, PlanVerdict};
+    let tf = FakeTf::new("fail 2", "replace.json");
+    let r = Remediator::builder(cfg())
+        .workspaces([tf.workspace("prod")])
+        .spawn();
+    let mut done = r.subscribe_completed();
+    let d = decision("prod", "aws_instance.app", Decided::Revert);
+    r.submit(
+        &event("e1", "AuthorizeSecurityGroupIngress", Change::Update),
+        &d,
+        &[],
+    )
+    .await
+    .unwrap();
+    r.run_until_idle().await;
+    let failed = done.try_recv().unwrap();
+    assert_eq!(failed.result, Outcome::Failed);
+    assert_eq!(failed.status, DriftStatus::Remediating);
+    assert!(!failed.finished);
+    assert_eq!(failed.verdict, None, "no plan was read");
+    let reason = failed.reason.clone().unwrap_or_default();
+    assert!(reason.contains("InvalidParameter"), "{reason}");
+    let refused = done.try_recv().unwrap();
+    assert_eq!(refused.result, Outcome::Refused);
+    assert_eq!(refused.status, DriftStatus::Escalated);
+    assert!(refused.finished);
+    assert_eq!(refused.outcome, "escalated");
+    assert_eq!(refused.verdict, Some(PlanVerdict::Refuse));
+    let plan = refused.plan.clone().unwrap_or_default();
+    assert!(plan.contains("aws_instance.app (delete, create)"), "{plan}");
+    assert!(
+        refused
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("guard refused")),
+        "{refused:?}"
+    );
+    assert!(refused.started >= failed.started);
+    // Paused now: the next event is escalated again, without a plan.
+    let plans = tf.plans().len();
+    r.submit(
+        &event("e2", "AuthorizeSecurityGroupIngress", Change::Update),
+        &d,
+        &[],
+    )
+    .await
+    .unwrap();
+    r.run_until_idle().await;
+    let paused = done.try_recv().unwrap();
+    assert_eq!(paused.result, Outcome::Escalated);
+    assert_eq!(paused.status, DriftStatus::Escalated);
+    assert_eq!(paused.verdict, None);
+    assert!(
+        paused
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("paused")),
+        "{paused:?}"
+    );
+    assert_eq!(tf.plans().len(), plans);
+    assert_eq!(tf.applies(), 0);
+    r.shutdown().await;
+}
+
+/// Issue 12 item 16 (library side): `Remediator::reconcile` runs a targeted plan of an
+/// address no event asked about, at once, and a clean plan resolves it.
+#[tokio::test]
+async fn item16_reconcile_runs_a_targeted_plan_without_an_event() {
+    use driftreactor_remediate::{Mode, Outcome};
+    let tf = FakeTf::new("0", "no_op.json");
+    let r = Remediator::builder(RemediationConfig {
+        settle_secs: 3600,
+        ..cfg()
+    })
+    .workspaces([tf.workspace("prod")])
+    .spawn();
+    let mut done = r.subscribe_completed();
+    r.reconcile("prod", "aws_security_group.web", Mode::Revert)
+        .await;
+    r.run_until_idle().await;
+    let c = done.try_recv().unwrap();
+    assert_eq!(c.key, WorkKey::new("prod", "aws_security_group.web"));
+    assert_eq!(c.result, Outcome::Resolved);
+    assert!(c.finished);
+    let plans = tf.plans();
+    assert_eq!(plans.len(), 1, "{plans:?}");
+    assert!(
+        plans[0].contains("-target=aws_security_group.web"),
+        "{plans:?}"
+    );
+    // An event still settling (an hour) starts at once when asked.
+    tf.set_queue("0");
+    let d = decision("prod", "aws_security_group.web", Decided::Revert);
+    r.submit(
+        &event("e1", "AuthorizeSecurityGroupIngress", Change::Update),
+        &d,
+        &[],
+    )
+    .await
+    .unwrap();
+    r.reconcile("prod", "aws_security_group.web", Mode::Revert)
+        .await;
+    r.run_until_idle().await;
+    let c = done.try_recv().unwrap();
+    assert_eq!(c.event_ids, ["e1"]);
+    assert_eq!(c.result, Outcome::Resolved);
+    assert_eq!(tf.plans().len(), 2);
+    r.shutdown().await;
+}

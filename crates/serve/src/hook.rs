@@ -14,6 +14,7 @@ use std::pin::Pin;
 use crate::model::Processed;
 
 pub use driftreactor_remediate::handoff::{ClearError, Handoff};
+pub use driftreactor_remediate::{Completed, Mode};
 
 /// A boxed future (the hook is a trait object).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -45,6 +46,29 @@ pub trait AfterCommit: Send + Sync {
         workspace: &'a str,
         address: &'a str,
     ) -> BoxFuture<'a, Result<(), ClearError>>;
+
+    /// Asks for a targeted plan of (workspace, address) now, with `mode` (`POST
+    /// /v1/resources/{workspace}/{address}/reconcile`, and `…/clear` unless
+    /// `?reconcile=false`). The default (a hook without a remediator) answers
+    /// [`ClearError::Stopped`].
+    ///
+    /// # Errors
+    /// [`ClearError`] (answered 503).
+    fn reconcile<'a>(
+        &'a self,
+        workspace: &'a str,
+        address: &'a str,
+        mode: Mode,
+    ) -> BoxFuture<'a, Result<(), ClearError>> {
+        let _ = (workspace, address, mode);
+        Box::pin(async { Err(ClearError::Stopped) })
+    }
+
+    /// Every remediation attempt's outcome, for `driftreactor_remediations_total` and
+    /// the escalated-addresses gauge; `None` (the default): no remediator.
+    fn subscribe_completed(&self) -> Option<tokio::sync::broadcast::Receiver<Completed>> {
+        None
+    }
 }
 
 /// The remediator's hook ([`driftreactor_remediate::handoff`]): what `serve` runs with
@@ -65,6 +89,23 @@ impl AfterCommit for driftreactor_remediate::handoff::Hook {
     ) -> BoxFuture<'a, Result<(), ClearError>> {
         Box::pin(driftreactor_remediate::handoff::Hook::clear(
             self, workspace, address,
+        ))
+    }
+
+    fn reconcile<'a>(
+        &'a self,
+        workspace: &'a str,
+        address: &'a str,
+        mode: Mode,
+    ) -> BoxFuture<'a, Result<(), ClearError>> {
+        Box::pin(driftreactor_remediate::handoff::Hook::reconcile(
+            self, workspace, address, mode,
+        ))
+    }
+
+    fn subscribe_completed(&self) -> Option<tokio::sync::broadcast::Receiver<Completed>> {
+        Some(driftreactor_remediate::handoff::Hook::subscribe_completed(
+            self,
         ))
     }
 }

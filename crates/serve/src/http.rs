@@ -9,7 +9,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use driftreactor_event::Verdict;
-use driftreactor_journal::{EventQuery, RemediationQuery};
+use driftreactor_journal::{DriftQuery, DriftStatus, EventQuery, RemediationQuery};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -34,7 +34,43 @@ pub(crate) fn router(
             get(resource).post(clear),
         )
         .with_state(state.clone());
-    crate::push::mount(api, &state, pushes).layer(DefaultBodyLimit::max(body_limit))
+    crate::push::mount(api, &state, pushes)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(axum::middleware::map_response(json_errors))
+}
+
+/// Most bytes of a plain-text error body [`json_errors`] carries over.
+const PLAIN_ERROR_LIMIT: usize = 4096;
+
+/// Every error answers JSON `{"error": "..."}`: axum's own rejections (a body over the
+/// limit: 413, a query that does not parse: 400, no such route: 404, wrong method:
+/// 405) are plain text; their text becomes the `error`.
+async fn json_errors(resp: Response) -> Response {
+    let status = resp.status();
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return resp;
+    }
+    let (parts, body) = resp.into_parts();
+    let text = match axum::body::to_bytes(body, PLAIN_ERROR_LIMIT).await {
+        Ok(b) if !b.is_empty() => String::from_utf8_lossy(&b).trim().to_owned(),
+        _ => status
+            .canonical_reason()
+            .unwrap_or("error")
+            .to_ascii_lowercase(),
+    };
+    let mut out = error(status, text);
+    // Keep what the rejection said besides its body (e.g. `Allow` on a 405).
+    for (name, value) in &parts.headers {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            out.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    out
 }
 
 #[derive(Serialize)]
@@ -69,6 +105,7 @@ async fn readyz(State(s): State<AppState>) -> Response {
 }
 
 async fn metrics(State(s): State<AppState>) -> Response {
+    crate::outcomes::refresh_escalated(&s.ctx).await;
     let m = &s.ctx.metrics;
     m.journal_events
         .set(i64::try_from(s.ctx.journal.count()).unwrap_or(i64::MAX));
@@ -120,10 +157,19 @@ async fn events(State(s): State<AppState>, Query(p): Query<EventsParams>) -> Res
             }
         },
     };
+    let provider = p.provider.filter(|v| !v.is_empty());
+    if let Some(v) = provider.as_deref()
+        && !matches!(v, "aws" | "azure" | "gcp")
+    {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!("provider: `{v}` is not one of aws, azure, gcp"),
+        );
+    }
     let q = EventQuery {
         verdict,
         since,
-        provider: p.provider.filter(|v| !v.is_empty()),
+        provider,
         limit: p.limit.unwrap_or(0),
     };
     match s.ctx.journal.events(q).await {
@@ -137,9 +183,41 @@ fn internal(e: &driftreactor_journal::Error) -> Response {
     error(StatusCode::INTERNAL_SERVER_ERROR, "journal query failed")
 }
 
+/// `GET /v1/drift?workspace=&status=`: drift rows with their status. Without
+/// `status`, current drift (every status but `reverted` and `resolved`); `status` is
+/// one status, a comma-separated list, or `all`.
 async fn drift(State(s): State<AppState>, Query(p): Query<HashMap<String, String>>) -> Response {
     let ws = p.get("workspace").filter(|v| !v.is_empty()).cloned();
-    match s.ctx.journal.drift(ws).await {
+    let statuses = match p
+        .get("status")
+        .map(String::as_str)
+        .filter(|v| !v.is_empty())
+    {
+        None => Vec::new(),
+        Some("all") => DriftStatus::ALL.to_vec(),
+        Some(list) => {
+            let mut out = Vec::new();
+            for v in list.split(',').map(str::trim) {
+                match v.parse::<DriftStatus>() {
+                    Ok(st) => out.push(st),
+                    Err(_) => {
+                        return error(
+                            StatusCode::BAD_REQUEST,
+                            format!(
+                                "status: `{v}` is not one of open, remediating, reverted, pull_request_open, escalated, resolved, all"
+                            ),
+                        );
+                    }
+                }
+            }
+            out
+        }
+    };
+    let q = DriftQuery {
+        workspace: ws,
+        statuses,
+    };
+    match s.ctx.journal.drift_with(q).await {
         Ok(rows) => axum::Json(json!({ "drift": rows })).into_response(),
         Err(e) => internal(&e),
     }
@@ -193,11 +271,14 @@ async fn resource(
 ) -> Response {
     let loaded = s.ctx.state.load_full();
     let info = loaded.model.resource(&workspace, &address);
-    let (events, drift) = match tokio::try_join!(
+    let (events, drift, paused) = match tokio::try_join!(
         s.ctx
             .journal
             .resource_events(workspace.clone(), address.clone(), 50),
         s.ctx.journal.drift_of(workspace.clone(), address.clone()),
+        s.ctx
+            .journal
+            .pause_reason(workspace.clone(), address.clone()),
     ) {
         Ok(v) => v,
         Err(e) => return internal(&e),
@@ -218,23 +299,45 @@ async fn resource(
         "dependents": info.as_ref().map(|i| i.dependents.clone()).unwrap_or_default(),
         "state": state,
         "drift": drift,
+        "remediation": {
+            "paused": paused.is_some(),
+            "paused_reason": paused,
+        },
         "events": events,
     }))
     .into_response()
 }
 
 /// `POST /v1/resources/{workspace}/{address}/clear`: lifts an escalation of the
-/// address (the remediator resumes auto-revert and forgets its attempts).
+/// address (the remediator resumes auto-revert and forgets its attempts) and, unless
+/// `?reconcile=false`, asks for a targeted plan of it at once (as `…/reconcile`).
+/// `POST /v1/resources/{workspace}/{address}/reconcile`: asks for a targeted plan of
+/// the address now.
 async fn clear(
     State(s): State<AppState>,
     Path((workspace, path)): Path<(String, String)>,
+    Query(p): Query<HashMap<String, String>>,
     headers: header::HeaderMap,
 ) -> Response {
-    let Some(address) = path.strip_suffix("/clear").filter(|a| !a.is_empty()) else {
-        return error(
-            StatusCode::NOT_FOUND,
-            "only POST /v1/resources/{workspace}/{address}/clear is defined",
-        );
+    let (address, clear) = match (path.strip_suffix("/clear"), path.strip_suffix("/reconcile")) {
+        (Some(a), _) if !a.is_empty() => (a, true),
+        (_, Some(a)) if !a.is_empty() => (a, false),
+        _ => {
+            return error(
+                StatusCode::NOT_FOUND,
+                "only POST /v1/resources/{workspace}/{address}/clear and …/reconcile are defined",
+            );
+        }
+    };
+    let reconcile = match p.get("reconcile").map(String::as_str) {
+        None | Some("true") => true,
+        Some("false") if clear => false,
+        Some(v) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("reconcile: `{v}` is not true or false (false only with …/clear)"),
+            );
+        }
     };
     if let Some(var) = &s.ctx.server.admin_token_env {
         let expected = std::env::var(var).unwrap_or_default();
@@ -252,12 +355,85 @@ async fn clear(
             "remediation is off (detect-only): no workspace has a `dir` and there is no [remediation] section",
         );
     };
-    match hook.clear(&workspace, address).await {
-        Ok(()) => {
-            tracing::info!(workspace = %workspace, address = %address, "Escalation cleared through the API.");
-            axum::Json(json!({ "cleared": true, "workspace": workspace, "address": address }))
-                .into_response()
+    if clear {
+        if let Err(reason) = hook.clear(&workspace, address).await {
+            return error(StatusCode::SERVICE_UNAVAILABLE, reason.to_string());
         }
-        Err(reason) => error(StatusCode::SERVICE_UNAVAILABLE, reason.to_string()),
+        tracing::info!(workspace = %workspace, address = %address, reconcile, "Escalation cleared through the API.");
+    }
+    if !reconcile {
+        return axum::Json(json!({
+            "cleared": true, "workspace": workspace, "address": address, "reconcile": false,
+        }))
+        .into_response();
+    }
+    // After a clear, an address with nothing to plan (not in the state, no drift) or
+    // a remediator that cannot take it is said in the answer; the clear itself held.
+    let requested = match reconcile_mode(&s, &workspace, address).await {
+        Ok(mode) => hook
+            .reconcile(&workspace, address, mode)
+            .await
+            .map(|()| mode)
+            .map_err(|reason| error(StatusCode::SERVICE_UNAVAILABLE, reason.to_string())),
+        Err(resp) => Err(resp),
+    };
+    match requested {
+        Ok(mode) => {
+            tracing::info!(workspace = %workspace, address = %address, mode = ?mode, "Targeted plan requested through the API.");
+            let mut body = json!({ "workspace": workspace, "address": address, "reconcile": true });
+            if clear {
+                body["cleared"] = json!(true);
+            }
+            axum::Json(body).into_response()
+        }
+        Err(resp) if !clear => resp,
+        Err(resp) => {
+            let reason = axum::body::to_bytes(resp.into_body(), PLAIN_ERROR_LIMIT)
+                .await
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .and_then(|v| v["error"].as_str().map(str::to_owned))
+                .unwrap_or_default();
+            axum::Json(json!({
+                "cleared": true, "workspace": workspace, "address": address,
+                "reconcile": false, "reconcile_error": reason,
+            }))
+            .into_response()
+        }
+    }
+}
+
+/// How a reconcile asked for through the API plans (address, workspace) (the
+/// answer when it cannot): with the drift row's policy action when it is `revert`
+/// or `pull_request`, else plan-only (`pull_request`: never an apply the policy did
+/// not ask for). The address must be in the state or have a drift row (404).
+async fn reconcile_mode(
+    s: &AppState,
+    workspace: &str,
+    address: &str,
+) -> Result<driftreactor_remediate::Mode, Response> {
+    use driftreactor_event::Action;
+    use driftreactor_remediate::Mode;
+    let drift = s
+        .ctx
+        .journal
+        .drift_of(workspace.to_owned(), address.to_owned())
+        .await
+        .map_err(|e| internal(&e))?;
+    let managed = s
+        .ctx
+        .state
+        .load()
+        .model
+        .resource(workspace, address)
+        .is_some();
+    match drift.map(|d| d.action) {
+        Some(Action::Revert) => Ok(Mode::Revert),
+        Some(_) => Ok(Mode::PullRequest),
+        None if managed => Ok(Mode::PullRequest),
+        None => Err(error(
+            StatusCode::NOT_FOUND,
+            format!("no resource `{address}` in workspace `{workspace}` and no drift of it"),
+        )),
     }
 }

@@ -40,6 +40,7 @@ mod http;
 pub mod loader;
 pub mod metrics;
 pub mod model;
+mod outcomes;
 mod push;
 mod readiness;
 pub mod reload;
@@ -451,6 +452,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
     let token = CancellationToken::new();
     let (tx, rx) = mpsc::channel(server.queue_capacity.max(1));
     let worker = tokio::spawn(worker::run(rx, ctx.clone()));
+    outcomes::spawn(ctx.clone(), token.clone());
 
     let mut source_tasks = Vec::new();
     for (name, kind, source) in pulls {

@@ -126,6 +126,74 @@ impl EncodeLabelValue for RunResult {
     }
 }
 
+/// The `outcome` of `driftreactor_remediations_total`: what one remediation attempt
+/// on an address ended in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RemediationOutcome {
+    /// A guarded targeted apply succeeded (`reverted`).
+    Reverted,
+    /// A pull request was opened or updated (`pull_request`).
+    PullRequest,
+    /// Automatic remediation was paused, or the address was already paused
+    /// (`escalated`).
+    Escalated,
+    /// The guard refused to apply the plan (`refused`).
+    Refused,
+    /// The IaC tool, the plan JSON or GitHub failed (`failed`).
+    Failed,
+}
+
+impl RemediationOutcome {
+    /// Every outcome, in label order.
+    pub const ALL: [RemediationOutcome; 5] = [
+        RemediationOutcome::Reverted,
+        RemediationOutcome::PullRequest,
+        RemediationOutcome::Escalated,
+        RemediationOutcome::Refused,
+        RemediationOutcome::Failed,
+    ];
+
+    /// The label value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RemediationOutcome::Reverted => "reverted",
+            RemediationOutcome::PullRequest => "pull_request",
+            RemediationOutcome::Escalated => "escalated",
+            RemediationOutcome::Refused => "refused",
+            RemediationOutcome::Failed => "failed",
+        }
+    }
+
+    /// The counted outcome of a remediator's attempt; `None` for those not counted
+    /// (`resolved`: nothing to remediate; `notified`: the policy only notifies).
+    pub const fn of(o: driftreactor_remediate::Outcome) -> Option<Self> {
+        use driftreactor_remediate::Outcome as O;
+        match o {
+            O::Reverted => Some(RemediationOutcome::Reverted),
+            O::PullRequest => Some(RemediationOutcome::PullRequest),
+            O::Escalated => Some(RemediationOutcome::Escalated),
+            O::Refused => Some(RemediationOutcome::Refused),
+            O::Failed => Some(RemediationOutcome::Failed),
+            O::Resolved | O::Notified => None,
+        }
+    }
+}
+
+impl EncodeLabelValue for RemediationOutcome {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        std::fmt::Write::write_str(encoder, self.as_str())
+    }
+}
+
+/// `{workspace, outcome}`: `remediations_total`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct RemediationLabels {
+    /// The workspace of the address (a configured workspace name).
+    pub workspace: String,
+    /// What the attempt ended in.
+    pub outcome: RemediationOutcome,
+}
+
 /// `{result}` of a hand-off.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct HandoffLabels {
@@ -213,6 +281,11 @@ pub mod names {
     pub const SOURCE_UP: &str = "source_up";
     /// Failed receive calls of a pull source, by source.
     pub const SOURCE_RECEIVE_ERRORS: &str = "source_receive_errors";
+    /// Remediation attempts per address, by workspace and outcome (`reverted`,
+    /// `pull_request`, `escalated`, `refused`, `failed`).
+    pub const REMEDIATIONS: &str = "remediations";
+    /// Addresses whose automatic remediation is paused (escalated) now.
+    pub const ESCALATED_ADDRESSES: &str = "escalated_addresses";
 }
 
 fn histogram() -> Histogram {
@@ -241,6 +314,8 @@ pub struct Metrics {
     pub(crate) journal_prune_runs: Family<RunLabels, Counter>,
     pub(crate) source_up: Family<SourceLabels, Gauge>,
     pub(crate) source_receive_errors: Family<SourceLabels, Counter>,
+    pub(crate) remediations: Family<RemediationLabels, Counter>,
+    pub(crate) escalated: Gauge,
 }
 
 impl Metrics {
@@ -265,6 +340,8 @@ impl Metrics {
             journal_prune_runs: Family::default(),
             source_up: Family::default(),
             source_receive_errors: Family::default(),
+            remediations: Family::default(),
+            escalated: Gauge::default(),
             registry: Registry::default(),
         };
         use names::*;
@@ -353,7 +430,41 @@ impl Metrics {
             "Failed receive calls of pull sources, by source",
             m.source_receive_errors.clone(),
         );
+        registry.register(
+            REMEDIATIONS,
+            "Remediation attempts per address, by workspace and outcome (reverted, pull_request, escalated, refused, failed)",
+            m.remediations.clone(),
+        );
+        registry.register(
+            ESCALATED_ADDRESSES,
+            "Addresses whose automatic remediation is paused (escalated)",
+            m.escalated.clone(),
+        );
         Self { registry, ..m }
+    }
+
+    /// Creates `remediations_total` at 0 for every outcome of each of `workspaces`.
+    pub fn init_remediations<'a>(&self, workspaces: impl IntoIterator<Item = &'a str>) {
+        for workspace in workspaces {
+            for outcome in RemediationOutcome::ALL {
+                let _ = self.remediations.get_or_create(&RemediationLabels {
+                    workspace: workspace.to_owned(),
+                    outcome,
+                });
+            }
+        }
+    }
+
+    /// Counts one remediation attempt's outcome on an address of `workspace`.
+    pub fn count_remediation(&self, workspace: &str, outcome: driftreactor_remediate::Outcome) {
+        if let Some(outcome) = RemediationOutcome::of(outcome) {
+            self.remediations
+                .get_or_create(&RemediationLabels {
+                    workspace: workspace.to_owned(),
+                    outcome,
+                })
+                .inc();
+        }
     }
 
     /// Creates at 0 every series whose labels are known at start-up, so that alerts

@@ -207,14 +207,16 @@ fn after_commit(ctx: &Ctx, source: &str, items: Vec<Processed>, written: Vec<Wri
 /// Appends the entries in one atomic append; the delivery answer and, per entry, what
 /// the journal did (empty when the append failed).
 async fn journal(ctx: &Ctx, source: &str, entries: Vec<Entry>) -> (Delivery, Vec<Written>) {
-    let keys: Vec<(driftreactor_event::Provider, String)> = entries
+    let keys: Vec<(driftreactor_event::Provider, String, String)> = entries
         .iter()
-        .map(|e| (e.provider, e.operation.clone()))
+        .map(|e| (e.provider, e.operation.clone(), e.id.clone()))
         .collect();
     match ctx.journal.append(entries).await {
         Ok(written) => {
             let mut all_duplicate = true;
-            for ((provider, operation), w) in keys.into_iter().zip(written.iter().cloned()) {
+            for ((provider, operation, event_id), w) in
+                keys.into_iter().zip(written.iter().cloned())
+            {
                 match w {
                     Written::Duplicate => {
                         ctx.metrics
@@ -224,6 +226,15 @@ async fn journal(ctx: &Ctx, source: &str, entries: Vec<Entry>) -> (Delivery, Vec
                     }
                     Written::Recorded(stored) => {
                         all_duplicate = false;
+                        tracing::info!(
+                            source = %source,
+                            provider = %provider,
+                            event_id = %event_id,
+                            operation = %operation,
+                            verdict = %stored.verdict,
+                            action = %stored.action,
+                            "Event received and journaled."
+                        );
                         let m = &ctx.metrics;
                         m.decided
                             .get_or_create(&VerdictLabels {

@@ -301,3 +301,58 @@ async fn remediations_are_listed_with_their_status_and_never_their_request() {
     );
     h.stop().await;
 }
+
+/// Item 20 (issue 12): every error answers JSON `{"error": …}` like the others: a body
+/// over the limit (413), a query that does not parse (400), an unknown route (404);
+/// `/v1/events?provider=xyz` is a 400 like `/v1/remediations`, and so is an unknown
+/// `/v1/drift?status=`.
+#[tokio::test]
+async fn item20_api_errors_answer_json_and_bad_filters_are_400() {
+    let h = Harness::start("").await;
+    let q = format!("?code={EG_SECRET}");
+    let json_error = |r: reqwest::Response| async move {
+        let status = r.status().as_u16();
+        let ct = r
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        let text = r.text().await.unwrap();
+        assert!(ct.starts_with("application/json"), "{status} {ct}: {text}");
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let msg = v["error"].as_str().unwrap_or_default().to_owned();
+        assert!(!msg.is_empty(), "{text}");
+        (status, msg)
+    };
+    // Over the body limit (64 KiB in the test config).
+    let (status, msg) = json_error(h.push_azure(&eg_batch("big", 200), &q).await).await;
+    assert_eq!(status, 413, "{msg}");
+    assert_eq!(h.journal_rows(), 0);
+    // A query that does not parse.
+    for path in ["/v1/events?limit=many", "/v1/remediations?limit=-1"] {
+        let r = h.client.get(h.url(path)).send().await.unwrap();
+        let (status, msg) = json_error(r).await;
+        assert_eq!(status, 400, "{path}: {msg}");
+    }
+    // Unknown filter values.
+    for (path, word) in [
+        ("/v1/events?provider=xyz", "provider"),
+        ("/v1/remediations?provider=xyz", "provider"),
+        ("/v1/drift?status=fixed", "status"),
+        ("/v1/drift?status=open,nope", "status"),
+    ] {
+        let r = h.client.get(h.url(path)).send().await.unwrap();
+        let (status, msg) = json_error(r).await;
+        assert_eq!(status, 400, "{path}: {msg}");
+        assert!(msg.contains(word), "{path}: {msg}");
+    }
+    // No such route, and a known filter still answers.
+    let r = h.client.get(h.url("/v1/nothing")).send().await.unwrap();
+    assert_eq!(json_error(r).await.0, 404);
+    let (status, body) = h.get_json("/v1/events?provider=azure").await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = h.get_json("/v1/drift?status=all").await;
+    assert_eq!(status, 200, "{body}");
+    h.stop().await;
+}
