@@ -67,6 +67,7 @@ pub use driftreactor_event::{Decided, MatchRecord, ResourceKey};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
+pub mod lock;
 mod memory;
 mod prune;
 mod query;
@@ -74,6 +75,7 @@ mod remediation;
 mod schema;
 mod writer;
 
+pub use lock::{JournalLock, LockError};
 pub use memory::{ApplyRecord, MAX_APPLIES, MAX_STAMPS, Stamp};
 pub use prune::{DEFAULT_PRUNE_BATCH, PruneReport};
 pub use query::{

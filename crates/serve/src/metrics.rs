@@ -241,11 +241,33 @@ pub struct Metrics {
     pub(crate) journal_prune_runs: Family<RunLabels, Counter>,
     pub(crate) source_up: Family<SourceLabels, Gauge>,
     pub(crate) source_receive_errors: Family<SourceLabels, Counter>,
+    /// The `operation` label values admitted so far, per provider (at most
+    /// `max_operations` each).
+    operations:
+        std::sync::Mutex<std::collections::HashMap<Provider, std::collections::HashSet<String>>>,
+    max_operations: usize,
 }
 
+/// The `operation` label value that stands for every operation beyond
+/// [`Metrics::with_max_operations`]'s limit.
+pub const OTHER_OPERATION: &str = "other";
+
+/// Default of [`Metrics::with_max_operations`] (`[server] metrics_max_operations`).
+pub const DEFAULT_MAX_OPERATIONS: usize = 200;
+
 impl Metrics {
-    /// Registers every metric under the `driftreactor` prefix.
+    /// Registers every metric under the `driftreactor` prefix, with at most
+    /// [`DEFAULT_MAX_OPERATIONS`] `operation` label values per provider.
     pub fn new() -> Self {
+        Self::with_max_operations(DEFAULT_MAX_OPERATIONS)
+    }
+
+    /// Registers every metric under the `driftreactor` prefix; the `operation`-labelled
+    /// families get at most `max` distinct operations per provider (the first ones
+    /// seen), the rest are counted under [`OTHER_OPERATION`] (see
+    /// [`Metrics::operation_labels`]). Every label value is escaped as the text format
+    /// requires (prometheus-client's encoder).
+    pub fn with_max_operations(max: usize) -> Self {
         let mut registry = Registry::with_prefix("driftreactor");
         let m = Self {
             received: Family::default(),
@@ -265,6 +287,8 @@ impl Metrics {
             journal_prune_runs: Family::default(),
             source_up: Family::default(),
             source_receive_errors: Family::default(),
+            operations: std::sync::Mutex::new(std::collections::HashMap::new()),
+            max_operations: max,
             registry: Registry::default(),
         };
         use names::*;
@@ -397,6 +421,33 @@ impl Metrics {
                     .decided
                     .get_or_create(&VerdictLabels { provider, verdict });
             }
+        }
+    }
+
+    /// The labels of `operation` from `provider` on the `operation`-labelled families:
+    /// the operation itself while fewer than the limit of distinct operations of
+    /// `provider` were admitted (or it was admitted before), else
+    /// [`OTHER_OPERATION`], so that events with made-up names cannot grow the
+    /// scrape without bound.
+    pub fn operation_labels(&self, provider: Provider, operation: &str) -> OperationLabels {
+        let admitted = self.operations.lock().is_ok_and(|mut ops| {
+            let seen = ops.entry(provider).or_default();
+            if seen.contains(operation) {
+                return true;
+            }
+            if seen.len() < self.max_operations && operation != OTHER_OPERATION {
+                seen.insert(operation.to_owned());
+                return true;
+            }
+            false
+        });
+        OperationLabels {
+            provider,
+            operation: if admitted {
+                operation.to_owned()
+            } else {
+                OTHER_OPERATION.to_owned()
+            },
         }
     }
 

@@ -329,6 +329,7 @@ impl Harness {
             registry,
             listen: Some("127.0.0.1:0".parse().unwrap()),
             after_commit,
+            redactor: None,
         })
         .await
         .unwrap();

@@ -41,6 +41,7 @@ fn serve_child() {
             registry: SourceRegistry::new(),
             listen: Some("127.0.0.1:0".parse().unwrap()),
             after_commit: None,
+            redactor: None,
         })
         .await
         .unwrap();

@@ -89,6 +89,7 @@ async fn start_with_journal(section: &str) -> (tempfile::TempDir, String) {
         registry: SourceRegistry::new(),
         listen: Some("127.0.0.1:0".parse().unwrap()),
         after_commit: None,
+        redactor: None,
     })
     .await;
     let message = match result {
