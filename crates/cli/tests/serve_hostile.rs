@@ -638,3 +638,47 @@ fn item_13_a_second_serve_on_the_same_journal_exits_2_naming_the_journal_and_the
     };
     assert!(status.success(), "{status}\n{stderr}");
 }
+
+/// Item 10, replay: an event file that carries a state secret (in a recorded event's
+/// operation and in a rejected event the reason quotes): the report never prints it.
+#[test]
+fn item_10_replay_output_redacts_event_borne_secrets() {
+    let (dir, _) = setup("");
+    let state = dir.path().join("prod.tfstate");
+    let mut events: Vec<serde_json::Value> = serde_json::from_slice(&azure_write(
+        "replay-sec-1",
+        &format!("Microsoft.Storage/storageAccounts/write/{STATE_SECRET}"),
+    ))
+    .unwrap();
+    events.push(serde_json::json!({
+        "specversion": "1.0", "id": "replay-sec-2", "type": format!("{STATE_SECRET}{}", "y".repeat(1000)),
+        "source": "nowhere", "data": {}
+    }));
+    let file = dir.path().join("events.json");
+    std::fs::write(&file, serde_json::to_vec(&events).unwrap()).unwrap();
+    for format in ["json", "table"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_driftreactor"))
+            .args(["replay", "--format", format, "--state"])
+            .arg(&state)
+            .arg(&file)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+        assert!(!stdout.contains(STATE_SECRET), "{stdout}");
+        assert!(!stderr.contains(STATE_SECRET), "{stderr}");
+        assert!(stdout.contains("[REDACTED]"), "{stdout}");
+        if format == "json" {
+            let lines: Vec<serde_json::Value> = stdout
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            assert_eq!(lines.len(), 2, "{stdout}");
+            assert_eq!(lines[0]["verdict"], "unmanaged");
+            assert_eq!(lines[1]["verdict"], "rejected");
+            let reason = lines[1]["reason"].as_str().unwrap();
+            assert!(reason.chars().count() <= 301, "{reason}");
+        }
+    }
+}
