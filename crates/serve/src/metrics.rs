@@ -465,3 +465,48 @@ impl Default for Metrics {
         Self::new()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operations_beyond_the_limit_are_counted_as_other_and_label_values_are_escaped() {
+        let m = Metrics::with_max_operations(2);
+        let evil = "Write\"} 1\nfake_series{a=\"b\\";
+        for op in [evil, "B", "C", evil, "D", "B"] {
+            m.unmanaged
+                .get_or_create(&m.operation_labels(Provider::Azure, op))
+                .inc();
+        }
+        // Another provider has its own budget.
+        m.unmanaged
+            .get_or_create(&m.operation_labels(Provider::Aws, "C"))
+            .inc();
+        let text = m.encode();
+        let series: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("driftreactor_events_unmanaged_total{"))
+            .collect();
+        assert_eq!(series.len(), 4, "{text}");
+        assert!(text.contains(
+            r#"driftreactor_events_unmanaged_total{provider="azure",operation="Write\"} 1\nfake_series{a=\"b\\"} 2"#
+        ), "{text}");
+        assert!(
+            text.contains(r#"{provider="azure",operation="B"} 2"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"{provider="azure",operation="other"} 2"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"{provider="aws",operation="C"} 1"#),
+            "{text}"
+        );
+        assert!(
+            !text.lines().any(|l| l.starts_with("fake_series")),
+            "{text}"
+        );
+    }
+}

@@ -100,7 +100,7 @@ pub(crate) async fn run(mut rx: mpsc::Receiver<Envelope>, ctx: Arc<Ctx>) {
             Err(reason) => {
                 // The reason may quote the event, and the event may carry a secret.
                 let reason = excerpt(&ctx.redactor, &reason);
-                tracing::warn!(source = %source, message_id = %message_id, reason = %reason, "Message rejected; not acknowledged as processed.");
+                tracing::warn!(source = %source, message_id = %ctx.redactor.text(&message_id), reason = %reason, "Message rejected; not acknowledged as processed.");
                 ctx.metrics
                     .rejected
                     .get_or_create(&SourceLabels::new(&source))
@@ -299,5 +299,22 @@ async fn journal(ctx: &Ctx, source: &str, entries: Vec<Entry>) -> (Delivery, Vec
                 .inc();
             (Delivery::Failed(e.to_string()), Vec::new())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rejection_reason_is_redacted_and_cut_to_a_short_excerpt() {
+        let redactor = Redactor::new(["hunter2-secret".to_owned()]);
+        let long = format!("event #0: type hunter2-secret{}", "x".repeat(1000));
+        let out = excerpt(&redactor, &long);
+        assert!(!out.contains("hunter2-secret"), "{out}");
+        assert!(out.starts_with("event #0: type [REDACTED]"), "{out}");
+        assert_eq!(out.chars().count(), MAX_REASON_CHARS + 1);
+        assert!(out.ends_with('…'));
+        assert_eq!(excerpt(&redactor, "short"), "short");
     }
 }
