@@ -495,6 +495,19 @@ fn item_10_event_borne_secrets_never_leave_the_process() {
         reason.chars().count()
     );
 
+    // A Pub/Sub push envelope that is not one, its parse error quoting the value.
+    let envelope = serde_json::json!({ "message": format!("{STATE_SECRET}-not-a-message") });
+    let (status, body) = request(
+        &s.addr,
+        "POST",
+        &format!("/push/gcp?token={PUBSUB_TOKEN}"),
+        "",
+        &serde_json::to_vec(&envelope).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(status, 400, "{body}");
+    assert!(!body.contains(STATE_SECRET), "{body}");
+
     let (_, events) = get(&s.addr, "/v1/events");
     assert!(events.contains("sec-1"), "{events}");
     assert!(!events.contains(STATE_SECRET), "{events}");

@@ -58,6 +58,12 @@ pub trait PushHost: Send + Sync + 'static {
         Duration::from_secs(30)
     }
 
+    /// `reason` (why a push is answered 400; it may quote the body) as it may leave the
+    /// process: with known secrets redacted and cut short. Default: unchanged.
+    fn redact_reason(&self, reason: &str) -> String {
+        reason.to_owned()
+    }
+
     /// Counts a push of `source` refused for authentication
     /// (`push_unauthorized_total{source}`).
     fn count_unauthorized(&self, source: &str);
@@ -236,14 +242,15 @@ pub fn refuse(host: &dyn PushHost, source: &str, e: &AuthError) -> Response {
 }
 
 /// Answers 400 with `reason` to a push body that is not even a message of the
-/// endpoint's format (not JSON, not a Pub/Sub push envelope): logged, and counted by
-/// [`PushHost::count_unparsed`].
+/// endpoint's format (not JSON, not a Pub/Sub push envelope): passed through
+/// [`PushHost::redact_reason`], logged, and counted by [`PushHost::count_unparsed`].
 pub fn reject_unparsed(
     host: &dyn PushHost,
     source: &str,
     provider: Provider,
     reason: String,
 ) -> Response {
+    let reason = host.redact_reason(&reason);
     tracing::warn!(source = %source, reason = %reason, "Rejected a push that could not be parsed.");
     host.count_unparsed(source, provider);
     error(StatusCode::BAD_REQUEST, reason)
