@@ -2,9 +2,9 @@
 //! "gcp_pubsub_push"`: its config, its authentication and its handler, mounted by the
 //! service as a [`PushEndpoint`].
 //!
-//! A push is authenticated before its body is read, by the shared secret in
-//! `?token=…` (given once; a repeated `token` is refused) (when `token_env` /
-//! `token_file` is set and the query carries it), else by the Google-signed OIDC
+//! A push is authenticated before its body is read: by the shared secret in
+//! `?token=…` when `token_env` / `token_file` is set and the query carries it (a
+//! `token` given twice is refused), else by the Google-signed OIDC
 //! token of `Authorization: Bearer` (when `oidc` is set); with neither configured only
 //! `allow_unauthenticated = true` lets pushes in. Its body is read by the one push
 //! envelope parser ([`crate::push::parse`]); the message id is required and a message
