@@ -3,21 +3,22 @@
 //! handler, mounted by the service as a [`PushEndpoint`].
 //!
 //! * `POST` with a `SubscriptionValidationEvent` (Event Grid schema): answered
-//!   `{"validationResponse": code}` without credentials (Event Grid may send it before
+//!   `{"validationResponse": code}` without credentials when it carries
+//!   `aeg-event-type: SubscriptionValidation` (its body read up to
+//!   [`HANDSHAKE_BODY_LIMIT`]; Event Grid may send it before
 //!   a static delivery header is in effect); the code is read by the one parser of the
 //!   handshake, [`crate::subscription_validation_code`].
 //! * `OPTIONS` (the CloudEvents abuse-protection handshake): allowed when
 //!   `WebHook-Request-Origin` is one of `allowed_origins`.
-//! * Any other `POST` must carry the shared secret (`?<secret_query>=…` or the
-//!   `<secret_header>` delivery header) or an Entra ID bearer token; its body is
-//!   handed to the pipeline unmodified. Answers as [`driftreactor_source::push`]
+//! * Any other `POST` must carry the shared secret (`?<secret_query>=…` given once,
+//!   or the `<secret_header>` delivery header) or an Entra ID bearer token, checked
+//!   before its body is read; its body is handed to the pipeline unmodified. Answers as [`driftreactor_source::push`]
 //!   describes.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::Query;
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, post};
@@ -25,11 +26,15 @@ use driftreactor_event::Provider;
 use driftreactor_source::PayloadFormat;
 use driftreactor_source::push::{
     AuthError, OidcConfig, OidcVerifier, PushConfigError, PushEndpoint, PushHost, Pushed,
-    UNAUTHENTICATED, bearer, check_path, deliver, error, refuse, reject_unparsed, secret,
-    secret_eq,
+    UNAUTHENTICATED, bearer, check_path, credential_param, deliver, error, query_pairs, read_body,
+    refuse, reject_unparsed, secret, secret_eq,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+
+/// Largest body of an unauthenticated `SubscriptionValidation` handshake, in bytes
+/// (the real one is a few hundred bytes).
+pub const HANDSHAKE_BODY_LIMIT: usize = 64 * 1024;
 
 /// The `[[sources]]` type of the endpoint.
 pub const KIND: &str = "azure_event_grid_push";
@@ -154,10 +159,11 @@ impl AzurePush {
     async fn authenticate(
         &self,
         headers: &HeaderMap,
-        q: &HashMap<String, String>,
+        q: &[(String, String)],
     ) -> Result<(), AuthError> {
+        let in_query = credential_param(q, &self.secret_query)?;
         if let Some(secret) = &self.secret {
-            let given = q.get(&self.secret_query).map(String::as_str).or_else(|| {
+            let given = in_query.or_else(|| {
                 headers
                     .get(&self.secret_header)
                     .and_then(|v| v.to_str().ok())
@@ -178,13 +184,28 @@ impl AzurePush {
         Err(AuthError::Missing)
     }
 
-    async fn handle(
-        &self,
-        host: &dyn PushHost,
-        headers: &HeaderMap,
-        q: &HashMap<String, String>,
-        body: Bytes,
-    ) -> Response {
+    async fn handle(&self, host: &dyn PushHost, req: Request) -> Response {
+        let validation = req
+            .headers()
+            .get("aeg-event-type")
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"SubscriptionValidation"));
+        let q = query_pairs(req.uri());
+        if !validation {
+            // Credentials first, from the headers and the query: the body of an
+            // unauthenticated push is never read.
+            if let Err(e) = self.authenticate(req.headers(), &q).await {
+                return refuse(host, &self.name, &e);
+            }
+        }
+        // The handshake only echoes a code, so it is answered without credentials
+        // (Event Grid may send it before a static delivery header is in effect),
+        // reading at most a small body.
+        let headers = req.headers().clone();
+        let limit = validation.then_some(HANDSHAKE_BODY_LIMIT);
+        let body = match read_body(host, req, limit).await {
+            Ok(b) => b,
+            Err(answer) => return answer,
+        };
         if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&body) {
             return reject_unparsed(
                 host,
@@ -193,12 +214,7 @@ impl AzurePush {
                 format!("body is not JSON: {e}"),
             );
         }
-        let validation = headers
-            .get("aeg-event-type")
-            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"SubscriptionValidation"));
         if let Some(code) = crate::subscription_validation_code(&body) {
-            // The handshake only echoes a code, so it is answered without credentials:
-            // Event Grid may send it before a static delivery header is in effect.
             tracing::info!(source = %self.name, "Answered the Event Grid subscription validation handshake.");
             return (
                 StatusCode::OK,
@@ -211,9 +227,6 @@ impl AzurePush {
                 StatusCode::BAD_REQUEST,
                 "SubscriptionValidation without a SubscriptionValidationEvent carrying data.validationCode",
             );
-        }
-        if let Err(e) = self.authenticate(headers, q).await {
-            return refuse(host, &self.name, &e);
         }
         let message_id = headers
             .get("aeg-delivery-count")
@@ -294,13 +307,11 @@ impl PushEndpoint for AzurePush {
     /// handshake.
     fn handler(self: Arc<Self>, host: Arc<dyn PushHost>) -> MethodRouter {
         let ep = self.clone();
-        post(
-            move |headers: HeaderMap, Query(q): Query<HashMap<String, String>>, body: Bytes| {
-                let ep = ep.clone();
-                let host = host.clone();
-                async move { ep.handle(host.as_ref(), &headers, &q, body).await }
-            },
-        )
+        post(move |req: Request| {
+            let ep = ep.clone();
+            let host = host.clone();
+            async move { ep.handle(host.as_ref(), req).await }
+        })
         .options(move |headers: HeaderMap| {
             let ep = self.clone();
             async move { ep.options(&headers) }

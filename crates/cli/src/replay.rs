@@ -12,6 +12,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use driftreactor_config::Config;
 use driftreactor_decide::Policy;
+use driftreactor_notify::Redactor;
 use driftreactor_pipeline::estate::{self, LoadOptions, StateFile};
 use driftreactor_pipeline::{Pipeline, Replay, ReportLine, Summary, inputs};
 
@@ -82,18 +83,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map(|w| StateFile::new(w.name.clone(), w.state.clone()))
         .chain(states)
         .collect();
-    let estate = estate::load(
-        &files,
-        LoadOptions {
-            secrets: args.remediate,
-        },
-    )
-    .map_err(
-        |e| match driftreactor_serve::check::estate_error(&config, &e) {
+    // The secrets are read in any case: an event may itself carry one, and every
+    // report line passes the state redactor before it is printed.
+    let estate = estate::load(&files, LoadOptions { secrets: true }).map_err(|e| {
+        match driftreactor_serve::check::estate_error(&config, &e) {
             Some(named) => anyhow::Error::new(named),
             None => anyhow::Error::new(e),
-        },
-    )?;
+        }
+    })?;
+    let redactor = Redactor::new(estate.secrets.clone());
     let policy = Policy::compile(&config.policy_config())
         .with_context(|| format!("invalid policy in {}", display_config(&config)))?;
     let mut replay =
@@ -120,6 +118,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // An unreadable input is a rejected line like any bad input: the run goes on.
         for line in replay.process_path(input) {
             summary.add(&line);
+            let line = redact_line(&redactor, line);
             match args.format {
                 Format::Json => {
                     serde_json::to_writer(&mut out, &line)?;
@@ -211,6 +210,42 @@ fn display_config(config: &Config) -> String {
         || "the command line".to_owned(),
         |p| p.display().to_string(),
     )
+}
+
+/// Longest reason printed, in characters; longer ones are cut (a rejection reason may
+/// quote the event).
+const MAX_REASON_CHARS: usize = 300;
+
+/// `line` with known secrets (the states' sensitive values) and secret-looking
+/// `key=value` values redacted from every string taken from the event, and its
+/// reason cut to [`MAX_REASON_CHARS`].
+fn redact_line(redactor: &Redactor, mut line: ReportLine) -> ReportLine {
+    let r = |s: &mut String| {
+        if let std::borrow::Cow::Owned(v) = redactor.text(s) {
+            *s = v;
+        }
+    };
+    r(&mut line.input);
+    for s in [
+        &mut line.event_id,
+        &mut line.service,
+        &mut line.operation,
+        &mut line.principal,
+        &mut line.occurred_at,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        r(s);
+    }
+    line.resource_ids.iter_mut().for_each(r);
+    if let Some(reason) = &mut line.reason {
+        r(reason);
+        if reason.chars().count() > MAX_REASON_CHARS {
+            *reason = reason.chars().take(MAX_REASON_CHARS).collect::<String>() + "…";
+        }
+    }
+    line
 }
 
 fn write_row(out: &mut impl Write, line: &ReportLine) -> io::Result<()> {

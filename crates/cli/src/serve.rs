@@ -38,9 +38,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
+        // Before anything is bound: a SIGTERM right after `listening on` is a graceful
+        // shutdown, never the default disposition's abrupt exit.
+        let signals = driftreactor_serve::ShutdownSignals::install()
+            .context("cannot install the SIGTERM / SIGINT handlers")?;
         let app = driftreactor_serve::launch(config, args.listen, registry()).await?;
         println!("driftreactor serve: listening on {}", app.local_addr());
-        tokio::spawn(driftreactor_serve::shutdown_on_signal(app.shutdown_token()));
+        tokio::spawn(signals.cancel_on(app.shutdown_token()));
         app.wait().await?;
         Ok(ExitCode::SUCCESS)
     })

@@ -2,19 +2,18 @@
 //! "gcp_pubsub_push"`: its config, its authentication and its handler, mounted by the
 //! service as a [`PushEndpoint`].
 //!
-//! A push is authenticated by the shared secret in `?token=…` (when `token_env` /
-//! `token_file` is set and the query carries it), else by the Google-signed OIDC
+//! A push is authenticated before its body is read: by the shared secret in
+//! `?token=…` when `token_env` / `token_file` is set and the query carries it (a
+//! `token` given twice is refused), else by the Google-signed OIDC
 //! token of `Authorization: Bearer` (when `oidc` is set); with neither configured only
 //! `allow_unauthenticated = true` lets pushes in. Its body is read by the one push
 //! envelope parser ([`crate::push::parse`]); the message id is required and a message
 //! without data is taken as empty data. Answers as
 //! [`driftreactor_source::push`] describes.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::Query;
+use axum::extract::Request;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::{MethodRouter, post};
@@ -22,7 +21,8 @@ use driftreactor_event::Provider;
 use driftreactor_source::PayloadFormat;
 use driftreactor_source::push::{
     AuthError, OidcConfig, OidcVerifier, PushConfigError, PushEndpoint, PushHost, Pushed,
-    UNAUTHENTICATED, bearer, check_path, deliver, refuse, reject_unparsed, secret, secret_eq,
+    UNAUTHENTICATED, bearer, check_path, credential_param, deliver, query_pairs, read_body, refuse,
+    reject_unparsed, secret, secret_eq,
 };
 use serde::{Deserialize, Serialize};
 
@@ -115,10 +115,11 @@ impl GcpPush {
     async fn authenticate(
         &self,
         headers: &HeaderMap,
-        q: &HashMap<String, String>,
+        q: &[(String, String)],
     ) -> Result<(), AuthError> {
+        let given = credential_param(q, "token")?;
         if let Some(token) = &self.token
-            && let Some(given) = q.get("token")
+            && let Some(given) = given
         {
             return if secret_eq(given, token) {
                 Ok(())
@@ -138,16 +139,17 @@ impl GcpPush {
         Ok(())
     }
 
-    async fn handle(
-        &self,
-        host: &dyn PushHost,
-        headers: &HeaderMap,
-        q: &HashMap<String, String>,
-        body: Bytes,
-    ) -> Response {
-        if let Err(e) = self.authenticate(headers, q).await {
+    async fn handle(&self, host: &dyn PushHost, req: Request) -> Response {
+        // Credentials first, from the headers and the query: the body of an
+        // unauthenticated push is never read.
+        let q = query_pairs(req.uri());
+        if let Err(e) = self.authenticate(req.headers(), &q).await {
             return refuse(host, &self.name, &e);
         }
+        let body = match read_body(host, req, None).await {
+            Ok(b) => b,
+            Err(answer) => return answer,
+        };
         // The one Pub/Sub push envelope parser; the endpoint also needs the message
         // id, and takes a message without data as empty data.
         let envelope = match crate::push::parse(&body) {
@@ -207,12 +209,10 @@ impl PushEndpoint for GcpPush {
 
     /// `POST`: one push.
     fn handler(self: Arc<Self>, host: Arc<dyn PushHost>) -> MethodRouter {
-        post(
-            move |headers: HeaderMap, Query(q): Query<HashMap<String, String>>, body: Bytes| {
-                let ep = self.clone();
-                let host = host.clone();
-                async move { ep.handle(host.as_ref(), &headers, &q, body).await }
-            },
-        )
+        post(move |req: Request| {
+            let ep = self.clone();
+            let host = host.clone();
+            async move { ep.handle(host.as_ref(), req).await }
+        })
     }
 }

@@ -74,6 +74,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
 mod lifecycle;
+pub mod lock;
 mod memory;
 mod prune;
 mod query;
@@ -83,6 +84,7 @@ mod store;
 mod writer;
 
 pub use lifecycle::{DriftQuery, DriftStatus, DriftUpdate};
+pub use lock::{JournalLock, LockError};
 pub use memory::{ApplyRecord, MAX_APPLIES, MAX_STAMPS, Stamp};
 pub use prune::{DEFAULT_PRUNE_BATCH, PruneReport};
 pub use query::{

@@ -15,7 +15,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use driftreactor_config::Config;
-use driftreactor_journal::SharedJournal;
+use driftreactor_journal::{JournalLock, SharedJournal};
+use driftreactor_notify::Redactor;
 use driftreactor_remediate::Remediator;
 use driftreactor_remediate::handoff::Forwarder;
 use tokio_util::sync::CancellationToken;
@@ -42,6 +43,10 @@ pub enum AppError {
     /// The journal's unfinished remediations could not be read.
     #[error("cannot read the unfinished remediations from the journal")]
     Pending(#[source] driftreactor_journal::Error),
+    /// Another process holds the journal (its pid named), or its lock file could not
+    /// be taken.
+    #[error(transparent)]
+    Locked(#[from] driftreactor_journal::LockError),
 }
 
 /// A started sidecar: the service and, with remediation on, the forwarder task.
@@ -49,6 +54,8 @@ pub enum AppError {
 pub struct App {
     running: Running,
     remediation: Option<Forwarder>,
+    /// This process's lock on the journal file, released when the app is dropped.
+    _lock: JournalLock,
 }
 
 impl App {
@@ -91,7 +98,8 @@ pub fn remediation_enabled(config: &Config) -> bool {
 ///
 /// # Errors
 /// [`AppError`] for anything that prevents start-up; nothing keeps running then. A
-/// config section that does not fit names the config file.
+/// config section that does not fit names the config file; a journal file another
+/// process holds is [`AppError::Locked`], naming the journal and that process's pid.
 pub async fn launch(
     config: Config,
     listen: Option<SocketAddr>,
@@ -100,21 +108,25 @@ pub async fn launch(
     // All of the config first, before any state is read.
     crate::check::check(&config, &registry, crate::check::CheckMode::Serve)
         .map_err(ServeError::ConfigFile)?;
+    // One process per journal file: refused before anything else is opened.
+    let lock = JournalLock::acquire(&crate::journal_config(&config)?.path)?;
     let remediation = remediation_enabled(&config);
     let mut loader = PipelineLoader::from_config(&config);
+    // The states' sensitive values are read in any mode: every string the service
+    // stores or answers passes the state redactor, also without remediation.
+    let estate = read_states(&loader).await.map_err(|e| match &e {
+        ServeError::Model(crate::model::LoadError::State { workspace, source }) => {
+            crate::check::state_error(
+                &config,
+                workspace,
+                driftreactor_source::registry::chain(&**source),
+            )
+            .map_or(e, ServeError::ConfigFile)
+        }
+        _ => e,
+    })?;
     let mut journal = None;
-    let remediation = if remediation {
-        let estate = read_states(&loader).await.map_err(|e| match &e {
-            ServeError::Model(crate::model::LoadError::State { workspace, source }) => {
-                crate::check::state_error(
-                    &config,
-                    workspace,
-                    driftreactor_source::registry::chain(&**source),
-                )
-                .map_or(e, ServeError::ConfigFile)
-            }
-            _ => e,
-        })?;
+    let (remediation, redactor) = if remediation {
         // One journal handle for the service, the bookkeeping and the memory; the
         // forwarder closes it once the remediator stopped (after the service).
         let shared = driftreactor_journal::open(&crate::journal_config(&config)?)
@@ -122,16 +134,17 @@ pub async fn launch(
         journal = Some(shared.clone());
         let forwarder = start_remediation(&config, estate.secrets.clone(), shared).await?;
         let redactor = forwarder.redactor().clone();
-        // Secrets of resources added or rotated since start-up reach the redactor too.
-        loader = loader.with_secrets(move |secrets| redactor.add_secrets(secrets));
-        loader.prime(estate);
-        Some(forwarder)
+        (Some(forwarder), redactor)
     } else {
         tracing::info!(
             "Remediation is off (no workspace has a `dir` and there is no [remediation] section): detect-only."
         );
-        None
+        (None, Redactor::new(estate.secrets.clone()))
     };
+    // Secrets of resources added or rotated since start-up reach the redactor too.
+    let sink = redactor.clone();
+    loader = loader.with_secrets(move |secrets| sink.add_secrets(secrets));
+    loader.prime(estate);
     let after_commit = remediation
         .as_ref()
         .map(|f| Arc::new(f.hook().clone()) as Arc<dyn AfterCommit>);
@@ -143,12 +156,14 @@ pub async fn launch(
         listen,
         after_commit,
         journal,
+        redactor: Some(redactor),
     })
     .await;
     match started {
         Ok(running) => Ok(App {
             running,
             remediation,
+            _lock: lock,
         }),
         Err(e) => {
             if let Some(f) = remediation {

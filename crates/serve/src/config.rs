@@ -39,6 +39,20 @@ pub struct ServerConfig {
     /// How long a push request waits for its turn and its journal commit before it is
     /// answered 503 (retry), in seconds. Default 20.
     pub push_timeout_secs: u64,
+    /// How long a client may take to send a request's headers (also between requests
+    /// on a kept-alive connection), in seconds; the connection is closed then. At
+    /// least 1. Default 5.
+    pub header_read_timeout_secs: u64,
+    /// How long an authenticated push's whole body may take to arrive, in seconds;
+    /// slower bodies are answered 408. At least 1. Default 30.
+    pub body_read_timeout_secs: u64,
+    /// Most open client connections; further ones wait in the listen backlog until
+    /// one closes. At least 1. Default 512.
+    pub max_connections: usize,
+    /// Most distinct `operation` label values per provider on the `operation`-labelled
+    /// metrics (`events_unmanaged_total`, `events_unattributed_total`); events of
+    /// further operations are counted under `operation="other"`. Default 200.
+    pub metrics_max_operations: usize,
     /// The environment variable holding the bearer token that `POST
     /// /v1/resources/{workspace}/{address}/clear` requires (`Authorization: Bearer
     /// TOKEN`). Unset: the endpoint is as open as the rest of the API (keep the server
@@ -75,6 +89,10 @@ impl Default for ServerConfig {
             state_reload_secs: 10,
             shutdown_grace_secs: 25,
             push_timeout_secs: 20,
+            header_read_timeout_secs: 5,
+            body_read_timeout_secs: 30,
+            max_connections: 512,
+            metrics_max_operations: 200,
             admin_token_env: None,
             source_degraded_failures: driftreactor_source::health::DEFAULT_MAX_CONSECUTIVE_FAILURES,
             source_degraded_silence_secs: driftreactor_source::health::DEFAULT_MAX_SILENCE_SECS,

@@ -15,6 +15,73 @@ use serde_json::json;
 
 use crate::state::{AppState, error};
 
+/// The connection limits of [`serve`] (`[server] header_read_timeout_secs`,
+/// `max_connections`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// How long a client may take to send a request's headers.
+    pub header_read_timeout: std::time::Duration,
+    /// Most open connections at once.
+    pub max_connections: usize,
+}
+
+/// Serves `app` on `listener` over HTTP/1.1 until `shutdown` fires, then stops
+/// accepting and waits for the open connections to finish their requests (the caller
+/// bounds that wait).
+///
+/// hyper's connection builder closes a connection whose request headers take longer
+/// than [`Limits::header_read_timeout`]; a semaphore permit is taken before each
+/// accept, so at most [`Limits::max_connections`] connections are open and further
+/// clients wait in the listen backlog. Push bodies have their own deadline
+/// (`body_read_timeout_secs`, [`driftreactor_source::push::read_body`]).
+pub(crate) async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    limits: Limits,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    loop {
+        let permit = tokio::select! {
+            p = permits.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+            () = shutdown.cancelled() => break,
+        };
+        let stream = tokio::select! {
+            r = listener.accept() => match r {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors and the like: the listener stays; try
+                    // again shortly rather than spin.
+                    tracing::warn!(error = %e, "Cannot accept a connection.");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = shutdown.cancelled() => break,
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "Connection closed with an error.");
+            }
+            drop(permit);
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
+}
+
 /// The API routes and the push endpoints mounted at their paths (the push
 /// endpoints' handlers come from their cloud crates: [`crate::push::mount`]).
 pub(crate) fn router(

@@ -27,6 +27,7 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use driftreactor_config::Config;
 use driftreactor_journal::{JournalConfig, SharedJournal};
+use driftreactor_notify::Redactor;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -51,6 +52,7 @@ mod worker;
 
 pub use app::{App, AppError, launch};
 pub use config::{AzurePushConfig, GcpPushConfig, OidcConfig, Retention, ServerConfig, SourceSpec};
+pub use driftreactor_journal::{JournalLock, LockError};
 pub use driftreactor_journal::{MatchRecord, ResourceKey};
 pub use driftreactor_source as source;
 pub use hook::{AfterCommit, BoxFuture, ClearError, Handoff};
@@ -168,6 +170,8 @@ pub(crate) struct Ctx {
     loader: Arc<dyn ModelLoader>,
     server: ServerConfig,
     after_commit: Option<Arc<dyn AfterCommit>>,
+    /// Redacts what the service stores and answers (see [`ServeOptions::redactor`]).
+    redactor: Redactor,
     /// Why the states on disk could not be reloaded (the graph in use is older than
     /// them), for `/readyz`; `None` while the graph is current.
     state_error: std::sync::Mutex<Option<String>>,
@@ -190,6 +194,10 @@ pub struct ServeOptions {
     /// bookkeeping and memory), who close it after the service stopped; `None`: the
     /// service opens the journal `[journal]` names and closes it when it stops.
     pub journal: Option<SharedJournal>,
+    /// The state redactor (the states' sensitive values) that every journaled string,
+    /// rejection reason and metric label passes; `None`: one without known secrets
+    /// (secret-looking `key=value` pairs are still redacted).
+    pub redactor: Option<Redactor>,
 }
 
 impl std::fmt::Debug for ServeOptions {
@@ -198,6 +206,7 @@ impl std::fmt::Debug for ServeOptions {
             .field("registry", &self.registry)
             .field("listen", &self.listen)
             .field("after_commit", &self.after_commit.is_some())
+            .field("redactor", &self.redactor)
             .finish_non_exhaustive()
     }
 }
@@ -248,33 +257,74 @@ impl Running {
     }
 }
 
-/// Cancels `token` on SIGTERM or SIGINT (Ctrl-C).
-pub async fn shutdown_on_signal(token: CancellationToken) {
-    let ctrl_c = tokio::signal::ctrl_c();
+/// The SIGTERM and SIGINT handlers of the service, installed before anything is
+/// bound: from [`ShutdownSignals::install`] on, these signals no longer end the
+/// process abruptly but are kept until [`ShutdownSignals::cancel_on`] turns them into
+/// a graceful shutdown (a signal that arrives while the service is still starting
+/// stops it as soon as it has started).
+#[derive(Debug)]
+pub struct ShutdownSignals {
     #[cfg(unix)]
-    {
-        let mut term = match tokio::signal::unix::signal(
-            tokio::signal::unix::SignalKind::terminate(),
-        ) {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::error!(error = %e, "Cannot listen for SIGTERM; only SIGINT stops the service.");
-                let _ = ctrl_c.await;
-                token.cancel();
-                return;
-            }
-        };
-        tokio::select! {
-            _ = ctrl_c => tracing::info!("SIGINT received; shutting down."),
-            _ = term.recv() => tracing::info!("SIGTERM received; shutting down."),
-            () = token.cancelled() => return,
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+}
+
+impl ShutdownSignals {
+    /// Installs the handlers. Must be called inside a tokio runtime.
+    ///
+    /// # Errors
+    /// The I/O error when a handler cannot be installed.
+    pub fn install() -> std::io::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Self {
+                term: signal(SignalKind::terminate())?,
+                int: signal(SignalKind::interrupt())?,
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(Self {})
         }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
+
+    /// Cancels `token` on the first SIGTERM or SIGINT (also one received before this
+    /// call); returns early when `token` is cancelled otherwise.
+    pub async fn cancel_on(self, token: CancellationToken) {
+        #[cfg(unix)]
+        {
+            let Self { mut term, mut int } = self;
+            tokio::select! {
+                _ = int.recv() => tracing::info!("SIGINT received; shutting down."),
+                _ = term.recv() => tracing::info!("SIGTERM received; shutting down."),
+                () = token.cancelled() => return,
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                () = token.cancelled() => return,
+            }
+        }
+        token.cancel();
     }
-    token.cancel();
+}
+
+/// Cancels `token` on SIGTERM or SIGINT (Ctrl-C). The handlers are installed when this
+/// is called; to have them in place before the server is bound, use
+/// [`ShutdownSignals::install`] before [`start`] / [`launch`].
+pub async fn shutdown_on_signal(token: CancellationToken) {
+    match ShutdownSignals::install() {
+        Ok(s) => s.cancel_on(token).await,
+        Err(e) => {
+            tracing::error!(error = %e, "Cannot listen for SIGTERM / SIGINT; only Ctrl-C stops the service.");
+            let _ = tokio::signal::ctrl_c().await;
+            token.cancel();
+        }
+    }
 }
 
 /// The `[journal]` section with its path resolved against the config file's directory
@@ -316,8 +366,10 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         listen,
         after_commit,
         journal,
+        redactor,
     } = opts;
     check::check(&config, &registry, check::CheckMode::Serve)?;
+    let redactor = redactor.unwrap_or_default();
     let server: ServerConfig = config.section("server", config.server.as_ref())?;
     let journal_cfg = journal_config(&config)?;
     let retention = journal_retention(&config, &journal_cfg)?;
@@ -399,7 +451,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         .local_addr()
         .map_err(|source| ServeError::Bind { addr, source })?;
 
-    let metrics = metrics::Metrics::new();
+    let metrics = metrics::Metrics::with_max_operations(server.metrics_max_operations);
     metrics.init_known(
         &pushes
             .iter()
@@ -447,6 +499,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         loader,
         server: server.clone(),
         after_commit,
+        redactor,
         state_error: std::sync::Mutex::new(None),
     });
     let token = CancellationToken::new();
@@ -530,11 +583,11 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
     );
     drop(tx);
     let http_token = token.clone();
-    let http = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(http_token.cancelled_owned())
-            .await
-    });
+    let limits = http::Limits {
+        header_read_timeout: Duration::from_secs(server.header_read_timeout_secs.max(1)),
+        max_connections: server.max_connections.max(1),
+    };
+    let http = tokio::spawn(http::serve(listener, app, limits, http_token));
     tracing::info!(addr = %local_addr, "Listening.");
 
     let grace = Duration::from_secs(server.shutdown_grace_secs);

@@ -316,11 +316,33 @@ pub struct Metrics {
     pub(crate) source_receive_errors: Family<SourceLabels, Counter>,
     pub(crate) remediations: Family<RemediationLabels, Counter>,
     pub(crate) escalated: Gauge,
+    /// The `operation` label values admitted so far, per provider (at most
+    /// `max_operations` each).
+    operations:
+        std::sync::Mutex<std::collections::HashMap<Provider, std::collections::HashSet<String>>>,
+    max_operations: usize,
 }
 
+/// The `operation` label value that stands for every operation beyond
+/// [`Metrics::with_max_operations`]'s limit.
+pub const OTHER_OPERATION: &str = "other";
+
+/// Default of [`Metrics::with_max_operations`] (`[server] metrics_max_operations`).
+pub const DEFAULT_MAX_OPERATIONS: usize = 200;
+
 impl Metrics {
-    /// Registers every metric under the `driftreactor` prefix.
+    /// Registers every metric under the `driftreactor` prefix, with at most
+    /// [`DEFAULT_MAX_OPERATIONS`] `operation` label values per provider.
     pub fn new() -> Self {
+        Self::with_max_operations(DEFAULT_MAX_OPERATIONS)
+    }
+
+    /// Registers every metric under the `driftreactor` prefix; the `operation`-labelled
+    /// families get at most `max` distinct operations per provider (the first ones
+    /// seen), the rest are counted under [`OTHER_OPERATION`] (see
+    /// [`Metrics::operation_labels`]). Every label value is escaped as the text format
+    /// requires (prometheus-client's encoder).
+    pub fn with_max_operations(max: usize) -> Self {
         let mut registry = Registry::with_prefix("driftreactor");
         let m = Self {
             received: Family::default(),
@@ -342,6 +364,8 @@ impl Metrics {
             source_receive_errors: Family::default(),
             remediations: Family::default(),
             escalated: Gauge::default(),
+            operations: std::sync::Mutex::new(std::collections::HashMap::new()),
+            max_operations: max,
             registry: Registry::default(),
         };
         use names::*;
@@ -511,6 +535,33 @@ impl Metrics {
         }
     }
 
+    /// The labels of `operation` from `provider` on the `operation`-labelled families:
+    /// the operation itself while fewer than the limit of distinct operations of
+    /// `provider` were admitted (or it was admitted before), else
+    /// [`OTHER_OPERATION`], so that events with made-up names cannot grow the
+    /// scrape without bound.
+    pub fn operation_labels(&self, provider: Provider, operation: &str) -> OperationLabels {
+        let admitted = self.operations.lock().is_ok_and(|mut ops| {
+            let seen = ops.entry(provider).or_default();
+            if seen.contains(operation) {
+                return true;
+            }
+            if seen.len() < self.max_operations && operation != OTHER_OPERATION {
+                seen.insert(operation.to_owned());
+                return true;
+            }
+            false
+        });
+        OperationLabels {
+            provider,
+            operation: if admitted {
+                operation.to_owned()
+            } else {
+                OTHER_OPERATION.to_owned()
+            },
+        }
+    }
+
     /// The metrics in the Prometheus text exposition format.
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -523,5 +574,50 @@ impl Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operations_beyond_the_limit_are_counted_as_other_and_label_values_are_escaped() {
+        let m = Metrics::with_max_operations(2);
+        let evil = "Write\"} 1\nfake_series{a=\"b\\";
+        for op in [evil, "B", "C", evil, "D", "B"] {
+            m.unmanaged
+                .get_or_create(&m.operation_labels(Provider::Azure, op))
+                .inc();
+        }
+        // Another provider has its own budget.
+        m.unmanaged
+            .get_or_create(&m.operation_labels(Provider::Aws, "C"))
+            .inc();
+        let text = m.encode();
+        let series: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("driftreactor_events_unmanaged_total{"))
+            .collect();
+        assert_eq!(series.len(), 4, "{text}");
+        assert!(text.contains(
+            r#"driftreactor_events_unmanaged_total{provider="azure",operation="Write\"} 1\nfake_series{a=\"b\\"} 2"#
+        ), "{text}");
+        assert!(
+            text.contains(r#"{provider="azure",operation="B"} 2"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"{provider="azure",operation="other"} 2"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"{provider="aws",operation="C"} 1"#),
+            "{text}"
+        );
+        assert!(
+            !text.lines().any(|l| l.starts_with("fake_series")),
+            "{text}"
+        );
     }
 }

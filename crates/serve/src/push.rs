@@ -48,6 +48,14 @@ impl PushHost for Host {
         Duration::from_secs(self.0.ctx.server.push_timeout_secs.max(1))
     }
 
+    fn body_read_timeout(&self) -> Duration {
+        Duration::from_secs(self.0.ctx.server.body_read_timeout_secs.max(1))
+    }
+
+    fn redact_reason(&self, reason: &str) -> String {
+        crate::worker::excerpt(&self.0.ctx.redactor, reason)
+    }
+
     fn count_unauthorized(&self, source: &str) {
         self.0
             .ctx

@@ -17,6 +17,7 @@ use std::time::SystemTime;
 use chrono::{DateTime, Utc};
 use driftreactor_event::{Reason, Verdict};
 use driftreactor_journal::{Entry, Written, sha256_hex};
+use driftreactor_notify::Redactor;
 use driftreactor_source::{Delivery, SourceMessage};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
@@ -24,8 +25,7 @@ use tokio::task::JoinSet;
 use crate::Ctx;
 use crate::hook::Handoff;
 use crate::metrics::{
-    HandoffLabels, HandoffResult, OperationLabels, ProviderLabels, SourceLabels,
-    SourceProviderLabels, VerdictLabels,
+    HandoffLabels, HandoffResult, ProviderLabels, SourceLabels, SourceProviderLabels, VerdictLabels,
 };
 use crate::model::{Input, Processed};
 
@@ -73,6 +73,12 @@ pub(crate) async fn run(mut rx: mpsc::Receiver<Envelope>, ctx: Arc<Ctx>) {
                     tracing::error!(source = %source, message_id = %message_id, "The pipeline panicked on a message; it is rejected.");
                     vec![Err("internal error: the pipeline panicked on this message".to_owned())]
                 });
+        // A source delivers its own provider's events only: whoever can push to the
+        // Event Grid webhook must not be able to drive AWS or GCP remediation.
+        let results: Vec<Result<Processed, String>> = results
+            .into_iter()
+            .map(|r| r.and_then(|p| own_provider(p, provider)))
+            .collect();
         // The hook gets the events back after the commit (cloned only when there is one).
         let processed: Option<Vec<Processed>> = ctx.after_commit.as_ref().map(|_| {
             results
@@ -88,10 +94,13 @@ pub(crate) async fn run(mut rx: mpsc::Receiver<Envelope>, ctx: Arc<Ctx>) {
             &payload,
             received_at,
             requeue,
+            &ctx.redactor,
         ) {
             Ok(entries) => entries,
             Err(reason) => {
-                tracing::warn!(source = %source, message_id = %message_id, reason = %reason, "Message rejected; not acknowledged as processed.");
+                // The reason may quote the event, and the event may carry a secret.
+                let reason = excerpt(&ctx.redactor, &reason);
+                tracing::warn!(source = %source, message_id = %ctx.redactor.text(&message_id), reason = %reason, "Message rejected; not acknowledged as processed.");
                 ctx.metrics
                     .rejected
                     .get_or_create(&SourceLabels::new(&source))
@@ -116,6 +125,36 @@ pub(crate) async fn run(mut rx: mpsc::Receiver<Envelope>, ctx: Arc<Ctx>) {
     while tasks.join_next().await.is_some() {}
 }
 
+/// Longest rejection reason answered, logged or counted, in characters; longer ones
+/// are cut (they may quote the event).
+pub(crate) const MAX_REASON_CHARS: usize = 300;
+
+/// `reason` with known secrets and secret-looking `key=value` values redacted, cut to
+/// at most [`MAX_REASON_CHARS`] characters (with `…`).
+pub(crate) fn excerpt(redactor: &Redactor, reason: &str) -> String {
+    let redacted = redactor.text(reason);
+    if redacted.chars().count() <= MAX_REASON_CHARS {
+        return redacted.into_owned();
+    }
+    let mut cut: String = redacted.chars().take(MAX_REASON_CHARS).collect();
+    cut.push('…');
+    cut
+}
+
+/// `p` when its event is of `provider` (the provider of the bus that delivered it),
+/// else the reason to reject the message.
+fn own_provider(p: Processed, provider: driftreactor_event::Provider) -> Result<Processed, String> {
+    if p.event.provider == provider {
+        return Ok(p);
+    }
+    Err(format!(
+        "a {} event on a {} source: this source accepts only {} events",
+        p.event.provider.as_str(),
+        provider.as_str(),
+        provider.as_str()
+    ))
+}
+
 fn observe_latency(ctx: &Ctx, source: &str, received_at: SystemTime) {
     let secs = received_at
         .elapsed()
@@ -134,7 +173,11 @@ fn to_entries(
     payload: &[u8],
     received_at: SystemTime,
     requeue: impl Fn(&Processed) -> Option<String>,
+    redactor: &Redactor,
 ) -> Result<Vec<Entry>, String> {
+    // Every stored string passes the state redactor: an event may carry a secret in
+    // any field, and what is stored is answered on `/v1/events` and exported.
+    let r = |s: &str| redactor.text(s).into_owned();
     if results.is_empty() {
         return Err("the payload holds no event".into());
     }
@@ -156,23 +199,23 @@ fn to_entries(
             let e = p.event;
             Entry {
                 provider: e.provider,
-                principal: (!e.principal.id.is_empty()).then(|| e.principal.id.clone()),
-                resource_ids: e.resource_ids().map(str::to_owned).collect(),
-                id: e.id,
+                principal: (!e.principal.id.is_empty()).then(|| r(&e.principal.id)),
+                resource_ids: e.resource_ids().map(r).collect(),
+                id: r(&e.id),
                 source: source.to_owned(),
-                message_id: message_id.to_owned(),
+                message_id: r(message_id),
                 received_at,
                 occurred_at: e.occurred_at,
                 payload_sha256: sha.clone(),
-                service: e.service,
-                operation: e.operation,
+                service: r(&e.service),
+                operation: r(&e.operation),
                 change: e.change,
                 verdict: p.verdict,
                 reason: p.reason,
                 action: p.action,
                 matches: p.matches,
                 dependents: p.dependents,
-                correlation_key: e.correlation_key,
+                correlation_key: e.correlation_key.as_deref().map(r),
                 repeated: p.repeated,
                 remediation,
             }
@@ -243,10 +286,7 @@ async fn journal(ctx: &Ctx, source: &str, entries: Vec<Entry>) -> (Delivery, Vec
                             })
                             .inc();
                         if stored.verdict == Verdict::Unmanaged {
-                            let labels = OperationLabels {
-                                provider,
-                                operation,
-                            };
+                            let labels = m.operation_labels(provider, &operation);
                             m.unmanaged.get_or_create(&labels).inc();
                             if stored.reason == Some(Reason::Unattributed) {
                                 m.unattributed.get_or_create(&labels).inc();
@@ -270,5 +310,22 @@ async fn journal(ctx: &Ctx, source: &str, entries: Vec<Entry>) -> (Delivery, Vec
                 .inc();
             (Delivery::Failed(e.to_string()), Vec::new())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rejection_reason_is_redacted_and_cut_to_a_short_excerpt() {
+        let redactor = Redactor::new(["hunter2-secret".to_owned()]);
+        let long = format!("event #0: type hunter2-secret{}", "x".repeat(1000));
+        let out = excerpt(&redactor, &long);
+        assert!(!out.contains("hunter2-secret"), "{out}");
+        assert!(out.starts_with("event #0: type [REDACTED]"), "{out}");
+        assert_eq!(out.chars().count(), MAX_REASON_CHARS + 1);
+        assert!(out.ends_with('…'));
+        assert_eq!(excerpt(&redactor, "short"), "short");
     }
 }

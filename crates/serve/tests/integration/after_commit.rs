@@ -193,6 +193,7 @@ async fn clear_endpoint_requires_the_admin_token_when_configured() {
         listen: Some("127.0.0.1:0".parse().unwrap()),
         after_commit: Some(hook.clone()),
         journal: None,
+        redactor: None,
     })
     .await
     .unwrap();

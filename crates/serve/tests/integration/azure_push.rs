@@ -248,3 +248,29 @@ entra = {{ audience = "api://driftreactor", issuers = ["https://login.microsofto
     assert_eq!(events["events"][0]["source"], "eg_entra");
     h.stop().await;
 }
+
+/// Issue 12 item 7: the only push read without credentials is the validation
+/// handshake, and only up to 64 KiB of it; an unauthenticated delivery that claims to
+/// be a handshake is never journaled.
+#[tokio::test]
+async fn item_7_an_unauthenticated_handshake_body_is_read_only_up_to_64_kib() {
+    let h = Harness::start("").await;
+    let handshake = |body: Vec<u8>| {
+        h.client
+            .post(h.url("/push/azure"))
+            .header("aeg-event-type", "SubscriptionValidation")
+            .body(body)
+            .send()
+    };
+    let mut big = corpus_file("azure/doc_eventgrid_SubscriptionValidationEvent.json");
+    big.extend(std::iter::repeat_n(b' ', 65 * 1024));
+    let r = handshake(big).await.unwrap();
+    assert_eq!(r.status(), 413);
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert!(body["error"].is_string(), "{body}");
+    // An event batch under the handshake's header, without credentials: refused.
+    let r = handshake(eg_batch("sneaky", 1)).await.unwrap();
+    assert_eq!(r.status(), 400);
+    assert_eq!(h.journal_rows(), 0);
+    h.stop().await;
+}

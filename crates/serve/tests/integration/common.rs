@@ -330,6 +330,7 @@ impl Harness {
             listen: Some("127.0.0.1:0".parse().unwrap()),
             after_commit,
             journal: None,
+            redactor: None,
         })
         .await
         .unwrap();

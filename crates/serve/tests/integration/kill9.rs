@@ -42,6 +42,7 @@ fn serve_child() {
             listen: Some("127.0.0.1:0".parse().unwrap()),
             after_commit: None,
             journal: None,
+            redactor: None,
         })
         .await
         .unwrap();

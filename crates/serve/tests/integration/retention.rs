@@ -90,6 +90,7 @@ async fn start_with_journal(section: &str) -> (tempfile::TempDir, String) {
         listen: Some("127.0.0.1:0".parse().unwrap()),
         after_commit: None,
         journal: None,
+        redactor: None,
     })
     .await;
     let message = match result {

@@ -53,6 +53,9 @@ pub enum AuthError {
     /// The shared secret did not match.
     #[error("the shared secret does not match")]
     BadSecret,
+    /// The credential query parameter (its name) occurs more than once.
+    #[error("the query parameter `{0}` is repeated")]
+    Repeated(String),
     /// The token is malformed, expired, or signed by an unknown key, or a claim is wrong.
     #[error("bearer token refused: {0}")]
     Token(String),

@@ -51,6 +51,19 @@ pub trait PushHost: Send + Sync + 'static {
     /// answered 503 (`[server] push_timeout_secs`, at least one second).
     fn timeout(&self) -> Duration;
 
+    /// How long a push's whole body may take to arrive once its credentials are
+    /// checked (`[server] body_read_timeout_secs`); slower bodies are answered 408.
+    /// Default 30 seconds.
+    fn body_read_timeout(&self) -> Duration {
+        Duration::from_secs(30)
+    }
+
+    /// `reason` (why a push is answered 400; it may quote the body) as it may leave the
+    /// process: with known secrets redacted and cut short. Default: unchanged.
+    fn redact_reason(&self, reason: &str) -> String {
+        reason.to_owned()
+    }
+
     /// Counts a push of `source` refused for authentication
     /// (`push_unauthorized_total{source}`).
     fn count_unauthorized(&self, source: &str);
@@ -229,17 +242,103 @@ pub fn refuse(host: &dyn PushHost, source: &str, e: &AuthError) -> Response {
 }
 
 /// Answers 400 with `reason` to a push body that is not even a message of the
-/// endpoint's format (not JSON, not a Pub/Sub push envelope): logged, and counted by
-/// [`PushHost::count_unparsed`].
+/// endpoint's format (not JSON, not a Pub/Sub push envelope): passed through
+/// [`PushHost::redact_reason`], logged, and counted by [`PushHost::count_unparsed`].
 pub fn reject_unparsed(
     host: &dyn PushHost,
     source: &str,
     provider: Provider,
     reason: String,
 ) -> Response {
+    let reason = host.redact_reason(&reason);
     tracing::warn!(source = %source, reason = %reason, "Rejected a push that could not be parsed.");
     host.count_unparsed(source, provider);
     error(StatusCode::BAD_REQUEST, reason)
+}
+
+/// The value of the credential query parameter `name` in the query `pairs` (as
+/// [`axum::extract::Query`] decodes them, in order): `Ok(None)` when absent.
+///
+/// # Errors
+/// [`AuthError::Repeated`] when the parameter occurs more than once
+/// (`?code=wrong&code=SECRET`): which one a proxy, a log or a framework takes differs,
+/// so such a request is refused whatever the values.
+pub fn credential_param<'a>(
+    pairs: &'a [(String, String)],
+    name: &str,
+) -> Result<Option<&'a str>, AuthError> {
+    let mut found = pairs
+        .iter()
+        .filter(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str());
+    let first = found.next();
+    if found.next().is_some() {
+        return Err(AuthError::Repeated(name.to_owned()));
+    }
+    Ok(first)
+}
+
+/// The query parameters of `uri`, decoded, in order (repeats kept, so that
+/// [`credential_param`] can refuse them); an undecodable query gives none.
+pub fn query_pairs(uri: &axum::http::Uri) -> Vec<(String, String)> {
+    axum::extract::Query::<Vec<(String, String)>>::try_from_uri(uri)
+        .map(|q| q.0)
+        .unwrap_or_default()
+}
+
+/// Reads the body of an authenticated push (call it only after the credentials in
+/// the headers and query were checked, so that an unauthenticated client never has
+/// a body buffered): within [`PushHost::body_read_timeout`] for the whole body, and at
+/// most the server's body limit (`[server] body_limit_bytes`, axum's
+/// `DefaultBodyLimit`), or at most `limit` bytes when given.
+///
+/// # Errors
+/// The answer to send instead, as `{"error": ...}`: 408 when the body did not arrive
+/// in time, 413 when it is larger than the limit, 400 when it could not be read.
+pub async fn read_body(
+    host: &dyn PushHost,
+    req: axum::extract::Request,
+    limit: Option<usize>,
+) -> Result<axum::body::Bytes, Response> {
+    use axum::extract::FromRequest as _;
+    let timeout = host.body_read_timeout();
+    let read = async {
+        match limit {
+            Some(limit) => axum::body::to_bytes(req.into_body(), limit)
+                .await
+                .map_err(|e| body_error(&e)),
+            None => axum::body::Bytes::from_request(req, &())
+                .await
+                .map_err(|e| error(e.status(), e.body_text())),
+        }
+    };
+    match tokio::time::timeout(timeout, read).await {
+        Ok(r) => r,
+        Err(_) => Err(error(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the request body did not arrive within {} s",
+                timeout.as_secs()
+            ),
+        )),
+    }
+}
+
+fn body_error(e: &axum::Error) -> Response {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if s.is::<http_body_util::LengthLimitError>() {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the request body is larger than this endpoint accepts",
+            );
+        }
+        source = s.source();
+    }
+    error(
+        StatusCode::BAD_REQUEST,
+        format!("cannot read the request body: {e}"),
+    )
 }
 
 /// One authenticated push, ready for the pipeline.
