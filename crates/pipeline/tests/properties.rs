@@ -213,9 +213,13 @@ fn garbage() -> impl Strategy<Value = String> {
         .prop_map(|cs| format!("garbage {}", cs.into_iter().collect::<String>()))
 }
 
+/// 48 cases (a few seconds in a debug build), or `PROPTEST_CASES`.
 fn config() -> ProptestConfig {
     ProptestConfig {
-        cases: 48,
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(48),
         failure_persistence: None,
         ..ProptestConfig::default()
     }
