@@ -908,6 +908,58 @@ mod tests {
         assert!(!ev.read_only);
     }
 
+    /// Issue 12 item 4: a present `errorCode` of the wrong type read as a successful
+    /// call, a non-string `eventSource` as `service: ""`, an unreadable
+    /// `userIdentity` as an unknown caller.
+    #[test]
+    fn wrong_types_are_never_read_as_absence() {
+        let sg = |extra: Value| {
+            normalize(&rec(
+                "AuthorizeSecurityGroupIngress",
+                "ec2.amazonaws.com",
+                json!({"groupId": "sg-1"}),
+                extra,
+            ))
+        };
+        for code in [
+            json!(403),
+            json!(true),
+            json!({"a": 1}),
+            json!([]),
+            json!(null),
+            json!(""),
+        ] {
+            let ev = sg(json!({ "errorCode": code })).unwrap();
+            assert!(ev.outcome.is_failed(), "{code}");
+        }
+        assert!(!sg(json!({})).unwrap().outcome.is_failed());
+        let err = sg(json!({"eventSource": 7})).unwrap_err().to_string();
+        assert!(
+            err.contains("`eventSource` is not a string (found a number)"),
+            "{err}"
+        );
+        for ui in [
+            json!("alice"),
+            json!(null),
+            json!({}),
+            json!({"type": "IAMUser", "arn": 42, "userName": "alice"}),
+            json!({"arn": "arn:aws:iam::111122223333:user/alice", "sessionContext": 3}),
+        ] {
+            let ev = sg(json!({ "userIdentity": ui })).unwrap();
+            assert!(ev.principal_unreadable.is_some(), "{ui}");
+        }
+        let ev = sg(json!({})).unwrap();
+        assert_eq!(ev.principal_unreadable, None);
+        let mut r: Value =
+            serde_json::from_slice(&rec("A", "ec2.amazonaws.com", json!({}), json!({}))).unwrap();
+        r.as_object_mut().unwrap().remove("userIdentity");
+        let ev = normalize(&serde_json::to_vec(&r).unwrap()).unwrap();
+        assert_eq!(
+            ev.principal_unreadable, None,
+            "absent is unknown, not unreadable"
+        );
+    }
+
     #[test]
     fn failed_call_keeps_its_change_and_code() {
         let ev = normalize(&rec(
