@@ -489,6 +489,50 @@ mod tests {
         assert_eq!(validation_code(batch), None, "not alone in its batch");
     }
 
+    /// Issue 12 item 4: `claims`, `authorization`, `data.status` and
+    /// `data.operationName` of the wrong type were read as absent.
+    #[test]
+    fn wrong_types_are_never_read_as_absence() {
+        let with = |f: &dyn Fn(&mut Value)| {
+            let mut e = serde_json::json!({
+                "id": "e-1", "eventType": "Microsoft.Resources.ResourceWriteSuccess",
+                "subject": "/subscriptions/s1/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/n",
+                "eventTime": "2026-01-01T00:00:00Z",
+                "data": {
+                    "operationName": "Microsoft.Network/networkSecurityGroups/write",
+                    "status": "Succeeded",
+                    "claims": {"upn": "alice@example.com", "appid": "c44b4083-3bb0-49c1-b47d-974e53cbdf3c"},
+                    "authorization": {"evidence": {"principalId": "p1"}}
+                }
+            });
+            f(&mut e["data"]);
+            normalize(&serde_json::to_vec(&e).unwrap())
+        };
+        let ok = with(&|_| {}).unwrap();
+        assert!(!ok.outcome.is_failed());
+        assert_eq!(ok.principal_unreadable, None);
+        assert_eq!(ok.principal.id, "alice@example.com");
+        for status in [
+            serde_json::json!(1),
+            serde_json::json!({}),
+            serde_json::json!("Failed"),
+        ] {
+            let ev = with(&|d| d["status"] = status.clone()).unwrap();
+            assert!(ev.outcome.is_failed(), "{status}");
+        }
+        for (key, v) in [
+            ("claims", serde_json::json!(12)),
+            ("claims", serde_json::json!("not json")),
+            ("claims", serde_json::json!({"upn": 7})),
+            ("authorization", serde_json::json!([1])),
+        ] {
+            let ev = with(&|d| d[key] = v.clone()).unwrap();
+            assert!(ev.principal_unreadable.is_some(), "{key}: {v}");
+        }
+        let err = with(&|d| d["operationName"] = serde_json::json!(5)).unwrap_err();
+        assert!(err.to_string().contains("data.operationName"), "{err}");
+    }
+
     #[test]
     fn read_only_verbs() {
         for op in [

@@ -147,6 +147,26 @@ fn status_code(status: Option<&Value>) -> Option<String> {
     }
 }
 
+/// The failure an audit entry without a `status` states by its `severity`: `ERROR`
+/// or worse (as a name or as the `LogSeverity` number, 500 and up), or a severity of
+/// a type no exporter writes (an object, an array, a boolean). `None` when absent,
+/// `null`, or below `ERROR`.
+fn error_severity(severity: Option<&Value>) -> Option<String> {
+    const FAILED: &[&str] = &["ERROR", "CRITICAL", "ALERT", "EMERGENCY"];
+    match severity? {
+        Value::Null => None,
+        Value::String(s) => FAILED
+            .iter()
+            .any(|f| s.trim().eq_ignore_ascii_case(f))
+            .then(|| format!("severity {}", s.trim())),
+        Value::Number(n) => n
+            .as_f64()
+            .filter(|n| *n >= 500.0)
+            .map(|n| format!("severity {n}")),
+        other => Some(format!("severity is {}", describe(other))),
+    }
+}
+
 /// `field` of `obj` as a string: `Ok(None)` when absent or `null`, an error naming it
 /// when of another type.
 fn opt_str<'a>(
@@ -298,6 +318,10 @@ pub(super) fn log_entry(
         });
     }
     if let Some(code) = status_code(p.get("status")) {
+        ev.outcome = Outcome::Failed { code };
+    } else if p.get("status").is_none_or(Value::is_null)
+        && let Some(code) = error_severity(obj.get("severity"))
+    {
         ev.outcome = Outcome::Failed { code };
     }
 
