@@ -216,7 +216,8 @@ pub struct ReportLine {
     pub resource_ids: Vec<String>,
     /// `drift`, `unmanaged`, `ignored` or `rejected`.
     pub verdict: Verdict,
-    /// Why (for ignored, unattributed unmanaged, and rejected lines), else null.
+    /// Why (for ignored, unattributed unmanaged, and rejected lines, and
+    /// `principal_unreadable` for drift whose revert became a pull request), else null.
     pub reason: Option<String>,
     /// Matched managed resources.
     pub resources: Vec<ReportResource>,
