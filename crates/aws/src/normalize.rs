@@ -26,6 +26,7 @@ fn is_cloudtrail_detail(t: &str) -> bool {
 }
 
 pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
+    let payload = payload.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(payload);
     if let Some(e) = not_an_object(payload) {
         return Err(e);
     }
@@ -256,13 +257,28 @@ fn record(
     ev.account = account.map(str::to_owned);
     ev.region = region.map(str::to_owned);
     ev.occurred_at = time(rec.eventTime.get()).or_else(|| env.and_then(|e| time(e.time.get())));
+    // A field present with the wrong type is never read as absent where absence
+    // would change the decision: an `eventSource` that is not a string is an error
+    // (not `service: ""`), an `errorCode` of any type means the call failed.
+    if let Str::Wrong(_) = rec.eventSource {
+        return Err(field(
+            fmt,
+            &format!("{path}eventSource"),
+            rec.eventSource.problem(),
+        ));
+    }
     ev.service = rec.eventSource.get().unwrap_or_default().to_owned();
     ev.source_ip = owned(&rec.sourceIPAddress);
     ev.user_agent = owned(&rec.userAgent);
-    if let Some(code) = rec.errorCode.nonempty() {
-        ev.outcome = Outcome::Failed {
-            code: code.to_owned(),
-        };
+    match &rec.errorCode {
+        Str::Missing => {}
+        code => {
+            ev.outcome = Outcome::Failed {
+                code: code
+                    .nonempty()
+                    .map_or_else(|| format!("errorCode {}", code.problem()), str::to_owned),
+            };
+        }
     }
 
     if event_type == "AwsCloudTrailInsight" {
@@ -290,6 +306,7 @@ fn record(
     ev.operation = op.to_owned();
     let ctx = Ctx::new(region, account);
     ev.principal = principal(ui, &ctx);
+    ev.principal_unreadable = unreadable_identity(&rec.userIdentity, &ev.principal, path);
     ev.via = classify::via(
         rec.userAgent.get(),
         rec.sessionCredentialFromConsole.0 == Some(true),
@@ -386,6 +403,59 @@ fn principal(ui: Option<&Identity<'_>>, ctx: &Ctx<'_>) -> Principal {
     also.retain(|a| *a != id);
     also.dedup();
     Principal { id, also }
+}
+
+/// Why the caller cannot be read from a present `userIdentity`, if so: it is not an
+/// object, one of the identity fields read has the wrong type, or it names nobody.
+/// An absent `userIdentity` is an unknown caller, not an unreadable one.
+fn unreadable_identity(
+    ui: &Obj<Identity<'_>>,
+    principal: &Principal,
+    path: &str,
+) -> Option<String> {
+    let ui = match ui {
+        Obj::Missing => return None,
+        Obj::Wrong(t) => return Some(format!("{path}userIdentity is not an object (found {t})")),
+        Obj::Val(ui) => ui,
+    };
+    let issuer = match &ui.sessionContext {
+        Obj::Val(c) => match &c.sessionIssuer {
+            Obj::Val(i) => Some(&i.arn),
+            Obj::Missing => None,
+            Obj::Wrong(t) => {
+                return Some(format!(
+                    "{path}userIdentity.sessionContext.sessionIssuer is not an object (found {t})"
+                ));
+            }
+        },
+        Obj::Missing => None,
+        Obj::Wrong(t) => {
+            return Some(format!(
+                "{path}userIdentity.sessionContext is not an object (found {t})"
+            ));
+        }
+    };
+    let fields = [
+        ("type", &ui.kind),
+        ("arn", &ui.arn),
+        ("accountId", &ui.accountId),
+        ("userName", &ui.userName),
+        ("principalId", &ui.principalId),
+        ("invokedBy", &ui.invokedBy),
+    ]
+    .into_iter()
+    .chain(issuer.map(|a| ("sessionContext.sessionIssuer.arn", a)));
+    for (name, value) in fields {
+        if let Str::Wrong(t) = value {
+            return Some(format!(
+                "{path}userIdentity.{name} is not a string (found {t})"
+            ));
+        }
+    }
+    principal
+        .id
+        .is_empty()
+        .then(|| format!("{path}userIdentity names no caller"))
 }
 
 /// `arn:aws:sts::A:assumed-role/R/S` → `arn:aws:iam::A:role/R`.
@@ -836,6 +906,58 @@ mod tests {
         ))
         .unwrap();
         assert!(!ev.read_only);
+    }
+
+    /// Issue 12 item 4: a present `errorCode` of the wrong type read as a successful
+    /// call, a non-string `eventSource` as `service: ""`, an unreadable
+    /// `userIdentity` as an unknown caller.
+    #[test]
+    fn wrong_types_are_never_read_as_absence() {
+        let sg = |extra: Value| {
+            normalize(&rec(
+                "AuthorizeSecurityGroupIngress",
+                "ec2.amazonaws.com",
+                json!({"groupId": "sg-1"}),
+                extra,
+            ))
+        };
+        for code in [
+            json!(403),
+            json!(true),
+            json!({"a": 1}),
+            json!([]),
+            json!(null),
+            json!(""),
+        ] {
+            let ev = sg(json!({ "errorCode": code })).unwrap();
+            assert!(ev.outcome.is_failed(), "{code}");
+        }
+        assert!(!sg(json!({})).unwrap().outcome.is_failed());
+        let err = sg(json!({"eventSource": 7})).unwrap_err().to_string();
+        assert!(
+            err.contains("`eventSource` is not a string (found a number)"),
+            "{err}"
+        );
+        for ui in [
+            json!("alice"),
+            json!(null),
+            json!({}),
+            json!({"type": "IAMUser", "arn": 42, "userName": "alice"}),
+            json!({"arn": "arn:aws:iam::111122223333:user/alice", "sessionContext": 3}),
+        ] {
+            let ev = sg(json!({ "userIdentity": ui })).unwrap();
+            assert!(ev.principal_unreadable.is_some(), "{ui}");
+        }
+        let ev = sg(json!({})).unwrap();
+        assert_eq!(ev.principal_unreadable, None);
+        let mut r: Value =
+            serde_json::from_slice(&rec("A", "ec2.amazonaws.com", json!({}), json!({}))).unwrap();
+        r.as_object_mut().unwrap().remove("userIdentity");
+        let ev = normalize(&serde_json::to_vec(&r).unwrap()).unwrap();
+        assert_eq!(
+            ev.principal_unreadable, None,
+            "absent is unknown, not unreadable"
+        );
     }
 
     #[test]

@@ -177,7 +177,17 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
         })
     });
 
-    let operation = str_field(data, "operationName").unwrap_or_default();
+    let operation = match data.get("operationName") {
+        None | Some(Value::Null) => "",
+        Some(Value::String(s)) => s,
+        Some(other) => {
+            return Err(NormalizeError::Field {
+                format: schema.format(),
+                field: "data.operationName".into(),
+                problem: format!("is {}, expected a string", describe(other)),
+            });
+        }
+    };
     ev.operation = operation.to_owned();
     ev.service = str_field(data, "resourceProvider")
         .filter(|s| !s.is_empty())
@@ -231,6 +241,8 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
                 .unwrap_or(event_type)
                 .to_owned(),
         };
+    } else if let Some(code) = failed_status(data) {
+        ev.outcome = Outcome::Failed { code };
     }
 
     let claims = object_or_encoded(data.get("claims")).unwrap_or_default();
@@ -238,6 +250,7 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
     let http = object_or_encoded(data.get("httpRequest"));
     let (principal, app_id) = principal(&claims, authorization.as_ref());
     ev.principal = principal;
+    ev.principal_unreadable = unreadable_caller(data);
     ev.via = app_id
         .and_then(|app| {
             APP_VIA
@@ -285,6 +298,52 @@ fn notification(
 }
 
 /// `Microsoft.Network` from an original-spelling ARM ID (last provider namespace).
+/// The failure an ARM event's `data.status` states although its type says success:
+/// `Failed` / `Canceled`, or a status of another type than a string (a wrong type is
+/// never read as "succeeded"). `None` when absent, `null` or another string.
+fn failed_status(data: &Map<String, Value>) -> Option<String> {
+    match data.get("status")? {
+        Value::Null => None,
+        Value::String(s) => ["Failed", "Canceled"]
+            .iter()
+            .any(|f| s.trim().eq_ignore_ascii_case(f))
+            .then(|| s.trim().to_owned()),
+        other => Some(format!("data.status is {}", describe(other))),
+    }
+}
+
+/// Why the caller of an ARM event cannot be read, if so: `data.claims` or
+/// `data.authorization` present but neither an object nor a string holding one, or an
+/// identity claim that is not a string. Absent is an unknown caller, not unreadable.
+fn unreadable_caller(data: &Map<String, Value>) -> Option<String> {
+    for key in ["claims", "authorization"] {
+        match data.get(key) {
+            None | Some(Value::Null) => continue,
+            Some(v) => {
+                let Some(obj) = object_or_encoded(Some(v)) else {
+                    return Some(format!(
+                        "data.{key} is {}, expected an object",
+                        match v {
+                            Value::String(_) => "a string that is not a JSON object",
+                            other => describe(other),
+                        }
+                    ));
+                };
+                if key == "claims"
+                    && let Some(k) = UPN_CLAIMS
+                        .iter()
+                        .chain(APPID_CLAIMS)
+                        .chain(OID_CLAIMS)
+                        .find(|k| obj.get(**k).is_some_and(|c| !c.is_string() && !c.is_null()))
+                {
+                    return Some(format!("data.claims.{k} is not a string"));
+                }
+            }
+        }
+    }
+    None
+}
+
 fn namespace_display(raw: &str) -> Option<String> {
     let segs: Vec<&str> = raw.split('/').filter(|s| !s.is_empty()).collect();
     let i = segs
@@ -428,6 +487,50 @@ mod tests {
         assert_eq!(validation_code(v), None);
         let batch = br#"[{"eventType":"Microsoft.EventGrid.SubscriptionValidationEvent","data":{"validationCode":"c"}},{"eventType":"Microsoft.Resources.ResourceWriteSuccess"}]"#;
         assert_eq!(validation_code(batch), None, "not alone in its batch");
+    }
+
+    /// Issue 12 item 4: `claims`, `authorization`, `data.status` and
+    /// `data.operationName` of the wrong type were read as absent.
+    #[test]
+    fn wrong_types_are_never_read_as_absence() {
+        let with = |f: &dyn Fn(&mut Value)| {
+            let mut e = serde_json::json!({
+                "id": "e-1", "eventType": "Microsoft.Resources.ResourceWriteSuccess",
+                "subject": "/subscriptions/s1/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/n",
+                "eventTime": "2026-01-01T00:00:00Z",
+                "data": {
+                    "operationName": "Microsoft.Network/networkSecurityGroups/write",
+                    "status": "Succeeded",
+                    "claims": {"upn": "alice@example.com", "appid": "c44b4083-3bb0-49c1-b47d-974e53cbdf3c"},
+                    "authorization": {"evidence": {"principalId": "p1"}}
+                }
+            });
+            f(&mut e["data"]);
+            normalize(&serde_json::to_vec(&e).unwrap())
+        };
+        let ok = with(&|_| {}).unwrap();
+        assert!(!ok.outcome.is_failed());
+        assert_eq!(ok.principal_unreadable, None);
+        assert_eq!(ok.principal.id, "alice@example.com");
+        for status in [
+            serde_json::json!(1),
+            serde_json::json!({}),
+            serde_json::json!("Failed"),
+        ] {
+            let ev = with(&|d| d["status"] = status.clone()).unwrap();
+            assert!(ev.outcome.is_failed(), "{status}");
+        }
+        for (key, v) in [
+            ("claims", serde_json::json!(12)),
+            ("claims", serde_json::json!("not json")),
+            ("claims", serde_json::json!({"upn": 7})),
+            ("authorization", serde_json::json!([1])),
+        ] {
+            let ev = with(&|d| d[key] = v.clone()).unwrap();
+            assert!(ev.principal_unreadable.is_some(), "{key}: {v}");
+        }
+        let err = with(&|d| d["operationName"] = serde_json::json!(5)).unwrap_err();
+        assert!(err.to_string().contains("data.operationName"), "{err}");
     }
 
     #[test]

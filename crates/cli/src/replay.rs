@@ -44,10 +44,23 @@ pub struct Args {
     /// Needs `--config`. Remediation transitions are printed to stderr.
     #[arg(long, requires = "config")]
     pub remediate: bool,
+    /// The largest event file read, in bytes (default 268435456, 256 MiB; overrides
+    /// `[replay] max_event_file_bytes`). A larger file is one `rejected` line.
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_event_file_bytes: Option<u64>,
     /// Recorded event files (one event, a JSON array, JSON Lines, a CloudTrail log
     /// file or a Pub/Sub push envelope), or directories of `*.json` / `*.jsonl` / `*.ndjson` files.
     #[arg(value_name = "EVENTS", required = true)]
     pub inputs: Vec<PathBuf>,
+}
+
+/// `[replay]`: how `replay` reads its inputs.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReplaySection {
+    /// The largest event file read, in bytes (at least 1).
+    #[serde(default)]
+    max_event_file_bytes: Option<u64>,
 }
 
 /// Runs the replay; exit status 0 when every input parsed, 1 when some were rejected.
@@ -72,6 +85,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => Config::default(),
     };
+    let section: ReplaySection = config.section("replay", config.replay.as_ref())?;
+    if section.max_event_file_bytes == Some(0) {
+        bail!(
+            "invalid config file {}: replay.max_event_file_bytes: must be at least 1",
+            display_config(&config)
+        );
+    }
+    let cap = args
+        .max_event_file_bytes
+        .or(section.max_event_file_bytes)
+        .unwrap_or(inputs::DEFAULT_MAX_EVENT_FILE_BYTES);
     if config.workspaces.is_empty() && states.is_empty() {
         bail!("no state given: pass --state <file-or-dir> or a --config with [[workspaces]]");
     }
@@ -94,8 +118,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let redactor = Redactor::new(estate.secrets.clone());
     let policy = Policy::compile(&config.policy_config())
         .with_context(|| format!("invalid policy in {}", display_config(&config)))?;
-    let mut replay =
-        Replay::new(Pipeline::new(Arc::new(estate.graph), policy)).keep_evaluated(args.remediate);
+    let mut replay = Replay::new(Pipeline::new(Arc::new(estate.graph), policy))
+        .keep_evaluated(args.remediate)
+        .max_event_file_bytes(cap);
     // Set the remediator up before printing anything, so a config it refuses (a
     // missing token variable, say) fails the run before the report starts.
     let remediation = if args.remediate {

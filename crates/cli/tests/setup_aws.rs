@@ -71,6 +71,8 @@ fn setup_aws_dry_run_prints_the_pattern_and_policies_as_json() {
         state.path(),
         serde_json::json!({
             "version": 4,
+            "serial": 1,
+            "lineage": "3f1c2a9e-0000-4000-8000-00000000a115",
             "resources": [
                 {"mode": "managed", "type": "aws_security_group", "name": "web", "instances": []},
                 {"mode": "managed", "type": "aws_s3_bucket", "name": "logs", "instances": []},
@@ -122,6 +124,8 @@ fn setup_aws_warns_when_the_region_cannot_see_global_service_events() {
         state.path(),
         serde_json::json!({
             "version": 4,
+            "serial": 1,
+            "lineage": "3f1c2a9e-0000-4000-8000-00000000a115",
             "resources": [
                 {"mode": "managed", "type": "aws_security_group", "name": "web", "instances": []},
                 {"mode": "managed", "type": "aws_iam_role", "name": "app", "instances": []},

@@ -17,7 +17,7 @@
 //! ```
 //!
 //! Sections owned by other components (`[journal]`, `[server]`, `[[sources]]`,
-//! `[remediation]`, `[github]`, `[slack]`) are kept as TOML tables here and parsed by
+//! `[remediation]`, `[github]`, `[slack]`, `[replay]`) are kept as TOML tables here and parsed by
 //! their owners with [`Config::section`], so each component keeps its config struct
 //! next to its code (Vector's habit) and this crate stays free of their dependencies.
 
@@ -143,6 +143,9 @@ pub struct Config {
     /// `[slack]` (read by the Slack notifier).
     #[serde(default)]
     pub slack: Option<toml::Table>,
+    /// `[replay]` (read by `driftreactor replay`: `max_event_file_bytes`).
+    #[serde(default)]
+    pub replay: Option<toml::Table>,
     /// The file this was read from (None when built in code).
     #[serde(skip)]
     pub path: Option<PathBuf>,

@@ -6,7 +6,9 @@
 //! notification, handshake, deployment) → `ignored/not_a_change`; matched managed
 //! resources → `drift` with each resource's policy action (first matching
 //! `[[policy]]` rule, default `pull_request`; when every matched resource's rule says
-//! `ignore` → `ignored/policy`); an unmatched mutating call → `unmanaged` with action
+//! `ignore` → `ignored/policy`; when the event's caller cannot be read
+//! ([`DriftEvent::principal_unreadable`]), `revert` becomes `pull_request` with reason
+//! `principal_unreadable`); an unmatched mutating call → `unmanaged` with action
 //! `notify` (and reason `unattributed` when the event names no resource at all).
 //!
 //! ```
@@ -282,7 +284,8 @@ pub struct Target {
 pub struct Decision {
     /// The verdict.
     pub verdict: Verdict,
-    /// The reason, for `ignored` and unattributed `unmanaged` verdicts.
+    /// The reason, for `ignored` and unattributed `unmanaged` verdicts, and for
+    /// `drift` whose revert became a pull request (`principal_unreadable`).
     pub reason: Option<Reason>,
     /// The event-level action: the strongest action over its targets
     /// (`revert` > `pull_request` > `notify` > `none`), `notify` for unmanaged.
@@ -364,6 +367,16 @@ pub fn decide(
             }
         })
         .collect();
+    let mut targets = targets;
+    let mut reason = None;
+    if event.principal_unreadable.is_some() {
+        // Who made the change cannot be read (it may be the IaC pipeline or the
+        // reactor itself): never a blind revert, a human decides.
+        for t in targets.iter_mut().filter(|t| t.action == Action::Revert) {
+            t.action = Action::PullRequest;
+            reason = Some(Reason::PrincipalUnreadable);
+        }
+    }
     let action = targets
         .iter()
         .map(|t| t.action)
@@ -377,7 +390,7 @@ pub fn decide(
     }
     Decision {
         verdict: Verdict::Drift,
-        reason: None,
+        reason,
         action,
         targets,
     }

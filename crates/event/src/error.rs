@@ -23,6 +23,10 @@ pub enum NormalizeError {
         /// serde_json's description of the problem.
         message: String,
     },
+    /// Valid JSON that holds no event at all: an empty array, an empty CloudTrail
+    /// `Records` list.
+    #[error("no events: the input is an empty list (`[]` or an empty `Records` array)")]
+    NoEvents,
     /// Valid JSON, but not any supported event format.
     #[error("unrecognized event format: {0}")]
     UnknownFormat(String),

@@ -268,6 +268,13 @@ pub struct DriftEvent {
     /// A key shared by several log entries of one logical change (GCP long-running
     /// `operation.id`); the pipeline reports only the first entry of a key as drift.
     pub correlation_key: Option<String>,
+    /// Set when the event names its caller in a field that cannot be read (not an
+    /// object, an identity of the wrong type, an identity element naming nobody):
+    /// what is wrong, in plain words. The decider then never reverts without a human
+    /// (the action is at most `pull_request`), as the caller may be the IaC pipeline
+    /// or the reactor itself. `None` when the caller was read or is simply not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal_unreadable: Option<String>,
     /// The request parameters of the call as the provider recorded them (CloudTrail
     /// `requestParameters`, audit `request`, ARM `httpRequest`), for evidence in pull
     /// requests. Redacted before it leaves the process.
@@ -296,6 +303,7 @@ impl DriftEvent {
             source_ip: None,
             user_agent: None,
             correlation_key: None,
+            principal_unreadable: None,
             request: None,
         }
     }

@@ -123,6 +123,10 @@ pub enum Reason {
     /// A later report of a change already reported (GCP `operation.last` after
     /// `operation.first`, a redelivered event id).
     Duplicate,
+    /// Drift whose caller cannot be read from the event (a `userIdentity`,
+    /// `claims` or `authenticationInfo` of the wrong type): never reverted without a
+    /// human, the action is at most `pull_request`.
+    PrincipalUnreadable,
 }
 
 names!(Reason, "reason", [
@@ -134,6 +138,7 @@ names!(Reason, "reason", [
     NotAChange => "not_a_change",
     Unattributed => "unattributed",
     Duplicate => "duplicate",
+    PrincipalUnreadable => "principal_unreadable",
 ]);
 
 /// What is done about an event or one of its resources (the report's `action`),

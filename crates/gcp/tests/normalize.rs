@@ -231,3 +231,58 @@ fn bad_input_is_an_error_naming_the_field() {
     }
     assert!(normalize(&bytes(&v)).is_err());
 }
+
+/// Issue 12 item 4: a `status`, `severity` or `authenticationInfo` of the wrong type
+/// was read as absent: a successful call by an unknown caller.
+#[test]
+fn wrong_types_are_never_read_as_absence() {
+    let fw = "projects/p1/global/firewalls/allow-ssh";
+    let with = |f: &dyn Fn(&mut Value)| {
+        let mut e = audit("v1.compute.firewalls.patch", fw, json!({}));
+        f(&mut e);
+        normalize(&bytes(&e))
+    };
+    let ok = with(&|_| {}).unwrap();
+    assert!(!ok.outcome.is_failed());
+    assert_eq!(ok.principal_unreadable, None);
+    for status in [
+        json!("DENIED"),
+        json!(7),
+        json!({"code": "x"}),
+        json!({"code": [1]}),
+        json!({"code": 7}),
+    ] {
+        let ev = with(&|e| e["protoPayload"]["status"] = status.clone()).unwrap();
+        assert!(ev.outcome.is_failed(), "{status}");
+    }
+    for status in [
+        json!(null),
+        json!({}),
+        json!({"code": 0}),
+        json!({"code": "0"}),
+    ] {
+        let ev = with(&|e| e["protoPayload"]["status"] = status.clone()).unwrap();
+        assert!(!ev.outcome.is_failed(), "{status}");
+    }
+    for severity in [json!("ERROR"), json!(500), json!({"a": 1})] {
+        let ev = with(&|e| e["severity"] = severity.clone()).unwrap();
+        assert!(ev.outcome.is_failed(), "{severity}");
+    }
+    assert!(
+        !with(&|e| e["severity"] = json!("NOTICE"))
+            .unwrap()
+            .outcome
+            .is_failed()
+    );
+    for auth in [json!("alice"), json!([]), json!({"principalEmail": 5})] {
+        let ev = with(&|e| e["protoPayload"]["authenticationInfo"] = auth.clone()).unwrap();
+        assert!(ev.principal_unreadable.is_some(), "{auth}");
+    }
+    for field in ["serviceName", "methodName"] {
+        let err = with(&|e| e["protoPayload"][field] = json!(3)).unwrap_err();
+        assert!(
+            matches!(&err, NormalizeError::Field { field: f, .. } if f.ends_with(field)),
+            "{err}"
+        );
+    }
+}

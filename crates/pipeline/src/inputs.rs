@@ -138,11 +138,95 @@ fn walk(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
     Ok(out)
 }
 
+/// The default cap on the size of one event file `replay` reads: 256 MiB, far above
+/// the largest CloudTrail log file (CloudTrail delivers one every 5 minutes per
+/// region, gzip-compressed; uncompressed they stay in the tens of MiB). Config key
+/// `[replay] max_event_file_bytes`, flag `--max-event-file-bytes`.
+pub const DEFAULT_MAX_EVENT_FILE_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Why one event file is not read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// The path is not a regular file (a FIFO, a device, a socket), after following
+    /// symbolic links: reading it could block forever or never end.
+    #[error("not a regular file ({0}): only regular files are read")]
+    NotAFile(&'static str),
+    /// The file is larger than the cap.
+    #[error(
+        "the file is larger than the {cap}-byte cap (`[replay] max_event_file_bytes`, \
+         `--max-event-file-bytes`)"
+    )]
+    TooLarge {
+        /// The cap in bytes.
+        cap: u64,
+    },
+    /// The file cannot be opened or read.
+    #[error("cannot read the file: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Reads one event file: only a regular file (symbolic links followed), at most `cap`
+/// bytes. The type is checked before the file is opened, so a FIFO never blocks, and
+/// the read stops past the cap, so a file that grows (or lies about its size) is never
+/// read unbounded.
+///
+/// # Errors
+/// [`ReadError`] saying why the file is not read.
+pub fn read_event_file(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(ReadError::NotAFile(file_kind(&meta)));
+    }
+    if meta.len() > cap {
+        return Err(ReadError::TooLarge { cap });
+    }
+    let file = std::fs::File::open(path)?;
+    // The type again, of what was opened (the path may have changed in between).
+    let opened = file.metadata()?;
+    if !opened.is_file() {
+        return Err(ReadError::NotAFile(file_kind(&opened)));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(opened.len().min(cap)).unwrap_or(0));
+    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > cap {
+        return Err(ReadError::TooLarge { cap });
+    }
+    Ok(bytes)
+}
+
+/// What kind of file `meta` describes, in words, for [`ReadError::NotAFile`].
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    let t = meta.file_type();
+    if t.is_dir() {
+        return "a directory";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    "not a file"
+}
+
 impl Replay {
     /// Processes one input as given on the command line: a file, or a folder of event
-    /// files ([`event_files`]), each read and run through [`Replay::process_input`]
-    /// under its path. An input that cannot be listed or read gives one `rejected`
-    /// line saying why; the run goes on.
+    /// files ([`event_files`]), each read ([`read_event_file`], regular files only, at
+    /// most the cap of [`Replay::max_event_file_bytes`]) and run through
+    /// [`Replay::process_input`] under its path. An input that cannot be listed or
+    /// read gives one `rejected` line saying why; the run goes on.
     pub fn process_path(&mut self, input: &Path) -> Vec<ReportLine> {
         let files = match event_files(input) {
             Ok(files) => files,
@@ -156,12 +240,9 @@ impl Replay {
         let mut lines = Vec::new();
         for f in files {
             let name = f.display().to_string();
-            match std::fs::read(&f) {
+            match read_event_file(&f, self.max_file_bytes) {
                 Ok(bytes) => lines.extend(self.process_input(&name, &bytes)),
-                Err(e) => lines.push(ReportLine::unreadable(
-                    name,
-                    format!("cannot read the file: {e}"),
-                )),
+                Err(e) => lines.push(ReportLine::unreadable(name, e.to_string())),
             }
         }
         lines
@@ -224,5 +305,27 @@ mod tests {
         std::os::unix::fs::symlink(d.join("gone.json"), d.join("b.json")).unwrap();
         let files = event_files(d).unwrap();
         assert_eq!(files, [d.join("a.json"), d.join("b.json")]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn only_regular_files_are_read_and_never_past_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::os::unix::fs::symlink("/dev/zero", d.join("zero.json")).unwrap();
+        let err = read_event_file(&d.join("zero.json"), 1024).unwrap_err();
+        assert!(
+            matches!(err, ReadError::NotAFile("a character device")),
+            "{err}"
+        );
+        std::fs::write(d.join("big.json"), vec![b' '; 2048]).unwrap();
+        let err = read_event_file(&d.join("big.json"), 1024).unwrap_err();
+        assert!(err.to_string().contains("1024-byte cap"), "{err}");
+        assert_eq!(
+            read_event_file(&d.join("big.json"), 2048).unwrap().len(),
+            2048
+        );
+        let err = read_event_file(d, 1024).unwrap_err();
+        assert!(matches!(err, ReadError::NotAFile("a directory")), "{err}");
     }
 }

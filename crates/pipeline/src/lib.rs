@@ -216,7 +216,8 @@ pub struct ReportLine {
     pub resource_ids: Vec<String>,
     /// `drift`, `unmanaged`, `ignored` or `rejected`.
     pub verdict: Verdict,
-    /// Why (for ignored, unattributed unmanaged, and rejected lines), else null.
+    /// Why (for ignored, unattributed unmanaged, and rejected lines, and
+    /// `principal_unreadable` for drift whose revert became a pull request), else null.
     pub reason: Option<String>,
     /// Matched managed resources.
     pub resources: Vec<ReportResource>,
@@ -311,6 +312,7 @@ pub struct Replay {
     seen_correlation: HashSet<String>,
     evaluated: Vec<Evaluated>,
     keep: bool,
+    max_file_bytes: u64,
 }
 
 impl Replay {
@@ -322,7 +324,15 @@ impl Replay {
             seen_correlation: HashSet::new(),
             evaluated: Vec::new(),
             keep: false,
+            max_file_bytes: inputs::DEFAULT_MAX_EVENT_FILE_BYTES,
         }
+    }
+
+    /// The cap on the size of one event file [`Replay::process_path`] reads (default
+    /// [`inputs::DEFAULT_MAX_EVENT_FILE_BYTES`]); a larger file is one `rejected` line.
+    pub fn max_event_file_bytes(mut self, cap: u64) -> Self {
+        self.max_file_bytes = cap;
+        self
     }
 
     /// Also keep every evaluated event (for `replay --remediate`); take them with

@@ -85,8 +85,16 @@ pub fn sniff(value: &RawValue) -> Result<Format, NormalizeError> {
         {
             return Ok(Format::Azure);
         }
+        let what = match k.ty.map(|t| t.get().trim()) {
+            None | Some("null") => "has no `type`".to_owned(),
+            Some("\"\"") => "has an empty `type`".to_owned(),
+            Some(t) if !t.starts_with('"') => {
+                format!("has a `type` that is {}, not a string", kind_of(t))
+            }
+            Some(t) => format!("of type {t} is neither an Azure nor a Google Cloud event"),
+        };
         return Err(NormalizeError::UnknownFormat(format!(
-            "CloudEvents event of type {ty} is neither an Azure nor a Google Cloud event"
+            "CloudEvents event {what} (Azure types start with `Microsoft.`, Google ones with `google.`)"
         )));
     }
     if k.event_type.is_some() && k.subject.is_some() {

@@ -391,6 +391,12 @@ fn check_version(origin: &str, header: &parse::Header) -> Result<()> {
             "it has no `version` field (a Terraform state is a JSON object with `version` and `resources`)",
         )),
         Some(v) => match v.as_u64() {
+            Some(4) if header.saw_resources && header.lineage.is_empty() => {
+                Err(Error::not_a_state(
+                    origin,
+                    "it has no `lineage` field (Terraform writes one to every state)",
+                ))
+            }
             Some(4) if header.saw_resources => Ok(()),
             Some(4) => Err(Error::not_a_state(origin, "it has no `resources` field")),
             Some(version) => Err(Error::Version {

@@ -364,13 +364,37 @@ impl<'o, R: Read> Reader<'o, R> {
                 self.expect(b':', "expected `:` after a field name")?;
                 match key.as_str() {
                     "version" => loader.header.version = Some(self.next_value()?),
+                    // Terraform reads `serial` as an unsigned integer (`null` as 0)
+                    // and `lineage` as a string: anything else is not a state.
                     "serial" => {
                         let v: serde_json::Value = self.next_value()?;
-                        loader.header.serial = v.as_u64().unwrap_or(0);
+                        loader.header.serial = match &v {
+                            serde_json::Value::Null => 0,
+                            v => v.as_u64().ok_or_else(|| {
+                                Error::not_a_state(
+                                    self.origin,
+                                    format!(
+                                        "field `serial` is {}, expected an integer of 0 or more",
+                                        shown(v)
+                                    ),
+                                )
+                            })?,
+                        };
                     }
                     "lineage" => {
-                        let v: Option<String> = self.next_value()?;
-                        loader.header.lineage = v.unwrap_or_default();
+                        let v: serde_json::Value = self.next_value()?;
+                        loader.header.lineage = match v {
+                            serde_json::Value::String(s) if !s.trim().is_empty() => s,
+                            v => {
+                                return Err(Error::not_a_state(
+                                    self.origin,
+                                    format!(
+                                        "field `lineage` is {}, expected the state's lineage (a non-empty string)",
+                                        shown(&v)
+                                    ),
+                                ));
+                            }
+                        };
                     }
                     "terraform_version" => {
                         let v: Option<String> = self.next_value()?;
@@ -439,12 +463,16 @@ impl<'o, R: Read> Reader<'o, R> {
     fn resources(&mut self, loader: &mut Loader<'_>) -> Result<()> {
         match self.peek()? {
             Some(b'[') => self.pos += 1,
-            Some(b'n') => {
-                // `resources: null`, as some tools write an empty state.
-                self.next_value::<()>()?;
-                return Ok(());
+            _ => {
+                let v: serde_json::Value = self.next_value()?;
+                return Err(Error::not_a_state(
+                    self.origin,
+                    format!(
+                        "field `resources` is {}, expected an array (`[]` when empty)",
+                        shown(&v)
+                    ),
+                ));
             }
-            _ => return Err(self.syntax(self.pos, "`resources` is not an array")),
         }
         if self.peek()? == Some(b']') {
             self.pos += 1;
@@ -473,6 +501,16 @@ impl<'o, R: Read> Reader<'o, R> {
             }
         }
     }
+}
+
+/// A JSON value as shown in an error: its text, cut after 40 characters.
+fn shown(v: &serde_json::Value) -> String {
+    let mut text = v.to_string();
+    if text.chars().count() > 40 {
+        text = text.chars().take(40).collect();
+        text.push('…');
+    }
+    text
 }
 
 #[cfg(test)]

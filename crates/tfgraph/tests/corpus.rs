@@ -746,7 +746,9 @@ fn error_positions_are_positions_in_the_whole_file() {
 }
 
 #[test]
-fn byte_order_mark_and_null_resources_are_accepted() {
+fn byte_order_mark_is_accepted() {
+    // (`"resources": null` was accepted here too; issue 12 item 6 makes it an error,
+    // see `states_accepted_though_wrong_are_errors_naming_file_and_field`.)
     let mut b = GraphBuilder::new(vec![Box::new(IdArn)]);
     let mut doc = b"\xEF\xBB\xBF".to_vec();
     doc.extend_from_slice(std::fs::read(state(GCE)).expect("read").as_slice());
@@ -756,11 +758,11 @@ fn byte_order_mark_and_null_resources_are_accepted() {
     assert_eq!(meta.instances, 1);
     let meta = b
         .add_state_bytes(
-            "null",
-            "null.json",
-            br#"{"version": 4, "serial": 2, "lineage": "x", "resources": null}"#,
+            "empty",
+            "empty.json",
+            br#"{"version": 4, "serial": 2, "lineage": "x", "resources": []}"#,
         )
-        .expect("null resources");
+        .expect("empty resources");
     assert_eq!(meta.instances, 0);
     let err = b
         .add_state_bytes(
@@ -807,5 +809,80 @@ fn secrets_collected_in_the_graph_pass_match_the_whole_file() {
             assert_eq!(b.take_sensitive_values(), expected, "{file} step {step}");
             assert_eq!(fingerprint(&b.build()), graph, "{file} step {step}");
         }
+    }
+}
+
+/// Issue 12 item 6: states Terraform itself would not read (`"resources": null`, a
+/// negative or string `serial`, no `lineage`, `index_key: -1`) were accepted; each is
+/// an error naming the file and the field. Within bounds the reader stays as lenient
+/// as Terraform: `serial` absent or `null` reads as 0.
+#[test]
+fn states_accepted_though_wrong_are_errors_naming_file_and_field() {
+    let inst = r#"{"mode": "managed", "type": "aws_s3_bucket", "name": "b", "provider": "provider[\"registry.terraform.io/hashicorp/aws\"]",
+        "instances": [{"index_key": KEY, "attributes": {"id": "b", "arn": "arn:aws:s3:::b"}}]}"#;
+    let cases: &[(&str, String, &str)] = &[
+        (
+            "null resources",
+            r#"{"version": 4, "serial": 1, "lineage": "l", "resources": null}"#.into(),
+            "`resources`",
+        ),
+        (
+            "negative serial",
+            r#"{"version": 4, "serial": -1, "lineage": "l", "resources": []}"#.into(),
+            "`serial`",
+        ),
+        (
+            "string serial",
+            r#"{"version": 4, "serial": "7", "lineage": "l", "resources": []}"#.into(),
+            "`serial`",
+        ),
+        (
+            "missing lineage",
+            r#"{"version": 4, "serial": 1, "resources": []}"#.into(),
+            "`lineage`",
+        ),
+        (
+            "numeric lineage",
+            r#"{"version": 4, "serial": 1, "lineage": 5, "resources": []}"#.into(),
+            "`lineage`",
+        ),
+        (
+            "negative index_key",
+            format!(
+                r#"{{"version": 4, "serial": 1, "lineage": "l", "resources": [{}]}}"#,
+                inst.replace("KEY", "-1")
+            ),
+            "index_key",
+        ),
+    ];
+    for (what, doc, field) in cases {
+        let mut b = GraphBuilder::new(vec![Box::new(IdArn)]);
+        let err = b
+            .add_state_bytes("w", "states/bad.tfstate", doc.as_bytes())
+            .expect_err(what)
+            .to_string();
+        assert!(err.contains("states/bad.tfstate"), "{what}: {err}");
+        assert!(err.contains(field), "{what}: {err}");
+    }
+    // As lenient as Terraform: no `serial`, or `null`, is serial 0; `index_key` 0 and
+    // whole floats are count indexes.
+    let mut b = GraphBuilder::new(vec![Box::new(IdArn)]);
+    for (i, doc) in [
+        r#"{"version": 4, "lineage": "l", "resources": []}"#.to_owned(),
+        r#"{"version": 4, "serial": null, "lineage": "l", "resources": []}"#.to_owned(),
+        format!(
+            r#"{{"version": 4, "serial": 3, "lineage": "l", "resources": [{}]}}"#,
+            inst.replace("KEY", "0")
+        ),
+        format!(
+            r#"{{"version": 4, "serial": 3, "lineage": "l", "resources": [{}]}}"#,
+            inst.replace("KEY", "1.0")
+        ),
+    ]
+    .iter()
+    .enumerate()
+    {
+        b.add_state_bytes(&format!("ok{i}"), "ok.tfstate", doc.as_bytes())
+            .unwrap_or_else(|e| panic!("{doc}: {e}"));
     }
 }

@@ -121,17 +121,97 @@ pub(crate) fn via_from_user_agent(ua: Option<&str>) -> Via {
     }
 }
 
+/// The failure code of an audit `status` (`google.rpc.Status`), `None` when the call
+/// succeeded: `status` absent, `null` or `{}`, or its `code` absent or 0. A present
+/// status that cannot be read (not an object, a `code` that is not an integer) is a
+/// failure too: a wrong type is never read as "succeeded".
 fn status_code(status: Option<&Value>) -> Option<String> {
-    let code = status?.as_object()?.get("code")?;
-    let n = match code {
-        Value::Number(n) => n.as_i64()?,
-        Value::String(s) => s.trim().parse().ok()?,
-        _ => return None,
+    let status = match status? {
+        Value::Null => return None,
+        Value::Object(o) => o,
+        other => return Some(format!("status is {}", describe(other))),
     };
-    (n != 0).then(|| n.to_string())
+    let n = match status.get("code")? {
+        Value::Null => return None,
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    };
+    match n {
+        Some(0) => None,
+        Some(n) => Some(n.to_string()),
+        None => Some(format!(
+            "status.code is {}",
+            status.get("code").map_or("missing", describe)
+        )),
+    }
 }
 
-/// `sha256:<hex>` of the entry's compact JSON (keys in the order serde_json keeps them).
+/// The failure an audit entry without a `status` states by its `severity`: `ERROR`
+/// or worse (as a name or as the `LogSeverity` number, 500 and up), or a severity of
+/// a type no exporter writes (an object, an array, a boolean). `None` when absent,
+/// `null`, or below `ERROR`.
+fn error_severity(severity: Option<&Value>) -> Option<String> {
+    const FAILED: &[&str] = &["ERROR", "CRITICAL", "ALERT", "EMERGENCY"];
+    match severity? {
+        Value::Null => None,
+        Value::String(s) => FAILED
+            .iter()
+            .any(|f| s.trim().eq_ignore_ascii_case(f))
+            .then(|| format!("severity {}", s.trim())),
+        Value::Number(n) => n
+            .as_f64()
+            .filter(|n| *n >= 500.0)
+            .map(|n| format!("severity {n}")),
+        other => Some(format!("severity is {}", describe(other))),
+    }
+}
+
+/// `field` of `obj` as a string: `Ok(None)` when absent or `null`, an error naming it
+/// when of another type.
+fn opt_str<'a>(
+    obj: &'a Map<String, Value>,
+    field: &str,
+    path: &str,
+) -> Result<Option<&'a str>, NormalizeError> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.trim()).filter(|s| !s.is_empty())),
+        Some(other) => Err(NormalizeError::Field {
+            format: LOG_ENTRY,
+            field: format!("{path}{field}"),
+            problem: format!("is {}, expected a string", describe(other)),
+        }),
+    }
+}
+
+/// Why the caller of an audit entry cannot be read, if so: `authenticationInfo` or
+/// `principalEmail` of the wrong type. Absent is an unknown caller, not unreadable.
+fn unreadable_auth(p: &Map<String, Value>) -> Option<String> {
+    let auth = match p.get("authenticationInfo") {
+        None | Some(Value::Null) => return None,
+        Some(Value::Object(a)) => a,
+        Some(other) => {
+            return Some(format!(
+                "protoPayload.authenticationInfo is {}, expected an object",
+                describe(other)
+            ));
+        }
+    };
+    for key in ["principalEmail", "principalSubject"] {
+        match auth.get(key) {
+            None | Some(Value::Null | Value::String(_)) => {}
+            Some(other) => {
+                return Some(format!(
+                    "protoPayload.authenticationInfo.{key} is {}, expected a string",
+                    describe(other)
+                ));
+            }
+        }
+    }
+    None
+}
+
 fn entry_digest(obj: &Map<String, Value>) -> String {
     use sha2::{Digest, Sha256};
     let bytes = serde_json::to_vec(obj).unwrap_or_default();
@@ -222,8 +302,8 @@ pub(super) fn log_entry(
         return Ok(ev);
     };
 
-    let service = str_of(p, "serviceName").unwrap_or_default();
-    let method = str_of(p, "methodName").unwrap_or_default();
+    let service = opt_str(p, "serviceName", "protoPayload.")?.unwrap_or_default();
+    let method = opt_str(p, "methodName", "protoPayload.")?.unwrap_or_default();
     ev.service = service.to_owned();
     ev.operation = operation_name(method);
     let verb = classify(method);
@@ -238,6 +318,10 @@ pub(super) fn log_entry(
         });
     }
     if let Some(code) = status_code(p.get("status")) {
+        ev.outcome = Outcome::Failed { code };
+    } else if p.get("status").is_none_or(Value::is_null)
+        && let Some(code) = error_severity(obj.get("severity"))
+    {
         ev.outcome = Outcome::Failed { code };
     }
 
@@ -268,6 +352,7 @@ pub(super) fn log_entry(
         }
     }
     ev.principal = principal;
+    ev.principal_unreadable = unreadable_auth(p);
 
     let meta = obj_of(p, "requestMetadata");
     let ua = meta.and_then(|m| str_of(m, "callerSuppliedUserAgent"));

@@ -65,6 +65,11 @@ impl<'de: 'a, 'a> Deserialize<'de> for IndexKey<'a> {
                 f.write_str("an integer (count) or a string (for_each) index_key")
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                if v < 0 {
+                    return Err(E::custom(format!(
+                        "index_key {v} is negative (a `count` index is 0 or more)"
+                    )));
+                }
                 Ok(IndexKey::Int(v))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
@@ -74,11 +79,13 @@ impl<'de: 'a, 'a> Deserialize<'de> for IndexKey<'a> {
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
                 // Whole numbers written as floats (`1.0`) by hand-edited states.
-                if v.fract() == 0.0 && v.abs() < 9.0e15 {
+                if v.fract() == 0.0 && (0.0..9.0e15).contains(&v) {
                     #[allow(clippy::cast_possible_truncation)]
                     Ok(IndexKey::Int(v as i64))
                 } else {
-                    Err(E::custom(format!("index_key {v} is not a whole number")))
+                    Err(E::custom(format!(
+                        "index_key {v} is not a whole number of 0 or more"
+                    )))
                 }
             }
             fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
