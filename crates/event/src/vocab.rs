@@ -101,8 +101,8 @@ impl Verdict {
     }
 }
 
-/// Why an event is `ignored`, or an `unmanaged` change `unattributed` (the report's
-/// `reason`).
+/// Why an event is `ignored`, an `unmanaged` change `unattributed`, or a change only
+/// notified (`unknown_effect`) (the report's `reason`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
@@ -123,6 +123,10 @@ pub enum Reason {
     /// A later report of a change already reported (GCP `operation.last` after
     /// `operation.first`, a redelivered event id).
     Duplicate,
+    /// An operation whose effect is unknown (an Azure `…/action` in no table of
+    /// documented operations): reported for a human (`notify`), never reverted and
+    /// never turned into a pull request.
+    UnknownEffect,
 }
 
 names!(Reason, "reason", [
@@ -134,6 +138,7 @@ names!(Reason, "reason", [
     NotAChange => "not_a_change",
     Unattributed => "unattributed",
     Duplicate => "duplicate",
+    UnknownEffect => "unknown_effect",
 ]);
 
 /// What is done about an event or one of its resources (the report's `action`),
