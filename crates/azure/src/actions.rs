@@ -251,3 +251,64 @@ pub fn markdown_table() -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The generated part of `docs/operations/azure.md`.
+    fn doc_markdown() -> String {
+        let mut out = String::from("### `…/action` operations\n\n");
+        out.push_str(&markdown_table());
+        out.push_str("\n### Owned sub-objects (`parent` matches)\n\n");
+        out.push_str("| resource type | attribute | names |\n|---|---|---|\n");
+        for (ty, paths) in crate::identity::OWNED {
+            for (path, kind) in *paths {
+                let names = match kind {
+                    crate::identity::Owned::ArmId => "an ARM resource ID",
+                    crate::identity::Owned::DiskName => {
+                        "a managed disk in the owner's resource group"
+                    }
+                };
+                out.push_str(&format!("| `{ty}` | `{path}` | {names} |\n"));
+            }
+        }
+        out
+    }
+
+    /// The generated tables of `docs/operations/azure.md` are those of the code
+    /// (`DRIFTREACTOR_BLESS=1` rewrites them).
+    #[test]
+    fn operations_doc_matches_the_code_tables() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/operations/azure.md");
+        driftreactor_testkit::docs::check_generated(&path, &doc_markdown());
+    }
+
+    /// Every entry names an `…/action` of one resource provider, once.
+    #[test]
+    fn table_entries_are_distinct_actions() {
+        let mut seen = std::collections::HashSet::new();
+        for (name, _, what) in ACTIONS {
+            assert!(
+                name.starts_with("Microsoft.") && name.ends_with("/action"),
+                "{name}"
+            );
+            assert!(!what.is_empty(), "{name}");
+            assert!(seen.insert(name.to_ascii_lowercase()), "twice: {name}");
+        }
+        assert_eq!(
+            classify_action("microsoft.network/NETWORKWATCHERS/ipflowverify/action"),
+            Some(Effect::Read)
+        );
+        assert_eq!(
+            classify_action("Microsoft.Foo/bars/listThings/action"),
+            Some(Effect::Read)
+        );
+        assert_eq!(
+            classify_action("Microsoft.Foo/bars/frobnicate/action"),
+            None
+        );
+        assert_eq!(classify_action("Microsoft.Foo/bars/write"), None);
+    }
+}

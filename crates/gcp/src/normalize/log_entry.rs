@@ -38,7 +38,7 @@ pub(crate) fn operation_name(method: &str) -> String {
 }
 
 /// What a method verb (the last segment of the method name) does.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Verb {
     Read,
     Create,
@@ -47,7 +47,44 @@ pub(crate) enum Verb {
     Action,
 }
 
-/// Classifies the last segment of a method name (see the crate docs).
+/// The method-verb table, first match wins: (prefixes of the lowercased last segment
+/// of the method name, what the call does). A verb matching none is an update
+/// (`patch`, `update`, `setIamPolicy`, `setLabels`, `resize`, …). Documented in
+/// `docs/operations/gcp.md` (generated from this table).
+pub(crate) const VERBS: &[(&[&str], Verb)] = &[
+    (
+        &[
+            "get",
+            "list",
+            "aggregatedlist",
+            "testiampermissions",
+            "search",
+            "lookup",
+            "batchget",
+            "read",
+            "watch",
+            "check",
+        ],
+        Verb::Read,
+    ),
+    (&["insert", "create", "undelete"], Verb::Create),
+    (&["delete"], Verb::Delete),
+    (
+        &[
+            "start",
+            "stop",
+            "reset",
+            "suspend",
+            "resume",
+            "restart",
+            "reboot",
+            "simulatemaintenanceevent",
+        ],
+        Verb::Action,
+    ),
+];
+
+/// Classifies the last segment of a method name with [`VERBS`].
 pub(crate) fn classify(method: &str) -> Verb {
     let verb = method
         .trim()
@@ -55,32 +92,10 @@ pub(crate) fn classify(method: &str) -> Verb {
         .next()
         .unwrap_or_default()
         .to_ascii_lowercase();
-    let starts = |prefixes: &[&str]| prefixes.iter().any(|p| verb.starts_with(p));
-    if starts(&[
-        "get",
-        "list",
-        "aggregatedlist",
-        "testiampermissions",
-        "search",
-        "lookup",
-        "batchget",
-        "read",
-        "watch",
-        "check",
-    ]) {
-        Verb::Read
-    } else if starts(&["insert", "create", "undelete"]) {
-        Verb::Create
-    } else if starts(&["delete"]) {
-        Verb::Delete
-    } else if starts(&[
-        "start", "stop", "reset", "suspend", "resume", "restart", "reboot",
-    ]) || verb == "simulatemaintenanceevent"
-    {
-        Verb::Action
-    } else {
-        Verb::Update
-    }
+    VERBS
+        .iter()
+        .find(|(prefixes, _)| prefixes.iter().any(|p| verb.starts_with(p)))
+        .map_or(Verb::Update, |(_, v)| *v)
 }
 
 /// How a call was made, from `requestMetadata.callerSuppliedUserAgent`.
@@ -321,7 +336,7 @@ pub(super) fn log_entry(
 /// `metadata` in newer entries (the AuditLog reference deprecates `serviceData` for
 /// `metadata`, <https://cloud.google.com/logging/docs/reference/audit/auditlog/rest/Shared.Types/AuditLog>),
 /// and BigQuery's `metadata.datasetChange` (`BigQueryAuditMetadata`).
-const DELTA_PATHS: &[&[&str]] = &[
+pub(crate) const DELTA_PATHS: &[&[&str]] = &[
     &["serviceData", "policyDelta", "bindingDeltas"],
     &["metadata", "policyDelta", "bindingDeltas"],
     &["metadata", "datasetChange", "bindingDeltas"],
