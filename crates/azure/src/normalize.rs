@@ -210,9 +210,14 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
     if deployment {
         ev.not_a_change = Some(NotAChange::Deployment);
     } else if !ev.read_only {
+        let tags_api = raw_uri
+            .and_then(arm_id::canonical)
+            .is_some_and(|id| id.ends_with(TAGS_SUFFIX));
         ev.change = Some(match arm.family {
             // An ARM PUT is create-or-update and the event does not say which.
             Family::Write => Change::Update,
+            // Deleting the tags at a scope updates the tagged resource.
+            Family::Delete if tags_api => Change::Update,
             Family::Delete => Change::Delete,
             Family::Action => Change::Action,
         });

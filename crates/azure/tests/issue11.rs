@@ -109,15 +109,32 @@ fn owned_sub_objects_are_drift_of_their_owner() {
 /// own `tags` argument: the tagged resource is the primary match.
 #[test]
 fn tags_api_write_names_the_tagged_resource() {
-    let lines = replay(&["06_tags_api_write.json"]);
+    let lines = replay(&["06_tags_api_write.json", "07_tags_api_delete.json"]);
     assert_lines(
         &lines,
-        &[expect(
-            "06_tags_api_write.json",
-            "drift",
-            None,
-            "revert",
-            &["azurerm_network_security_group.app:primary"],
-        )],
+        &[
+            expect(
+                "06_tags_api_write.json",
+                "drift",
+                None,
+                "revert",
+                &["azurerm_network_security_group.app:primary"],
+            ),
+            expect(
+                "07_tags_api_delete.json",
+                "drift",
+                None,
+                "revert",
+                &["azurerm_network_security_group.app:primary"],
+            ),
+        ],
+    );
+    // Deleting the tags updates the resource; it does not delete it.
+    let bytes = std::fs::read(data("issue11/07_tags_api_delete.json")).unwrap();
+    let ev = driftreactor_azure::normalize(&bytes).unwrap();
+    assert_eq!(ev.change, Some(driftreactor_event::Change::Update));
+    assert_eq!(
+        ev.resources[0].display,
+        "/subscriptions/00000000-0000-4000-8000-000000000011/resourceGroups/app-rg/providers/Microsoft.Network/networkSecurityGroups/app-nsg"
     );
 }
