@@ -288,6 +288,10 @@ impl StateIdentity for AwsIdentity {
         }
     }
 
+    fn owned(&self, instance: &StateInstance<'_>, out: &mut Vec<String>) {
+        crate::owned::owned(instance, out);
+    }
+
     fn parents(&self, instance: &StateInstance<'_>, out: &mut Vec<String>) {
         let t = instance.resource_type;
         if !self.handles(t) || !has_parents(t) {

@@ -98,6 +98,7 @@ mod de;
 mod extract;
 mod identity;
 mod normalize;
+mod owned;
 mod record;
 
 use driftreactor_event::{DriftEvent, NormalizeError};

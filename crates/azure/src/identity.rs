@@ -1,7 +1,7 @@
 //! [`AzureIdentity`]: Terraform `azurerm_*` / `azapi_*` instances → canonical ARM IDs.
 
 use driftreactor_event::lenient::lenient_str;
-use driftreactor_event::{StateIdentity, StateInstance};
+use driftreactor_event::{StateIdentity, StateInstance, attribute_strings};
 use serde::Deserialize;
 
 use crate::arm_id;
@@ -22,9 +22,73 @@ use crate::arm_id;
 ///   (`network_security_group_name`, `virtual_network_name`, `storage_account_name`
 ///   with `resource_group_name`). Resource groups and subscriptions are never parents
 ///   (see [`crate::arm_id`]);
+/// * owned sub-objects: see [`OWNED`];
 /// * account: the lowercase subscription id of the instance's ID (or `scope`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AzureIdentity;
+
+/// How an attribute of [`OWNED`] names its sub-object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Owned {
+    /// The value is an ARM resource ID.
+    ArmId,
+    /// The value is the name of a managed disk in the owner's resource group
+    /// (`/subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.Compute/disks/{name}`).
+    DiskName,
+}
+
+/// The sub-objects an `azurerm_*` resource manages through its own arguments
+/// ([`StateIdentity::owned`]): per resource type, the attribute paths (see
+/// [`attribute_strings`]) that identify them. A change of one is drift of the owner
+/// (`parent` match). The whole, explicit list (from the azurerm provider's argument
+/// and attribute references):
+///
+/// * `azurerm_linux_virtual_machine`, `azurerm_windows_virtual_machine`: the OS disk
+///   the VM creates (`os_disk.name`, a disk in the VM's resource group) and its
+///   network interfaces (`network_interface_ids`);
+/// * `azurerm_virtual_machine` (legacy): `storage_os_disk.managed_disk_id` and
+///   `.name`, `storage_data_disk.managed_disk_id`, `network_interface_ids`;
+/// * `azurerm_kubernetes_cluster`: the kubelet identity AKS creates
+///   (`kubelet_identity.user_assigned_identity_id`) and the outbound public IPs of its
+///   load balancer (`network_profile.load_balancer_profile.effective_outbound_ips`).
+///
+/// Child resources (security rules, subnets, agent pools) need no entry: their ARM
+/// IDs already name the managed parent (see [`crate::arm_id::ancestors`]).
+pub(crate) const OWNED: &[(&str, &[(&str, Owned)])] = &[
+    (
+        "azurerm_linux_virtual_machine",
+        &[
+            ("os_disk.*.name", Owned::DiskName),
+            ("network_interface_ids.*", Owned::ArmId),
+        ],
+    ),
+    (
+        "azurerm_windows_virtual_machine",
+        &[
+            ("os_disk.*.name", Owned::DiskName),
+            ("network_interface_ids.*", Owned::ArmId),
+        ],
+    ),
+    (
+        "azurerm_virtual_machine",
+        &[
+            ("storage_os_disk.*.managed_disk_id", Owned::ArmId),
+            ("storage_os_disk.*.name", Owned::DiskName),
+            ("storage_data_disk.*.managed_disk_id", Owned::ArmId),
+            ("network_interface_ids.*", Owned::ArmId),
+        ],
+    ),
+    (
+        "azurerm_kubernetes_cluster",
+        &[
+            ("kubelet_identity.*.user_assigned_identity_id", Owned::ArmId),
+            (
+                "network_profile.*.load_balancer_profile.*.effective_outbound_ips.*",
+                Owned::ArmId,
+            ),
+        ],
+    ),
+];
 
 /// The attributes identity extraction reads; every other key is skipped.
 #[derive(Debug, Default, Deserialize)]
@@ -179,6 +243,34 @@ impl StateIdentity for AzureIdentity {
         for id in found {
             if !own.contains(&id) && !arm_id::is_container(&id) {
                 push_unique(out, id);
+            }
+        }
+    }
+
+    fn owned(&self, instance: &StateInstance<'_>, out: &mut Vec<String>) {
+        let Some((_, paths)) = OWNED.iter().find(|(t, _)| *t == instance.resource_type) else {
+            return;
+        };
+        let a = Attrs::read(instance);
+        let own = a.own_ids();
+        let sub = own.iter().find_map(|id| arm_id::subscription(id));
+        let mut raw = Vec::new();
+        for (path, kind) in *paths {
+            raw.clear();
+            attribute_strings(instance.attributes, path, &mut raw);
+            for value in &raw {
+                let id = match kind {
+                    Owned::ArmId => arm_id::canonical(value),
+                    Owned::DiskName => {
+                        sub.zip(a.resource_group_name.as_deref())
+                            .and_then(|(sub, rg)| {
+                                arm_id::build(sub, rg, "Microsoft.Compute", "disks", value)
+                            })
+                    }
+                };
+                if let Some(id) = id.filter(|id| !arm_id::is_container(id) && !own.contains(id)) {
+                    push_unique(out, id);
+                }
             }
         }
     }

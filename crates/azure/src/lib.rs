@@ -38,6 +38,7 @@
 //! | `source_ip` | `data.httpRequest.clientIpAddress`, else the `ipaddr` claim |
 //! | `request` | `data.httpRequest` (method and URL) |
 
+pub mod actions;
 pub mod arm_id;
 mod identity;
 #[cfg(feature = "namespace")]

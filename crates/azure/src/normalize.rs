@@ -7,7 +7,7 @@ use driftreactor_event::{
 };
 use serde_json::{Map, Value};
 
-use crate::arm_id;
+use crate::{actions, arm_id};
 
 /// Event type of the Event Grid subscription handshake.
 pub(crate) const VALIDATION_EVENT: &str = "Microsoft.EventGrid.SubscriptionValidationEvent";
@@ -168,14 +168,7 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
     let raw_uri = str_field(data, "resourceUri")
         .filter(|s| arm_id::canonical(s).is_some())
         .or_else(|| str_field(&obj, "subject"));
-    let resource = raw_uri.and_then(|raw| {
-        let id = arm_id::canonical(raw)?;
-        Some(ResourceRef {
-            parents: arm_id::ancestors(&id),
-            display: raw.trim().to_owned(),
-            id,
-        })
-    });
+    let resource = raw_uri.and_then(changed_resource);
 
     let operation = match data.get("operationName") {
         None | Some(Value::Null) => "",
@@ -223,12 +216,18 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
             .to_ascii_lowercase()
             .starts_with("microsoft.resources/deployments/");
     ev.read_only = operation_is_read_only(operation);
+    ev.effect_unknown = arm.family == Family::Action && !ev.read_only && action_unknown(operation);
     if deployment {
         ev.not_a_change = Some(NotAChange::Deployment);
     } else if !ev.read_only {
+        let tags_api = raw_uri
+            .and_then(arm_id::canonical)
+            .is_some_and(|id| id.ends_with(TAGS_SUFFIX));
         ev.change = Some(match arm.family {
             // An ARM PUT is create-or-update and the event does not say which.
             Family::Write => Change::Update,
+            // Deleting the tags at a scope updates the tagged resource.
+            Family::Delete if tags_api => Change::Update,
             Family::Delete => Change::Delete,
             Family::Action => Change::Action,
         });
@@ -393,20 +392,57 @@ fn principal(
     )
 }
 
-/// True for ARM operations that only read: `…/read`, and `…/{verb}/action` whose verb
-/// is `list*`, `get*` or `check*` (`listKeys`, `listClusterUserCredential`,
-/// `listClusterAdminCredential`, `getAccessToken`, `checkNameAvailability`). Verbs
-/// that mutate (`regenerateKey`, `start`, `restart`, `deallocate`, `powerOff`) are not.
+/// True for ARM operations that only read: `…/read`, and the `…/action`s Microsoft
+/// documents as reads ([`crate::actions::ACTIONS`]: `listKeys`,
+/// `listClusterUserCredential`, `ipFlowVerify`, linked-access `join` checks, Azure
+/// Policy evaluation records). Actions documented as changes (`regenerateKey`,
+/// `start`, `restart`, `deallocate`, `powerOff`) and actions in no table are not.
 pub(crate) fn operation_is_read_only(operation: &str) -> bool {
-    let op = operation.trim().to_ascii_lowercase();
-    if op.ends_with("/read") {
+    let op = operation.trim();
+    if op.to_ascii_lowercase().ends_with("/read") {
         return true;
     }
-    let Some(rest) = op.strip_suffix("/action") else {
-        return false;
-    };
-    let verb = rest.rsplit('/').next().unwrap_or_default();
-    verb.starts_with("list") || verb.starts_with("get") || verb.starts_with("check")
+    actions::classify_action(op) == Some(actions::Effect::Read)
+}
+
+/// True for an `…/action` operation in no entry of [`crate::actions::ACTIONS`]: its
+/// effect is unknown. (An action event naming a `…/write` or `…/delete` operation is
+/// that write or delete.)
+fn action_unknown(operation: &str) -> bool {
+    let op = operation.trim();
+    op.to_ascii_lowercase().ends_with("/action") && actions::classify_action(op).is_none()
+}
+
+/// The suffix of a tags resource ID (`<scope>/providers/Microsoft.Resources/tags/default`),
+/// canonical form.
+const TAGS_SUFFIX: &str = "/providers/microsoft.resources/tags/default";
+
+/// The changed resource of an ARM event naming `raw`: a write through the generic
+/// Tags API (`<scope>/providers/Microsoft.Resources/tags/default`, "Tags - Create Or
+/// Update At Scope", <https://learn.microsoft.com/rest/api/resources/tags/create-or-update-at-scope>)
+/// changes the tags argument of the resource at `scope`, so the scope is the resource.
+fn changed_resource(raw: &str) -> Option<ResourceRef> {
+    let id = arm_id::canonical(raw)?;
+    let raw = raw.trim();
+    if let Some(scope) = id.strip_suffix(TAGS_SUFFIX).filter(|s| !s.is_empty()) {
+        let scope = scope.to_owned();
+        // The display keeps the event's spelling of the scope: the same segments, so
+        // the same number of `/`-separated parts before the tags suffix.
+        let display = raw
+            .get(..raw.len().saturating_sub(TAGS_SUFFIX.len()))
+            .filter(|d| d.eq_ignore_ascii_case(&scope))
+            .map_or_else(|| scope.clone(), str::to_owned);
+        return Some(ResourceRef {
+            parents: arm_id::ancestors(&scope),
+            display,
+            id: scope,
+        });
+    }
+    Some(ResourceRef {
+        parents: arm_id::ancestors(&id),
+        display: raw.to_owned(),
+        id,
+    })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -10,6 +10,10 @@
 //! ([`DriftEvent::principal_unreadable`]), `revert` becomes `pull_request` with reason
 //! `principal_unreadable`); an unmatched mutating call → `unmanaged` with action
 //! `notify` (and reason `unattributed` when the event names no resource at all).
+//! An operation whose effect is unknown (`DriftEvent::effect_unknown`: an Azure
+//! `…/action` in no table of documented operations) is never reverted nor turned into
+//! a pull request: every target's action is at most `notify`, and the verdict
+//! (`drift` or `unmanaged`) carries reason `unknown_effect`.
 //!
 //! ```
 //! use driftreactor_decide::{Policy, PolicyConfig};
@@ -284,8 +288,9 @@ pub struct Target {
 pub struct Decision {
     /// The verdict.
     pub verdict: Verdict,
-    /// The reason, for `ignored` and unattributed `unmanaged` verdicts, and for
-    /// `drift` whose revert became a pull request (`principal_unreadable`).
+    /// The reason, for `ignored` and unattributed `unmanaged` verdicts, for `drift`
+    /// whose revert became a pull request (`principal_unreadable`), and
+    /// `unknown_effect` for a change whose effect is unknown (`drift` or `unmanaged`).
     pub reason: Option<Reason>,
     /// The event-level action: the strongest action over its targets
     /// (`revert` > `pull_request` > `notify` > `none`), `notify` for unmanaged.
@@ -341,9 +346,14 @@ pub fn decide(
         return Decision::ignored(Reason::NotAChange);
     }
     if routed.matches.is_empty() {
+        let reason = if event.resources.is_empty() {
+            Some(Reason::Unattributed)
+        } else {
+            event.effect_unknown.then_some(Reason::UnknownEffect)
+        };
         return Decision {
             verdict: Verdict::Unmanaged,
-            reason: event.resources.is_empty().then_some(Reason::Unattributed),
+            reason,
             action: Action::Notify,
             targets: Vec::new(),
         };
@@ -358,6 +368,12 @@ pub fn decide(
                 RuleAction::PullRequest => Action::PullRequest,
                 RuleAction::Notify => Action::Notify,
                 RuleAction::Ignore => Action::None,
+            };
+            // An operation whose effect is unknown is only ever shown to a human.
+            let action = if event.effect_unknown {
+                action.min(Action::Notify)
+            } else {
+                action
             };
             Target {
                 workspace: m.workspace.clone(),
@@ -390,7 +406,12 @@ pub fn decide(
     }
     Decision {
         verdict: Verdict::Drift,
-        reason,
+        // An unknown effect caps every action at `notify` (so nothing became a pull
+        // request for an unreadable principal): it is the reason that holds.
+        reason: event
+            .effect_unknown
+            .then_some(Reason::UnknownEffect)
+            .or(reason),
         action,
         targets,
     }
@@ -453,6 +474,66 @@ mod tests {
         assert_eq!(literal_tail("arn:aws:iam::*:role/*"), None);
         assert_eq!(literal_tail("exact"), Some("exact"));
         assert_eq!(literal_tail("**/ci"), Some("ci"));
+    }
+
+    /// Plug-in for the decider tests: `id` is the identity.
+    struct Ids;
+
+    impl driftreactor_event::StateIdentity for Ids {
+        fn handles(&self, _: &str) -> bool {
+            true
+        }
+        fn identities(&self, i: &driftreactor_event::StateInstance<'_>, out: &mut Vec<String>) {
+            let v: serde_json::Value = serde_json::from_str(i.attributes.get()).unwrap();
+            out.extend(v["id"].as_str().map(str::to_owned));
+        }
+        fn parents(&self, _: &driftreactor_event::StateInstance<'_>, _: &mut Vec<String>) {}
+    }
+
+    /// Issue 11 class 4: an operation whose effect is unknown is never reverted nor
+    /// turned into a pull request: managed → `drift` / `unknown_effect` / `notify`;
+    /// unmanaged → `unmanaged` / `unknown_effect` / `notify`.
+    #[test]
+    fn unknown_effect_actions_are_only_notified() {
+        let mut b = driftreactor_tfgraph::GraphBuilder::new(vec![Box::new(Ids)]);
+        b.add_state_bytes(
+            "w",
+            "w.tfstate",
+            br#"{"version": 4, "serial": 1, "lineage": "l", "terraform_version": "1.9.0", "resources": [
+              {"mode": "managed", "type": "azurerm_storage_account", "name": "s", "provider": "p",
+               "instances": [{"attributes": {"id": "/x/sa"}}]}]}"#,
+        )
+        .unwrap();
+        let g = b.build();
+        let p = compile("[[policy]]\naction = \"revert\"\n").unwrap();
+        let mut ev = DriftEvent::new(driftreactor_event::Provider::Azure, "e");
+        ev.change = Some(driftreactor_event::Change::Action);
+        ev.effect_unknown = true;
+        ev.resources = vec![driftreactor_event::ResourceRef::new("/x/sa")];
+        let routed = driftreactor_router::route(&g, &ev);
+        let d = decide(&p, &g, &ev, &routed);
+        assert_eq!(
+            (d.verdict, d.reason, d.action),
+            (Verdict::Drift, Some(Reason::UnknownEffect), Action::Notify)
+        );
+        assert!(d.targets.iter().all(|t| t.action == Action::Notify));
+        // Known effect: the rule's revert.
+        ev.effect_unknown = false;
+        let d = decide(&p, &g, &ev, &routed);
+        assert_eq!((d.reason, d.action), (None, Action::Revert));
+        // Unmanaged.
+        ev.effect_unknown = true;
+        ev.resources = vec![driftreactor_event::ResourceRef::new("/x/other")];
+        let routed = driftreactor_router::route(&g, &ev);
+        let d = decide(&p, &g, &ev, &routed);
+        assert_eq!(
+            (d.verdict, d.reason, d.action),
+            (
+                Verdict::Unmanaged,
+                Some(Reason::UnknownEffect),
+                Action::Notify
+            )
+        );
     }
 
     fn compile(text: &str) -> Result<Policy> {

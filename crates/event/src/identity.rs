@@ -41,6 +41,19 @@ pub trait StateIdentity: Send + Sync {
     /// them is a *related* match of this instance.
     fn parents(&self, instance: &StateInstance<'_>, out: &mut Vec<String>);
 
+    /// Pushes the canonical identifiers of the cloud objects Terraform manages only
+    /// through this instance's own arguments (sub-objects with no resource of their
+    /// own in state: an EC2 instance's primary network interface and root volume, a
+    /// VPC's default security group, an Azure VM's OS disk, a GKE cluster's default
+    /// node pool) onto `out`. Each implementation reads an explicit, documented list of
+    /// attributes per resource type, never every string. An event naming one of them,
+    /// when no instance has it as its own identity, is a *parent* match of this
+    /// instance: a change of the sub-object is drift of its owner. The default knows
+    /// none.
+    fn owned(&self, instance: &StateInstance<'_>, out: &mut Vec<String>) {
+        let _ = (instance, out);
+    }
+
     /// The account the instance lives in (AWS account id parsed from its ARN, Azure
     /// subscription id, GCP project id), when the attributes tell. The router refuses a
     /// match when the event's account and the instance's account are both known and
@@ -76,4 +89,71 @@ pub struct Placement {
     /// The region, for resources whose names are unique only per region; `None` for
     /// global resources and when unknown.
     pub region: Option<String>,
+}
+
+/// The strings a state instance's `attributes` hold at `path`, pushed onto `out` in
+/// document order: `path` is a dot-separated list of keys, where `*` stands for every
+/// element of a list (Terraform state stores nested blocks as lists of objects), so
+/// `root_block_device.*.volume_id` reads the volume id of every root block device and
+/// `network_interface_ids.*` every string of that list. Empty strings, non-strings
+/// and missing keys are skipped; attributes that are not a JSON object yield nothing.
+/// Never panics.
+///
+/// For [`StateIdentity::owned`] implementations, which read an explicit table of such
+/// paths per resource type.
+pub fn attribute_strings(attributes: &RawValue, path: &str, out: &mut Vec<String>) {
+    fn walk(v: &serde_json::Value, keys: &[&str], out: &mut Vec<String>) {
+        match keys.split_first() {
+            None => {
+                if let Some(s) = v.as_str().map(str::trim).filter(|s| !s.is_empty()) {
+                    out.push(s.to_owned());
+                }
+            }
+            Some((&"*", rest)) => {
+                for item in v.as_array().into_iter().flatten() {
+                    walk(item, rest, out);
+                }
+            }
+            Some((key, rest)) => {
+                if let Some(next) = v.get(key) {
+                    walk(next, rest, out);
+                }
+            }
+        }
+    }
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(attributes.get()) else {
+        return;
+    };
+    let keys: Vec<&str> = path.split('.').filter(|k| !k.is_empty()).collect();
+    if keys.is_empty() {
+        return;
+    }
+    walk(&value, &keys, out);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attribute_strings_follow_lists_and_skip_the_rest() {
+        let raw = RawValue::from_string(
+            r#"{"a": "x", "l": ["p", "", 3, "q"], "b": [{"v": "1"}, {"v": null}, {"w": "2"}, {"v": "3"}]}"#
+                .to_owned(),
+        )
+        .unwrap();
+        let read = |path: &str| {
+            let mut out = Vec::new();
+            attribute_strings(&raw, path, &mut out);
+            out
+        };
+        assert_eq!(read("a"), ["x"]);
+        assert_eq!(read("l.*"), ["p", "q"]);
+        assert_eq!(read("b.*.v"), ["1", "3"]);
+        assert!(read("b.v").is_empty() && read("missing.*").is_empty() && read("").is_empty());
+        let not_object = RawValue::from_string("[1]".to_owned()).unwrap();
+        let mut out = Vec::new();
+        attribute_strings(&not_object, "a", &mut out);
+        assert!(out.is_empty());
+    }
 }

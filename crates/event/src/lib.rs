@@ -28,7 +28,7 @@ pub mod lenient;
 mod vocab;
 
 pub use error::{NormalizeError, Result};
-pub use identity::{Placement, StateIdentity, StateInstance};
+pub use identity::{Placement, StateIdentity, StateInstance, attribute_strings};
 pub use vocab::{
     Action, Decided, MatchKind, MatchRecord, Reason, ResourceKey, UnknownName, Verdict,
 };
@@ -251,8 +251,14 @@ pub struct DriftEvent {
     /// How the call was made.
     pub via: Via,
     /// True for calls that only read (CloudTrail `readOnly`, Describe/Get/List/Head
-    /// verbs, GCP `data_access` logs and get/list methods, Azure list* actions).
+    /// verbs, GCP `data_access` logs and get/list methods, Azure actions documented as
+    /// reads).
     pub read_only: bool,
+    /// True when the normalizer cannot tell what the operation does (an Azure
+    /// `…/action` in no table of documented operations): the decider then only
+    /// notifies, with reason `unknown_effect`. Absent (false) in older records.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub effect_unknown: bool,
     /// Whether the call succeeded.
     pub outcome: Outcome,
     /// AWS account id, Azure subscription id or GCP project id, when known.
@@ -296,6 +302,7 @@ impl DriftEvent {
             principal: Principal::default(),
             via: Via::Unknown,
             read_only: false,
+            effect_unknown: false,
             outcome: Outcome::Success,
             account: None,
             region: None,

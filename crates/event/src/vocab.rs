@@ -101,8 +101,8 @@ impl Verdict {
     }
 }
 
-/// Why an event is `ignored`, or an `unmanaged` change `unattributed` (the report's
-/// `reason`).
+/// Why an event is `ignored`, an `unmanaged` change `unattributed`, or a change only
+/// notified (`unknown_effect`) (the report's `reason`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
@@ -127,6 +127,10 @@ pub enum Reason {
     /// `claims` or `authenticationInfo` of the wrong type): never reverted without a
     /// human, the action is at most `pull_request`.
     PrincipalUnreadable,
+    /// An operation whose effect is unknown (an Azure `…/action` in no table of
+    /// documented operations): reported for a human (`notify`), never reverted and
+    /// never turned into a pull request.
+    UnknownEffect,
 }
 
 names!(Reason, "reason", [
@@ -139,6 +143,7 @@ names!(Reason, "reason", [
     Unattributed => "unattributed",
     Duplicate => "duplicate",
     PrincipalUnreadable => "principal_unreadable",
+    UnknownEffect => "unknown_effect",
 ]);
 
 /// What is done about an event or one of its resources (the report's `action`),

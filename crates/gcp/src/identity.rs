@@ -1,9 +1,10 @@
 //! [`GcpIdentity`]: Terraform `google_*` instances → canonical GCP resource names.
 
 use driftreactor_event::lenient::lenient_str;
-use driftreactor_event::{StateIdentity, StateInstance};
+use driftreactor_event::{StateIdentity, StateInstance, attribute_strings};
 use serde::Deserialize;
 
+use crate::iam;
 use crate::resource_name::{self as rn, canonical};
 
 /// Indexes Terraform resources of the `google` / `google-beta` providers under the
@@ -27,6 +28,10 @@ use crate::resource_name::{self as rn, canonical};
 ///   `google_compute_router_nat` → its router, `google_compute_network_peering` → its
 ///   network, `google_compute_attached_disk` → instance and disk, KMS / Pub/Sub /
 ///   BigQuery `*_iam_*` → their key, key ring, topic, subscription, dataset;
+/// * IAM: `*_iam_policy`, `*_iam_binding` and `*_iam_member` are also indexed under
+///   the keys of [`crate::iam`] (policy, role, role and member), so a `SetIamPolicy`
+///   binding delta names the one resource that manages it;
+/// * owned sub-objects: see [`OWNED`];
 /// * account: `project` (or the project id in the name), never a project number.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct GcpIdentity;
@@ -574,6 +579,116 @@ fn parent_ids(ty: &str, a: &Attrs, own: &[String]) -> Vec<String> {
     out
 }
 
+/// Which IAM key a `google_*_iam_*` type is indexed under (see [`crate::iam`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum IamKind {
+    Policy,
+    Binding,
+    Member,
+}
+
+fn iam_kind(ty: &str) -> Option<IamKind> {
+    if !ty.contains("_iam_") || ty.ends_with("_custom_role") {
+        return None;
+    }
+    if ty.ends_with("_iam_policy") {
+        Some(IamKind::Policy)
+    } else if ty.ends_with("_iam_binding") {
+        Some(IamKind::Binding)
+    } else if ty.ends_with("_iam_member") {
+        Some(IamKind::Member)
+    } else {
+        None
+    }
+}
+
+/// The IAM attributes of a `google_*_iam_*` instance, read apart from [`Attrs`] so a
+/// condition of an unexpected shape costs only these keys.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct IamAttrs {
+    #[serde(deserialize_with = "lenient_str")]
+    role: Option<String>,
+    #[serde(deserialize_with = "lenient_str")]
+    member: Option<String>,
+    condition: serde_json::Value,
+}
+
+/// The IAM key(s) of an `*_iam_policy` / `*_iam_binding` / `*_iam_member` instance on
+/// the resource whose policy it manages (the object [`parent_ids`] names).
+fn iam_ids(instance: &StateInstance<'_>, a: &Attrs, out: &mut Vec<String>) {
+    let ty = instance.resource_type;
+    let Some(kind) = iam_kind(ty) else { return };
+    let Some(resource) = parent_ids(ty, a, &[]).into_iter().next() else {
+        return;
+    };
+    if kind == IamKind::Policy {
+        push(out, Some(iam::policy_key(&resource)));
+        return;
+    }
+    let i: IamAttrs = serde_json::from_str(instance.attributes.get()).unwrap_or_default();
+    let Some(role) = i.role.as_deref().filter(|r| !r.trim().is_empty()) else {
+        return;
+    };
+    // `condition` is a list of at most one block in state.
+    let cond = i
+        .condition
+        .as_array()
+        .and_then(|c| c.first())
+        .map(|c| iam::Condition {
+            title: c
+                .get("title")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default(),
+            expression: c
+                .get("expression")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default(),
+        });
+    match kind {
+        IamKind::Binding => push(out, Some(iam::binding_key(&resource, role, cond))),
+        _ => {
+            if let Some(member) = i.member.as_deref().filter(|m| !m.trim().is_empty()) {
+                push(out, Some(iam::member_key(&resource, role, member, cond)));
+            }
+        }
+    }
+}
+
+/// The sub-objects a `google_*` resource manages through its own arguments
+/// ([`StateIdentity::owned`]): per resource type, the attribute paths (see
+/// [`attribute_strings`]) of the objects it creates and configures as part of itself,
+/// so that a change of one is drift of the owner (`parent` match). The whole, explicit
+/// list (from the google provider's attribute references):
+///
+/// * `google_container_cluster`: its node pools (`node_pool.name`, the default pool
+///   included) and their managed instance groups (`node_pool.instance_group_urls`,
+///   `node_pool.managed_instance_group_urls`);
+/// * `google_container_node_pool`: its managed instance groups (`instance_group_urls`,
+///   `managed_instance_group_urls`);
+/// * `google_compute_instance`: the boot disk it creates (`boot_disk.source`);
+/// * `google_compute_instance_group_manager`, `google_compute_region_instance_group_manager`:
+///   the instance group it manages (`instance_group`).
+pub(crate) const OWNED: &[(&str, &[&str])] = &[
+    (
+        "google_container_cluster",
+        &[
+            "node_pool.*.instance_group_urls.*",
+            "node_pool.*.managed_instance_group_urls.*",
+        ],
+    ),
+    (
+        "google_container_node_pool",
+        &["instance_group_urls.*", "managed_instance_group_urls.*"],
+    ),
+    ("google_compute_instance", &["boot_disk.*.source"]),
+    ("google_compute_instance_group_manager", &["instance_group"]),
+    (
+        "google_compute_region_instance_group_manager",
+        &["instance_group"],
+    ),
+];
+
 impl StateIdentity for GcpIdentity {
     fn handles(&self, resource_type: &str) -> bool {
         resource_type.starts_with("google_")
@@ -584,6 +699,35 @@ impl StateIdentity for GcpIdentity {
         for id in own_ids(instance.resource_type, &a) {
             if !out.contains(&id) {
                 out.push(id);
+            }
+        }
+        iam_ids(instance, &a, out);
+    }
+
+    fn owned(&self, instance: &StateInstance<'_>, out: &mut Vec<String>) {
+        let ty = instance.resource_type;
+        let Some((_, paths)) = OWNED.iter().find(|(t, _)| *t == ty) else {
+            return;
+        };
+        let mut raw = Vec::new();
+        for path in *paths {
+            attribute_strings(instance.attributes, path, &mut raw);
+        }
+        for url in raw {
+            push(out, canonical(Some("compute"), &url, None));
+        }
+        if ty == "google_container_cluster" {
+            let a = Attrs::read(instance);
+            let own = own_ids(ty, &a);
+            if let Some(cluster) = own
+                .iter()
+                .find(|id| id.starts_with("gcp:container:") && id.contains("/clusters/"))
+            {
+                let mut pools = Vec::new();
+                attribute_strings(instance.attributes, "node_pool.*.name", &mut pools);
+                for pool in pools {
+                    push(out, Some(format!("{cluster}/nodePools/{pool}")));
+                }
             }
         }
     }

@@ -59,6 +59,7 @@
 //! principal, so `[principals]` rules cannot filter them: prefer the audit-log sink
 //! for drift and use the feed for coverage.
 
+mod iam;
 mod identity;
 mod normalize;
 #[cfg(feature = "pubsub")]

@@ -67,7 +67,14 @@ fn legacy_gke_state() {
         "google_project_iam_member",
         "cluster_service_account-gcr",
     );
-    assert!(member.identities.is_empty());
+    // No resource identity of its own; the IAM key of its (role, member) binding on
+    // the project (issue 11: a binding delta names the one member).
+    assert_eq!(
+        member.identities,
+        [
+            "gcp:cloudresourcemanager:projects/fluted-legacy-306402#iam/roles/storage.objectViewer/serviceaccount:tf-gke-fluted-legacy-3-rgtg@fluted-legacy-306402.iam.gserviceaccount.com"
+        ]
+    );
     assert_eq!(
         member.parents,
         ["gcp:cloudresourcemanager:projects/fluted-legacy-306402"]

@@ -5,7 +5,11 @@
 //! * **related**: a resource that hangs off a changed object (a security group rule
 //!   resource of a changed group, a bucket policy of a changed bucket);
 //! * **parent**: a managed parent of a changed object that is itself unmanaged (an
-//!   Azure child resource with no standalone resource in state);
+//!   Azure child resource with no standalone resource in state), or the managed owner
+//!   of a sub-object Terraform manages only through the owner's arguments (an
+//!   instance's primary network interface or root volume, a VPC's default security
+//!   group, an Azure VM's OS disk, a GKE cluster's default node pool:
+//!   [`Graph::owners`]);
 //! * **dependents**: resources that depend on a matched one (reverse `dependencies`),
 //!   the blast radius shown to a human.
 //!
@@ -77,9 +81,11 @@ const LINEAR_MATCHES: usize = 16;
 /// For each [`driftreactor_event::ResourceRef`] of the event, in order:
 /// * the nodes of [`Graph::primary`]`(id)` match as [`MatchKind::Primary`];
 /// * the nodes of [`Graph::related`]`(id)` match as [`MatchKind::Related`];
-/// * when no primary node of `id` survives the account guard, the parents are tried
-///   nearest first and the first one with a (surviving) primary node gives those
-///   nodes as [`MatchKind::Parent`].
+/// * when no primary node of `id` survives the account guard, the owners of `id`
+///   ([`Graph::owners`]: the resources that manage it as a sub-object) match as
+///   [`MatchKind::Parent`]; with none, the parents are tried nearest first and the
+///   first one with a (surviving) primary node, else owner nodes, gives those nodes as
+///   [`MatchKind::Parent`].
 ///
 /// Account guard: a node is skipped when both the event's account and the node's
 /// account are known and differ, so a plain name (a bucket, a role name) shared by two
@@ -157,13 +163,37 @@ pub fn route(graph: &Graph, event: &DriftEvent) -> Routed {
             }
         }
         if !any_primary {
+            // The object itself, then its parents nearest first: the first one that
+            // is a managed resource (or a sub-object a managed resource owns through
+            // its arguments) gives those resources as parent matches.
+            let owners: Vec<NodeId> = graph
+                .owners(&resource.id)
+                .iter()
+                .copied()
+                .filter(|&id| allowed(id))
+                .collect();
+            if !owners.is_empty() {
+                for id in owners {
+                    add(id, MatchKind::Parent);
+                }
+                continue;
+            }
             for parent in &resource.parents {
-                let nodes: Vec<NodeId> = graph
+                let mut nodes: Vec<NodeId> = graph
                     .primary(parent)
                     .iter()
                     .copied()
                     .filter(|&id| allowed(id))
                     .collect();
+                if nodes.is_empty() {
+                    nodes.extend(
+                        graph
+                            .owners(parent)
+                            .iter()
+                            .copied()
+                            .filter(|&id| allowed(id)),
+                    );
+                }
                 if !nodes.is_empty() {
                     for id in nodes {
                         add(id, MatchKind::Parent);
@@ -234,6 +264,8 @@ mod tests {
         security_group_id: Option<String>,
         bucket: Option<String>,
         owner_id: Option<String>,
+        primary_network_interface_id: Option<String>,
+        default_security_group_id: Option<String>,
     }
 
     fn attrs(i: &StateInstance<'_>) -> Attrs {
@@ -254,6 +286,11 @@ mod tests {
             out.extend(a.security_group_id);
             out.extend(a.bucket);
         }
+        fn owned(&self, i: &StateInstance<'_>, out: &mut Vec<String>) {
+            let a = attrs(i);
+            out.extend(a.primary_network_interface_id);
+            out.extend(a.default_security_group_id);
+        }
         fn account(&self, i: &StateInstance<'_>) -> Option<String> {
             attrs(i).owner_id
         }
@@ -261,7 +298,7 @@ mod tests {
 
     const PROD: &str = r#"{"version": 4, "serial": 3, "lineage": "p", "terraform_version": "1.9.0", "resources": [
       {"mode": "managed", "type": "aws_vpc", "name": "main", "provider": "provider[\"registry.terraform.io/hashicorp/aws\"]",
-       "instances": [{"attributes": {"id": "vpc-1", "arn": "arn:aws:ec2:eu-west-1:111:vpc/vpc-1", "owner_id": "111"}}]},
+       "instances": [{"attributes": {"id": "vpc-1", "arn": "arn:aws:ec2:eu-west-1:111:vpc/vpc-1", "owner_id": "111", "default_security_group_id": "sg-default"}}]},
       {"mode": "managed", "type": "aws_security_group", "name": "web", "provider": "p",
        "instances": [{"attributes": {"id": "sg-1", "arn": "arn:aws:ec2:eu-west-1:111:security-group/sg-1", "owner_id": "111"},
                       "dependencies": ["aws_vpc.main"]}]},
@@ -271,7 +308,7 @@ mod tests {
                      {"index_key": "out", "attributes": {"id": "sgrule-2", "security_group_id": "sg-1"},
                       "dependencies": ["aws_security_group.web"]}]},
       {"mode": "managed", "type": "aws_instance", "name": "app", "provider": "p",
-       "instances": [{"index_key": 0, "attributes": {"id": "i-1", "owner_id": "111"},
+       "instances": [{"index_key": 0, "attributes": {"id": "i-1", "owner_id": "111", "primary_network_interface_id": "eni-1"},
                       "dependencies": ["aws_security_group.web", "data.aws_ami.x"]}]},
       {"mode": "managed", "type": "aws_cloudwatch_metric_alarm", "name": "cpu", "provider": "p",
        "instances": [{"attributes": {"id": "cpu-alarm"}, "dependencies": ["aws_instance.app"]}]},
@@ -390,6 +427,37 @@ mod tests {
         assert_eq!(r, Routed::default());
         let r = route(&g, &event(None, vec![]));
         assert_eq!(r, Routed::default());
+    }
+
+    /// Issue 11 class 3: a sub-object the state knows only as an attribute of a
+    /// managed resource (an instance's primary network interface, a VPC's default
+    /// security group) is drift of its owner, matched as `parent`; through the
+    /// parent walk too (a rule of the default group), under the account guard.
+    #[test]
+    fn sub_objects_match_their_owner_as_parent() {
+        let g = graph();
+        let r = route(&g, &event(Some("111"), vec![ResourceRef::new("eni-1")]));
+        assert_eq!(
+            summary(&r),
+            [m("prod", "aws_instance.app[0]", MatchKind::Parent)]
+        );
+        assert_eq!(deps(&r), ["aws_cloudwatch_metric_alarm.cpu"]);
+        let r = route(
+            &g,
+            &event(Some("111"), vec![with_parents("sg-default", &["vpc-1"])]),
+        );
+        assert_eq!(summary(&r), [m("prod", "aws_vpc.main", MatchKind::Parent)]);
+        let r = route(
+            &g,
+            &event(
+                Some("111"),
+                vec![with_parents("sgr-9", &["sg-default", "vpc-1"])],
+            ),
+        );
+        assert_eq!(summary(&r), [m("prod", "aws_vpc.main", MatchKind::Parent)]);
+        // Another account's interface of the same id is not this instance's.
+        let r = route(&g, &event(Some("999"), vec![ResourceRef::new("eni-1")]));
+        assert!(r.matches.is_empty(), "{:?}", summary(&r));
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 pub mod aws_e2e;
 pub mod corpus;
+pub mod docs;
 pub mod eventgrid_ns;
 pub mod golden;
 pub mod identity;

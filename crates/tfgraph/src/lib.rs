@@ -17,7 +17,10 @@
 //!   [`MAX_DEPENDENTS`].
 //! * **Identifier index**: every registered [`StateIdentity`] plug-in whose
 //!   `handles(type)` is true gives each instance its primary identities, its parents
-//!   (related index) and its account. One identifier may map to many nodes.
+//!   (related index), the sub-objects it manages through its own arguments (owned
+//!   index, [`StateIdentity::owned`]: an instance's primary network interface, a VPC's
+//!   default security group, an Azure VM's OS disk, a GKE cluster's default node pool)
+//!   and its account. One identifier may map to many nodes.
 //!
 //! Reading is chunked ([`GraphBuilder::add_state_file`] holds a few MB of the file at
 //! a time, not the file) and borrowed: `attributes` are handed to the plug-ins
@@ -165,6 +168,7 @@ pub struct GraphBuilder {
     edges: Vec<(u32, u32)>,
     primary: Index,
     related: Index,
+    owned: Index,
     by_workspace: Map<Arc<str>, Map<Arc<str>, NodeId>>,
     states: Vec<StateMeta>,
     /// The sensitive values of the states added so far, when they are collected.
@@ -193,6 +197,7 @@ impl GraphBuilder {
             edges: Vec::new(),
             primary: Index::default(),
             related: Index::default(),
+            owned: Index::default(),
             by_workspace: Map::default(),
             states: Vec::new(),
             secrets: None,
@@ -327,6 +332,9 @@ impl GraphBuilder {
         for (parent, local) in &loaded.related {
             index_insert_str(&mut self.related, parent, global(*local));
         }
+        for (owned, local) in &loaded.owned {
+            index_insert_str(&mut self.owned, owned, global(*local));
+        }
         self.nodes.extend(loaded.nodes);
         self.edges.extend(
             loaded
@@ -377,6 +385,7 @@ impl GraphBuilder {
             deps,
             primary: self.primary,
             related: self.related,
+            owned: self.owned,
             by_workspace: self.by_workspace,
             states: self.states,
         }
@@ -426,6 +435,7 @@ pub struct Graph {
     deps: DiGraph<(), (), u32>,
     primary: Index,
     related: Index,
+    owned: Index,
     by_workspace: Map<Arc<str>, Map<Arc<str>, NodeId>>,
     states: Vec<StateMeta>,
 }
@@ -450,6 +460,13 @@ impl Graph {
     /// Nodes that hang off the object `canonical_id` (related matches). Empty if none.
     pub fn related(&self, canonical_id: &str) -> &[NodeId] {
         self.related.get(canonical_id).map_or(&[], Slot::as_slice)
+    }
+    /// Nodes that manage the sub-object `canonical_id` through their own arguments
+    /// ([`StateIdentity::owned`]: the instance of a primary network interface, the VPC
+    /// of a default security group, the VM of an OS disk), the owners a change of that
+    /// object is drift of. Empty if none.
+    pub fn owners(&self, canonical_id: &str) -> &[NodeId] {
+        self.owned.get(canonical_id).map_or(&[], Slot::as_slice)
     }
     /// Nodes that depend on `node`, directly or transitively (reverse `dependencies`
     /// edges), nearest first (breadth-first; within one distance in load order),

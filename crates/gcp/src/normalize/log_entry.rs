@@ -10,6 +10,7 @@ use driftreactor_event::{
 use serde_json::{Map, Value};
 
 use super::{Envelope, obj_of, parse_time, str_any, str_of};
+use crate::iam;
 use crate::resource_name::{self as rn, canonical};
 
 const AUDIT_LOG_TYPE: &str = "type.googleapis.com/google.cloud.audit.AuditLog";
@@ -37,7 +38,7 @@ pub(crate) fn operation_name(method: &str) -> String {
 }
 
 /// What a method verb (the last segment of the method name) does.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Verb {
     Read,
     Create,
@@ -46,7 +47,44 @@ pub(crate) enum Verb {
     Action,
 }
 
-/// Classifies the last segment of a method name (see the crate docs).
+/// The method-verb table, first match wins: (prefixes of the lowercased last segment
+/// of the method name, what the call does). A verb matching none is an update
+/// (`patch`, `update`, `setIamPolicy`, `setLabels`, `resize`, …). Documented in
+/// `docs/operations/gcp.md` (generated from this table).
+pub(crate) const VERBS: &[(&[&str], Verb)] = &[
+    (
+        &[
+            "get",
+            "list",
+            "aggregatedlist",
+            "testiampermissions",
+            "search",
+            "lookup",
+            "batchget",
+            "read",
+            "watch",
+            "check",
+        ],
+        Verb::Read,
+    ),
+    (&["insert", "create", "undelete"], Verb::Create),
+    (&["delete"], Verb::Delete),
+    (
+        &[
+            "start",
+            "stop",
+            "reset",
+            "suspend",
+            "resume",
+            "restart",
+            "reboot",
+            "simulatemaintenanceevent",
+        ],
+        Verb::Action,
+    ),
+];
+
+/// Classifies the last segment of a method name with [`VERBS`].
 pub(crate) fn classify(method: &str) -> Verb {
     let verb = method
         .trim()
@@ -54,32 +92,10 @@ pub(crate) fn classify(method: &str) -> Verb {
         .next()
         .unwrap_or_default()
         .to_ascii_lowercase();
-    let starts = |prefixes: &[&str]| prefixes.iter().any(|p| verb.starts_with(p));
-    if starts(&[
-        "get",
-        "list",
-        "aggregatedlist",
-        "testiampermissions",
-        "search",
-        "lookup",
-        "batchget",
-        "read",
-        "watch",
-        "check",
-    ]) {
-        Verb::Read
-    } else if starts(&["insert", "create", "undelete"]) {
-        Verb::Create
-    } else if starts(&["delete"]) {
-        Verb::Delete
-    } else if starts(&[
-        "start", "stop", "reset", "suspend", "resume", "restart", "reboot",
-    ]) || verb == "simulatemaintenanceevent"
-    {
-        Verb::Action
-    } else {
-        Verb::Update
-    }
+    VERBS
+        .iter()
+        .find(|(prefixes, _)| prefixes.iter().any(|p| verb.starts_with(p)))
+        .map_or(Verb::Update, |(_, v)| *v)
 }
 
 /// How a call was made, from `requestMetadata.callerSuppliedUserAgent`.
@@ -369,11 +385,18 @@ pub(super) fn log_entry(
         .filter(|r| r.is_object())
         .and_then(|r| serde_json::value::to_raw_value(r).ok());
 
-    // the changed resource
-    if let Some(r) = audit_resource(p, service, method, project_id) {
-        ev.resources.push(r);
+    // the changed resource; for an IAM policy change that logs its binding deltas, the
+    // bindings it changed (see `crate::iam`)
+    let resource = audit_resource(p, service, method, project_id);
+    let res_id = resource.as_ref().map(|r| r.id.clone());
+    if let Some(r) = resource {
+        let deltas = binding_deltas(p, &r);
+        if deltas.is_empty() {
+            ev.resources.push(r);
+        } else {
+            ev.resources = deltas;
+        }
     }
-    let res_id = ev.resources.first().map(|r| r.id.clone());
     ev.account = project_id.map(str::to_owned).or_else(|| {
         res_id
             .as_deref()
@@ -390,6 +413,69 @@ pub(super) fn log_entry(
         .filter(|l| *l != "global")
         .map(str::to_owned);
     Ok(ev)
+}
+
+/// Where audit entries carry an IAM policy change's binding deltas (`BindingDelta`:
+/// `action`, `role`, `member`, `condition`): `serviceData` (`google.iam.v1.logging.AuditData`,
+/// <https://cloud.google.com/iam/docs/audit-logging/examples-policy>), its successor
+/// `metadata` in newer entries (the AuditLog reference deprecates `serviceData` for
+/// `metadata`, <https://cloud.google.com/logging/docs/reference/audit/auditlog/rest/Shared.Types/AuditLog>),
+/// and BigQuery's `metadata.datasetChange` (`BigQueryAuditMetadata`).
+pub(crate) const DELTA_PATHS: &[&[&str]] = &[
+    &["serviceData", "policyDelta", "bindingDeltas"],
+    &["metadata", "policyDelta", "bindingDeltas"],
+    &["metadata", "datasetChange", "bindingDeltas"],
+];
+
+/// One reference per key of each binding delta of the entry (member, binding, policy
+/// of its role, member and condition on `resource`, see [`crate::iam`]), each id
+/// once; empty when the entry logs no delta with a role and a member.
+fn binding_deltas(p: &Map<String, Value>, resource: &ResourceRef) -> Vec<ResourceRef> {
+    let mut out: Vec<ResourceRef> = Vec::new();
+    let mut push = |id: String, display: String| {
+        if !out.iter().any(|r| r.id == id) {
+            out.push(ResourceRef {
+                id,
+                display,
+                parents: Vec::new(),
+            });
+        }
+    };
+    for path in DELTA_PATHS {
+        let mut node = Some(p);
+        let (last, objects) = path.split_last().unwrap_or((&"", &[]));
+        for key in objects {
+            node = node.and_then(|n| obj_of(n, key));
+        }
+        let Some(deltas) = node.and_then(|n| n.get(*last)).and_then(Value::as_array) else {
+            continue;
+        };
+        for d in deltas.iter().filter_map(Value::as_object) {
+            let (Some(role), Some(member)) = (str_of(d, "role"), str_of(d, "member")) else {
+                continue;
+            };
+            if role.trim().is_empty() || member.trim().is_empty() {
+                continue;
+            }
+            let condition = obj_of(d, "condition").map(|c| iam::Condition {
+                title: str_of(c, "title").unwrap_or_default(),
+                expression: str_of(c, "expression").unwrap_or_default(),
+            });
+            push(
+                iam::member_key(&resource.id, role, member, condition),
+                iam::member_display(&resource.display, role, member, condition),
+            );
+            push(
+                iam::binding_key(&resource.id, role, condition),
+                iam::binding_key(&resource.display, role, condition),
+            );
+            push(
+                iam::policy_key(&resource.id),
+                iam::policy_key(&resource.display),
+            );
+        }
+    }
+    out
 }
 
 /// `resourceLocation.currentLocations` when it names exactly one location.

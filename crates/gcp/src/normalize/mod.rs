@@ -24,6 +24,8 @@ use serde_json::{Map, Value};
 mod asset;
 mod cloud_event;
 mod log_entry;
+#[cfg(test)]
+mod optable;
 mod pubsub_data;
 mod push_envelope;
 mod scc;

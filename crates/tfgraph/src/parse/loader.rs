@@ -40,6 +40,9 @@ pub(crate) struct Loaded {
     pub by_address: Map<Arc<str>, u32>,
     /// (parent identifier, local node): the related index entries.
     pub related: Vec<(String, u32)>,
+    /// (sub-object identifier, local owner node): the owned index entries
+    /// ([`StateIdentity::owned`]).
+    pub owned: Vec<(String, u32)>,
     /// (dependent, dependency) pairs, local ids, each once.
     pub edges: Vec<(u32, u32)>,
     /// The type of every managed `resources[]` element, also those with no instance
@@ -117,6 +120,7 @@ impl<'b> Loader<'b> {
                 nodes: Vec::new(),
                 by_address: Map::default(),
                 related: Vec::new(),
+                owned: Vec::new(),
                 edges: Vec::new(),
                 resource_types: Set::default(),
             },
@@ -282,7 +286,8 @@ impl<'b> Loader<'b> {
         Ok(())
     }
 
-    /// Asks every plug-in for the instance's identities, parents and account.
+    /// Asks every plug-in for the instance's identities, parents, owned sub-objects and
+    /// account.
     fn index_instance(
         &mut self,
         id: u32,
@@ -302,6 +307,12 @@ impl<'b> Loader<'b> {
             for parent in self.buf.drain(..) {
                 if !parent.is_empty() {
                     self.out.related.push((parent, id));
+                }
+            }
+            plugin.owned(instance, &mut self.buf);
+            for owned in self.buf.drain(..) {
+                if !owned.is_empty() && !node.identities.iter().any(|i| **i == *owned) {
+                    self.out.owned.push((owned, id));
                 }
             }
             if node.account.is_none() || node.region.is_none() {
