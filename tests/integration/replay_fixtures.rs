@@ -54,14 +54,24 @@ fn bucket_policy_change_matches_bucket_and_its_sub_resources() {
     let l = line(&lines, "02_s3_bucket_policy_console.json");
     assert_eq!(l["verdict"], "drift");
     assert_eq!(l["action"], "pull_request");
+    // Issue 11, item 6: `PutBucketPolicy` changes the `aws_s3_bucket_policy`'s
+    // arguments, so the policy is primary and the bucket (merely named) related.
     assert!(
-        has(l, "module.storage.aws_s3_bucket.artifacts", "primary"),
+        has(l, "module.storage.aws_s3_bucket.artifacts", "related"),
         "{l}"
     );
     assert!(
         has(
             l,
             "module.storage.aws_s3_bucket_policy.artifacts",
+            "primary"
+        ),
+        "{l}"
+    );
+    assert!(
+        has(
+            l,
+            "module.storage.aws_s3_bucket_public_access_block.artifacts",
             "related"
         ),
         "{l}"

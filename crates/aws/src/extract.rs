@@ -4,6 +4,7 @@ use driftreactor_event::{Change, ResourceRef};
 
 use crate::canon::{self, Canon, Ctx};
 use crate::classify;
+use crate::ops;
 use serde_json::value::RawValue;
 
 use crate::de::{Fields, Items, Obj, Str, fill};
@@ -115,19 +116,32 @@ fn generic<T: GenericArns>(p: &T, out: &mut Refs) {
     }
 }
 
-/// Extracts the resources an API call changed. `service` is the `eventSource` host
-/// (`ec2.amazonaws.com`), `op` the operation without version suffix, `req` / `resp`
-/// the raw `requestParameters` / `responseElements`.
+/// Extracts the resources an API call changed into `out` and the ones it merely names
+/// into `named`, following the operation table ([`ops`]) for its rows and the
+/// per-service rules otherwise. `service` is the `eventSource` host
+/// (`ec2.amazonaws.com`), `op` the operation without version suffix, `(req, resp)`
+/// the raw `requestParameters` / `responseElements` (flat or wrapped). Returns the
+/// Terraform resource types the operation changes (the row's; empty when none).
 pub(crate) fn resources(
     service: &str,
     op: &str,
-    req: Option<&RawValue>,
-    resp: Option<&RawValue>,
+    (req, resp): (Option<&RawValue>, Option<&RawValue>),
     record_resources: &[ResArn<'_>],
     ctx: &Ctx<'_>,
     out: &mut Refs,
-) {
+    named: &mut Refs,
+) -> &'static [&'static str] {
     let short = service.split('.').next().unwrap_or("");
+    // CloudTrail's wrapped form: `{"<Action>Request": {…}}` / `{"<Action>Response": {…}}`.
+    let req = unwrap(req, &["Request", "Req"]);
+    let resp = unwrap(resp, &["Response"]);
+    let row = ops::find(short, op);
+    if let Some(row) = row
+        && table(row, req, resp, ctx, out, named)
+    {
+        add_record_resources(record_resources, out);
+        return row.changes;
+    }
     // Outside EC2 the response is read only for creates (the new object's ARN or id);
     // skipping it elsewhere saves re-parsing large responses.
     let created = if classify::change(op) == Change::Create {
@@ -309,6 +323,11 @@ pub(crate) fn resources(
             generic(&req, out);
         }
     }
+    add_record_resources(record_resources, out);
+    row.map_or(&[], |r| r.changes)
+}
+
+fn add_record_resources(record_resources: &[ResArn<'_>], out: &mut Refs) {
     for r in record_resources {
         if let Some(a) = s(&r.0) {
             out.add_arn(a);
@@ -316,7 +335,199 @@ pub(crate) fn resources(
     }
 }
 
+/// The inner object of CloudTrail's wrapped parameter form: a JSON object whose only
+/// key ends in one of `suffixes` (`ModifyVpcEndpointRequest`) and holds an object.
+/// Anything else is returned as given. Cheap for the flat form: only an object whose
+/// first key starts with an upper-case letter is parsed.
+fn unwrap<'a>(raw: Option<&'a RawValue>, suffixes: &[&str]) -> Option<&'a RawValue> {
+    let r = raw?;
+    let t = r.get().trim_start();
+    let first = t
+        .strip_prefix('{')
+        .map(str::trim_start)
+        .and_then(|t| t.strip_prefix('"'));
+    if !first.is_some_and(|k| k.starts_with(|c: char| c.is_ascii_uppercase())) {
+        return raw;
+    }
+    let Some(fields) = fields(t) else { return raw };
+    match fields.as_slice() {
+        [(k, v)]
+            if suffixes.iter().any(|x| k.ends_with(x)) && v.get().trim_start().starts_with('{') =>
+        {
+            Some(*v)
+        }
+        _ => raw,
+    }
+}
+
+/// The members of the JSON object `text`, in order; `None` when it is not an object
+/// (or a key has escapes, which CloudTrail keys never have).
+fn fields(text: &str) -> Option<Vec<(&str, &RawValue)>> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Vec<(&'de str, &'de RawValue)>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut m: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(k) = m.next_key::<&'de str>()? {
+                out.push((k, m.next_value::<&'de RawValue>()?));
+            }
+            Ok(out)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let v = serde::Deserializer::deserialize_map(&mut de, V).ok()?;
+    de.end().ok()?;
+    Some(v)
+}
+
+/// The string `raw` holds, if a string without escapes.
+fn string(raw: &RawValue) -> Option<&str> {
+    serde_json::from_str::<&str>(raw.get())
+        .ok()
+        .filter(|s| !s.is_empty())
+}
+
+/// Calls `f` with every string at the dotted `path` under `text`, keys matched ASCII
+/// case-insensitively (`associationId` reads `AssociationId`); arrays and EC2
+/// `{"items": [...]}` lists on the way (and at the end) are iterated.
+pub(crate) fn lookup<'a>(text: &'a str, path: &str, f: &mut dyn FnMut(&'a str)) {
+    lookup_at(text, path, f, 0);
+}
+
+fn lookup_at<'a>(text: &'a str, path: &str, f: &mut dyn FnMut(&'a str), depth: u8) {
+    if depth > 8 {
+        return;
+    }
+    let t = text.trim_start();
+    if t.starts_with('[') {
+        if let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(t) {
+            for i in items {
+                lookup_at(i.get(), path, f, depth + 1);
+            }
+        }
+        return;
+    }
+    let Some(members) = fields(t) else { return };
+    let (head, rest) = path
+        .split_once('.')
+        .map_or((path, None), |(h, r)| (h, Some(r)));
+    let Some((_, v)) = members.iter().find(|(k, _)| k.eq_ignore_ascii_case(head)) else {
+        if let [(k, v)] = members.as_slice()
+            && k.eq_ignore_ascii_case("items")
+        {
+            lookup_at(v.get(), path, f, depth + 1);
+        }
+        return;
+    };
+    match rest {
+        Some(rest) => lookup_at(v.get(), rest, f, depth + 1),
+        None => {
+            if let Some(s) = string(v) {
+                f(s);
+                return;
+            }
+            // A list of strings (`[…]`, `{"items": […]}`, `{"content": …}` entries).
+            let v = v.get().trim_start();
+            let list = if v.starts_with('{') {
+                fields(v).and_then(|m| {
+                    m.iter()
+                        .find(|(k, _)| k.eq_ignore_ascii_case("items"))
+                        .map(|(_, v)| v.get())
+                })
+            } else {
+                Some(v)
+            };
+            if let Some(items) = list.and_then(|l| serde_json::from_str::<Vec<&RawValue>>(l).ok()) {
+                for i in items {
+                    if let Some(s) = string(i) {
+                        f(s);
+                    } else {
+                        lookup_at(i.get(), "content", f, depth + 1);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Extraction by the operation table's row. Returns false (and adds nothing) when the
+/// row's keys hold no id, so the per-service rule applies instead (a failed call
+/// without response, an unusual shape).
+fn table(
+    row: &ops::Op,
+    req: Option<&RawValue>,
+    resp: Option<&RawValue>,
+    ctx: &Ctx<'_>,
+    out: &mut Refs,
+    named: &mut Refs,
+) -> bool {
+    let req_text = req.map_or("", RawValue::get);
+    let at = |text: &'_ str, keys: &[&str]| {
+        let mut v: Vec<String> = Vec::new();
+        for k in keys {
+            lookup(text, k, &mut |s| v.push(s.to_owned()));
+        }
+        v
+    };
+    match row.id {
+        // S3 rows change a sub-resource of the bucket the per-service rule names.
+        ops::Id::Bucket => false,
+        ops::Id::Ec2 => {
+            let text = match row.found {
+                ops::Found::Request => req_text,
+                ops::Found::Response => resp.map_or("", RawValue::get),
+            };
+            let ids = at(text, row.keys);
+            let ids: Vec<Canon> = ids.iter().filter_map(|i| canon::ec2(i, ctx)).collect();
+            if ids.is_empty() {
+                return false;
+            }
+            let parents: Vec<Canon> = at(req_text, row.parents)
+                .iter()
+                .filter_map(|i| canon::ec2(i, ctx))
+                .collect();
+            for c in ids {
+                let display = c
+                    .plain
+                    .as_deref()
+                    .unwrap_or_default()
+                    .trim_start_matches("aws:ec2:")
+                    .to_owned();
+                let c = parents.iter().fold(c, |c, p| c.with_parent(p));
+                out.add(Some(c), &display);
+            }
+            for i in at(req_text, row.named) {
+                named.add(canon::ec2(&i, ctx), &i);
+            }
+            true
+        }
+        ops::Id::LbTarget => {
+            let mut tg = None;
+            lookup(req_text, "targetGroupArn", &mut |s| tg = Some(s));
+            let Some(tg) = tg.and_then(canon::from_arn) else {
+                return false;
+            };
+            let targets = at(req_text, row.keys);
+            if targets.is_empty() {
+                return false;
+            }
+            for t in targets {
+                let c = canon::lb_target(&tg, &t).map(|c| c.with_parent(&tg));
+                out.add(c, &t);
+            }
+            true
+        }
+    }
+}
+
 fn ec2(op: &str, req: Option<&RawValue>, resp: Option<&RawValue>, ctx: &Ctx<'_>, out: &mut Refs) {
+    let (req_raw, resp_raw) = (req, resp);
     let req: Ec2Req<'_> = view(req);
     generic(&req, out);
     let mut add = |id: Option<&str>| {
@@ -399,6 +610,22 @@ fn ec2(op: &str, req: Option<&RawValue>, resp: Option<&RawValue>, ctx: &Ctx<'_>,
         {
             add(s(&i.transitGatewayAttachmentId));
         }
+        // Any other created object, as the EC2 API reference names response elements:
+        // `<noun>` holding `<noun>Id` (`vpcEndpoint.vpcEndpointId`,
+        // `transitGateway.transitGatewayId`), or `<noun>Id` itself.
+        if let Some(text) = resp_raw.map(RawValue::get)
+            && !noun.is_empty()
+        {
+            let noun = noun
+                .strip_suffix('s')
+                .filter(|_| noun.ends_with("Ids"))
+                .unwrap_or(noun);
+            let mut camel = noun.to_owned();
+            camel[..1].make_ascii_lowercase();
+            for path in [format!("{camel}.{camel}Id"), format!("{camel}Id")] {
+                lookup(text, &path, &mut |i| add(Some(i)));
+            }
+        }
         return;
     }
     // Updates, deletes, actions: the request names the object.
@@ -429,6 +656,9 @@ fn ec2(op: &str, req: Option<&RawValue>, resp: Option<&RawValue>, ctx: &Ctx<'_>,
     for f in &req.flowLogIds.0 {
         add(s(f));
     }
+    if let Some(f) = req.FlowLogId.get() {
+        add(s(&f.content));
+    }
     for w in [
         &req.DelTGwVpcAttachReq,
         &req.DeleteFlowLogsRequest,
@@ -447,6 +677,19 @@ fn ec2(op: &str, req: Option<&RawValue>, resp: Option<&RawValue>, ctx: &Ctx<'_>,
     }
     if let Some(k) = s(&req.keyName) {
         out.add(canon::ec2_key_pair(k), k);
+    }
+    // Every other top-level `…Id` key holding an EC2 id (`vpcEndpointId`,
+    // `TransitGatewayId`, `vpcPeeringConnectionId`, …), in the flat or wrapped form.
+    if let Some(members) = req_raw.and_then(|r| fields(r.get())) {
+        for (k, v) in members {
+            let b = k.as_bytes();
+            if b.len() > 2
+                && b[b.len() - 2..].eq_ignore_ascii_case(b"id")
+                && let Some(i) = string(v).filter(|i| canon::ec2_kind(i).is_some())
+            {
+                out.add(canon::ec2(i, ctx), i);
+            }
+        }
     }
     // Security group rules: sub-objects of their group.
     if !op.contains("SecurityGroup") {

@@ -98,6 +98,7 @@ mod de;
 mod extract;
 mod identity;
 mod normalize;
+mod ops;
 mod record;
 
 use driftreactor_event::{DriftEvent, NormalizeError};
@@ -105,6 +106,31 @@ use driftreactor_event::{DriftEvent, NormalizeError};
 use driftreactor_event::{NotAChange, StateIdentity};
 
 pub use identity::AwsIdentity;
+
+/// The canonical ids a string found anywhere in a CloudTrail request or response may
+/// name, for the router's fallback scan (`driftreactor_router::route_event`): an ARN
+/// (normalized, with its plain key) or an EC2 id (`aws:ec2:{id}`). Other strings
+/// (names, which are ambiguous without their key) give nothing.
+pub fn payload_ids(s: &str, out: &mut Vec<String>) {
+    let c = if s.starts_with("arn:") {
+        canon::from_arn(s)
+    } else if canon::ec2_kind(s).is_some() {
+        canon::ec2(s, &canon::Ctx::new(None, None))
+    } else {
+        None
+    };
+    if let Some(c) = c {
+        out.extend(c.arn);
+        out.extend(c.plain);
+    }
+}
+
+/// The AWS operation table (where each listed operation's changed resource is found,
+/// the Terraform sub-resource types it changes, what it merely names) and the
+/// per-service rules, as the Markdown of `docs/operations/aws.md`.
+pub fn operation_table_markdown() -> String {
+    ops::markdown()
+}
 
 /// Normalizes one EventBridge envelope (`detail-type: AWS API Call via CloudTrail` or
 /// any other detail-type) or one bare CloudTrail record into a [`DriftEvent`]. Pure,

@@ -327,17 +327,27 @@ fn record(
     }
     let raw = rec.requestParameters.filter(|r| r.get() != "null");
     let mut refs = Refs::new();
-    extract::resources(
+    let mut named = Refs::new();
+    let changes = extract::resources(
         &ev.service,
         op,
-        raw,
-        resp_raw,
+        (raw, resp_raw),
         &rec.resources.0,
         &ctx,
         &mut refs,
+        &mut named,
     );
     ev.resources = refs.0;
+    named
+        .0
+        .retain(|n| !ev.resources.iter().any(|r| r.id == n.id));
+    ev.named = named.0;
+    ev.changed_types = changes.iter().map(|t| (*t).to_owned()).collect();
     ev.request = raw.map(RawValue::to_owned);
+    // Kept in memory only, for the router's fallback scan of changes.
+    if ev.change.is_some() && !ev.outcome.is_failed() {
+        ev.response = resp_raw.map(RawValue::to_owned);
+    }
     Ok(ev)
 }
 

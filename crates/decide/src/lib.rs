@@ -8,6 +8,9 @@
 //! `[[policy]]` rule, default `pull_request`; when every matched resource's rule says
 //! `ignore` → `ignored/policy`); an unmatched mutating call → `unmanaged` with action
 //! `notify` (and reason `unattributed` when the event names no resource at all).
+//! Matches the router found only by its fallback scan of the payload
+//! (`Routed::found_in_payload`) are `drift` with reason `found_in_payload` and each
+//! action at most `notify`: a human checks the guess, nothing is reverted or proposed.
 //!
 //! ```
 //! use driftreactor_decide::{Policy, PolicyConfig};
@@ -350,12 +353,16 @@ pub fn decide(
         .iter()
         .map(|m| {
             let ty = &graph.node(m.node).resource_type;
-            let action = match policy.rule_for(&m.workspace, &m.address, ty) {
+            let mut action = match policy.rule_for(&m.workspace, &m.address, ty) {
                 RuleAction::Revert => Action::Revert,
                 RuleAction::PullRequest => Action::PullRequest,
                 RuleAction::Notify => Action::Notify,
                 RuleAction::Ignore => Action::None,
             };
+            if routed.found_in_payload {
+                // A guess from the payload's strings: a human checks it.
+                action = action.min(Action::Notify);
+            }
             Target {
                 workspace: m.workspace.clone(),
                 address: m.address.clone(),
@@ -377,7 +384,7 @@ pub fn decide(
     }
     Decision {
         verdict: Verdict::Drift,
-        reason: None,
+        reason: routed.found_in_payload.then_some(Reason::FoundInPayload),
         action,
         targets,
     }

@@ -28,7 +28,7 @@ use driftreactor_decide::{Action, Decision, Policy, Reason, Verdict, decide};
 use driftreactor_event::{
     Change, DriftEvent, MatchKind, MatchRecord, NormalizeError, Provider, StateIdentity, Via,
 };
-use driftreactor_router::{Routed, route};
+use driftreactor_router::{Routed, route_event};
 use driftreactor_source::PayloadFormat;
 use driftreactor_tfgraph::Graph;
 use serde::{Deserialize, Serialize};
@@ -116,13 +116,36 @@ impl Pipeline {
     /// own/IaC principal, not a change) are still routed, so reports and the journal
     /// show which resources they touched.
     pub fn evaluate(&self, event: DriftEvent) -> Evaluated {
-        let routed = route(&self.graph, &event);
+        let routed = route_event(&self.graph, &event, &|s, out| payload_ids(&event, s, out));
         let decision = decide(&self.policy, &self.graph, &event, &routed);
         Evaluated {
             event,
             routed,
             decision,
         }
+    }
+}
+
+/// The candidate canonical ids of one string of `event`'s request or response, per
+/// provider, for the router's fallback scan ([`driftreactor_router::route_event`]):
+/// AWS ARNs and EC2 ids ([`driftreactor_aws::payload_ids`]), Azure resource IDs
+/// ([`driftreactor_azure::arm_id::canonical`]), GCP resource names and API URLs (any
+/// string with a `/`, [`driftreactor_gcp::resource_name::canonical`] with the event's
+/// service and project).
+pub fn payload_ids(event: &DriftEvent, s: &str, out: &mut Vec<String>) {
+    match event.provider {
+        Provider::Aws => driftreactor_aws::payload_ids(s, out),
+        Provider::Azure if s.contains("/providers/") || s.starts_with("/subscriptions/") => {
+            out.extend(driftreactor_azure::arm_id::canonical(s));
+        }
+        Provider::Gcp if s.contains('/') && !s.contains(char::is_whitespace) => {
+            out.extend(driftreactor_gcp::resource_name::canonical(
+                Some(&event.service),
+                s,
+                event.account.as_deref(),
+            ));
+        }
+        _ => {}
     }
 }
 

@@ -9,6 +9,19 @@
 //! * **dependents**: resources that depend on a matched one (reverse `dependencies`),
 //!   the blast radius shown to a human.
 //!
+//! When the event names the sub-resource types its operation changes
+//! ([`DriftEvent::changed_types`], e.g. `aws_s3_bucket_acl` for S3 `PutBucketAcl`),
+//! the matches of those types are primary and the other primary matches become
+//! related: the primary match is the object whose Terraform arguments the operation
+//! changed.
+//!
+//! [`route_event`] adds the **fallback** that never loses an id the state knows: when
+//! the normalizer extracted no resource from the event, every string of its request and response
+//! is turned into candidate canonical ids (by the provider's function, see
+//! [`Candidates`]) and the managed resources they name are `related` matches, with
+//! [`Routed::found_in_payload`] set (the decider gives the reason
+//! `found_in_payload`).
+//!
 //! Provider-neutral: all provider knowledge lives in the canonical identifiers the
 //! normalizers and the [`driftreactor_tfgraph::StateIdentity`] plug-ins agree on.
 
@@ -56,6 +69,81 @@ pub struct Routed {
     pub matches: Vec<ResourceMatch>,
     /// Dependents of the matches that are not themselves matches, each once.
     pub dependents: Vec<Dependent>,
+    /// True when the matches come from the fallback scan of the request and response
+    /// ([`route_event`]), not from the event's resources: all are `related`.
+    pub found_in_payload: bool,
+}
+
+/// A provider's candidate canonical ids for one string found in an event's request or
+/// response: pushes onto the vector the ids its identity index would hold for the
+/// object the string names (an ARN and its plain key, a lower-cased Azure resource ID,
+/// …), nothing for a string that names no object.
+pub type Candidates<'a> = dyn Fn(&str, &mut Vec<String>) + 'a;
+
+/// At most this many payload strings are looked at by the fallback scan.
+const MAX_SCANNED: usize = 4096;
+
+/// [`route`], then, when the event names no resource at all (it would be
+/// `unattributed`: a shape the extraction does not know) and is a successful,
+/// mutating change, the fallback scan: every string value of the event's request and
+/// response ([`DriftEvent::payload_strings`], at most 4096) goes through
+/// `candidates`; each candidate id that is not one of the event's own resource ids or
+/// parents (those were tried) and that the graph indexes gives its nodes (past the
+/// account and region guards) as [`MatchKind::Related`], in payload order, and
+/// [`Routed::found_in_payload`] is set. Pure; never panics.
+pub fn route_event(graph: &Graph, event: &DriftEvent, candidates: &Candidates<'_>) -> Routed {
+    let routed = route(graph, event);
+    if !routed.matches.is_empty()
+        || !event.resources.is_empty()
+        || event.change.is_none()
+        || event.not_a_change.is_some()
+        || event.read_only
+        || event.outcome.is_failed()
+    {
+        return routed;
+    }
+    fallback(graph, event, candidates)
+}
+
+/// The fallback scan of [`route_event`] alone (no check of the event's own matches).
+pub fn fallback(graph: &Graph, event: &DriftEvent, candidates: &Candidates<'_>) -> Routed {
+    let tried: HashSet<&str> = event
+        .resources
+        .iter()
+        .flat_map(|r| std::iter::once(r.id.as_str()).chain(r.parents.iter().map(String::as_str)))
+        .collect();
+    let mut ids: Vec<String> = Vec::new();
+    let mut scanned = 0usize;
+    let mut found: Vec<driftreactor_event::ResourceRef> = Vec::new();
+    event.payload_strings(&mut |s| {
+        scanned += 1;
+        if scanned > MAX_SCANNED || s.is_empty() || s.len() > 2048 {
+            return;
+        }
+        ids.clear();
+        candidates(s, &mut ids);
+        for id in ids.drain(..) {
+            if !tried.contains(id.as_str())
+                && !found.iter().any(|r| r.id == id)
+                && !graph.primary(&id).is_empty()
+            {
+                found.push(driftreactor_event::ResourceRef::new(id));
+            }
+        }
+    });
+    if found.is_empty() {
+        return Routed::default();
+    }
+    let mut probe = DriftEvent::new(event.provider, "");
+    probe.account.clone_from(&event.account);
+    probe.region.clone_from(&event.region);
+    probe.resources = found;
+    let mut routed = route(graph, &probe);
+    for m in &mut routed.matches {
+        m.kind = MatchKind::Related;
+    }
+    routed.found_in_payload = !routed.matches.is_empty();
+    routed
 }
 
 impl Routed {
@@ -93,6 +181,10 @@ const LINEAR_MATCHES: usize = 16;
 /// (primary > related > parent), at the position of its first appearance. Dependents
 /// are the union of [`Graph::dependents`] of every match, in match order, minus the
 /// matches themselves, each once, at most [`driftreactor_tfgraph::MAX_DEPENDENTS`].
+///
+/// Then the objects the event merely names ([`DriftEvent::named`]) add their primary
+/// nodes as [`MatchKind::Related`] when not matched already, and
+/// [`DriftEvent::changed_types`] singles out the primary matches (crate docs).
 pub fn route(graph: &Graph, event: &DriftEvent) -> Routed {
     let account = event.account.as_deref().filter(|a| !a.is_empty());
     let region = event.region.as_deref().filter(|r| !r.is_empty());
@@ -174,9 +266,20 @@ pub fn route(graph: &Graph, event: &DriftEvent) -> Routed {
         }
     }
 
+    // Merely named objects: related, and only when not matched otherwise (a parent
+    // match stays a parent match).
+    for named in &event.named {
+        for &id in graph.primary(&named.id) {
+            if allowed(id) && !matches.iter().any(|&(m, _)| m == id) {
+                matches.push((id, MatchKind::Related));
+            }
+        }
+    }
+
     if matches.is_empty() {
         return Routed::default();
     }
+    single_out_changed_types(graph, event, &mut matches);
     let mut seen: HashSet<NodeId> = matches.iter().map(|&(id, _)| id).collect();
     let mut dependents = Vec::new();
     'outer: for &(id, _) in &matches {
@@ -211,6 +314,44 @@ pub fn route(graph: &Graph, event: &DriftEvent) -> Routed {
     Routed {
         matches,
         dependents,
+        found_in_payload: false,
+    }
+}
+
+/// The operation-aware primary rule: when the event names the sub-resource types it
+/// changes and some match is of one of them, those matches are primary and the other
+/// primary matches related (a policy change of a bucket is the `aws_s3_bucket_policy`'s
+/// drift, the bucket is only named). Without such a match nothing changes, so a
+/// state that manages the part inline (an old `aws_s3_bucket` with `acl`) still
+/// names the bucket as primary.
+fn single_out_changed_types(
+    graph: &Graph,
+    event: &DriftEvent,
+    matches: &mut [(NodeId, MatchKind)],
+) {
+    if event.changed_types.is_empty() {
+        return;
+    }
+    let changed = |id: NodeId| {
+        graph
+            .get(id)
+            .is_some_and(|n| event.changed_types.iter().any(|t| **t == *n.resource_type))
+    };
+    if !matches
+        .iter()
+        .any(|&(id, kind)| kind != MatchKind::Parent && changed(id))
+    {
+        return;
+    }
+    for (id, kind) in matches.iter_mut() {
+        if *kind == MatchKind::Parent {
+            continue;
+        }
+        *kind = if changed(*id) {
+            MatchKind::Primary
+        } else {
+            MatchKind::Related
+        };
     }
 }
 
