@@ -366,3 +366,167 @@ pub(crate) fn markdown() -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    //! Tests generated from the table: one CloudTrail record per row and operation,
+    //! in the flat form and in the wrapped form (CloudTrail record contents,
+    //! <https://docs.aws.amazon.com/awscloudtrail/latest/userguide/cloudtrail-event-reference-record-contents.html>:
+    //! `requestParameters` / `responseElements` as the service logs them).
+
+    use serde_json::{Map, Value, json};
+
+    use super::{Found, Id, OPS, Op, markdown};
+
+    const TG: &str =
+        "arn:aws:elasticloadbalancing:eu-west-1:111122223333:targetgroup/web/0123456789abcdef";
+
+    /// `{"a": {"b": leaf}}` for the path `a.b`; a `targets.id` path holds a list.
+    fn nest(path: &str, leaf: Value) -> Value {
+        match path.split_once('.') {
+            None => {
+                let mut m = Map::new();
+                m.insert(path.to_owned(), leaf);
+                Value::Object(m)
+            }
+            Some((head, rest)) => {
+                let inner = nest(rest, leaf);
+                let mut m = Map::new();
+                let v = if head == "targets" {
+                    json!([inner])
+                } else {
+                    inner
+                };
+                m.insert(head.to_owned(), v);
+                Value::Object(m)
+            }
+        }
+    }
+
+    fn merge(a: &mut Value, b: Value) {
+        if let (Value::Object(a), Value::Object(b)) = (a, b) {
+            a.extend(b);
+        }
+    }
+
+    /// Every key in PascalCase, as the wrapped form spells them.
+    fn pascal(v: Value) -> Value {
+        match v {
+            Value::Object(m) => Value::Object(
+                m.into_iter()
+                    .map(|(k, v)| {
+                        let mut k = k;
+                        k[..1].make_ascii_uppercase();
+                        (k, pascal(v))
+                    })
+                    .collect(),
+            ),
+            Value::Array(a) => Value::Array(a.into_iter().map(pascal).collect()),
+            v => v,
+        }
+    }
+
+    fn record(row: &Op, op: &str, wrapped: bool) -> Vec<u8> {
+        let mut req = json!({});
+        let mut resp = json!({});
+        let leaf = json!(row.sample);
+        match row.found {
+            Found::Request => merge(&mut req, nest(row.keys[0], leaf)),
+            Found::Response => merge(&mut resp, nest(row.keys[0], leaf)),
+        }
+        for (i, p) in row.parents.iter().enumerate() {
+            merge(&mut req, nest(p, json!(format!("rtb-0000000000000000{i}"))));
+        }
+        if row.id == Id::LbTarget {
+            merge(&mut req, json!({"targetGroupArn": TG}));
+        }
+        if wrapped {
+            let mut r = pascal(req);
+            if row.id == Id::Bucket {
+                // S3 is not a wrapped-form service; its keys stay camelCase.
+                r = json!({"bucketName": row.sample});
+            }
+            req = json!({ format!("{op}Request"): r });
+            resp = json!({ format!("{op}Response"): pascal(resp) });
+        }
+        serde_json::to_vec(&json!({
+            "eventVersion": "1.09",
+            "eventID": "e-1",
+            "eventTime": "2026-01-01T00:00:00Z",
+            "eventSource": format!("{}.amazonaws.com", row.service),
+            "eventName": op,
+            "awsRegion": "eu-west-1",
+            "recipientAccountId": "111122223333",
+            "userIdentity": {"type": "IAMUser", "arn": "arn:aws:iam::111122223333:user/alice"},
+            "requestParameters": req,
+            "responseElements": resp,
+        }))
+        .unwrap()
+    }
+
+    fn expected_id(row: &Op) -> String {
+        match row.id {
+            Id::Ec2 => format!("aws:ec2:{}", row.sample),
+            Id::Bucket => format!("aws:s3:bucket:{}", row.sample),
+            Id::LbTarget => format!("aws:elbv2:target:{TG}|{}", row.sample),
+        }
+    }
+
+    #[test]
+    fn every_row_reads_its_changed_resource_in_flat_and_wrapped_form() {
+        for row in OPS {
+            for op in row.ops {
+                for wrapped in [false, true] {
+                    let ev = crate::normalize(&record(row, op, wrapped)).unwrap();
+                    let want = expected_id(row);
+                    assert!(
+                        ev.resource_ids().any(|i| i == want),
+                        "{op} (wrapped: {wrapped}): {want} not in {:?}",
+                        ev.resource_ids().collect::<Vec<_>>()
+                    );
+                    assert_eq!(ev.changed_types, row.changes, "{op}");
+                    if !row.parents.is_empty() {
+                        let r = ev.resources.iter().find(|r| r.id == want).unwrap();
+                        assert!(
+                            r.parents
+                                .iter()
+                                .any(|p| p == "aws:ec2:rtb-00000000000000000"),
+                            "{op}: parents {:?}",
+                            r.parents
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rows_are_unique_and_documented() {
+        let mut seen = std::collections::HashSet::new();
+        for row in OPS {
+            assert!(!row.keys.is_empty() && !row.sample.is_empty());
+            for op in row.ops {
+                assert!(seen.insert((row.service, *op)), "{op} twice");
+            }
+        }
+    }
+
+    /// `docs/operations/aws.md` is the table's Markdown; `DRIFTREACTOR_BLESS=1`
+    /// rewrites it.
+    #[test]
+    fn docs_operations_aws_md_is_generated_from_the_table() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/operations/aws.md");
+        let want = markdown();
+        if std::env::var_os("DRIFTREACTOR_BLESS").is_some() {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &want).unwrap();
+        }
+        let got = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            got == want,
+            "{} is stale: run DRIFTREACTOR_BLESS=1 cargo test -p driftreactor-aws ops",
+            path.display()
+        );
+    }
+}
