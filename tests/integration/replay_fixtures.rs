@@ -314,3 +314,31 @@ fn readme_demo_replays_all_three_clouds() {
         (Some("ignored"), Some("duplicate"))
     );
 }
+
+/// Issue 11, coverage as a number: the table ends with the coverage line, and
+/// `--stats` prints it to stderr with any format.
+#[test]
+fn replay_stats_prints_the_coverage_of_mutating_events() {
+    let args = [
+        "replay",
+        "--config",
+        "fixtures/driftreactor.toml",
+        "fixtures/aws/events",
+    ];
+    let run = driftreactor(&args);
+    let coverage = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("coverage: "))
+        .unwrap_or_else(|| panic!("no coverage line in\n{}", run.stdout));
+    assert!(
+        coverage.contains("% with an extracted id")
+            && coverage.contains("% attributed to a managed resource"),
+        "{coverage}"
+    );
+    let mut json = args.to_vec();
+    json.extend(["--format", "json", "--stats"]);
+    let run = driftreactor(&json);
+    assert!(run.stderr.contains(coverage), "{}", run.stderr);
+    assert!(!run.stdout.contains("coverage: "), "{}", run.stdout);
+}

@@ -285,7 +285,8 @@ pub struct Target {
 pub struct Decision {
     /// The verdict.
     pub verdict: Verdict,
-    /// The reason, for `ignored` and unattributed `unmanaged` verdicts.
+    /// The reason, for `ignored` and unattributed `unmanaged` verdicts, and
+    /// `found_in_payload` for `drift` matched only by the router's fallback scan.
     pub reason: Option<Reason>,
     /// The event-level action: the strongest action over its targets
     /// (`revert` > `pull_request` > `notify` > `none`), `notify` for unmanaged.

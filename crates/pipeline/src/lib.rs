@@ -426,6 +426,24 @@ pub struct Summary {
     pub ignored: usize,
     /// `rejected` lines.
     pub rejected: usize,
+    /// Mutating events: lines with a `change` that are not failed calls.
+    pub mutating: usize,
+    /// Mutating events with at least one extracted resource id.
+    pub with_ids: usize,
+    /// Mutating events with at least one matched managed resource.
+    pub attributed: usize,
+    /// Of `attributed`, those matched only by the fallback scan (`found_in_payload`).
+    pub found_in_payload: usize,
+}
+
+/// `part` of `whole` in percent, one decimal (0 of 0 is 0).
+fn percent(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        return 0.0;
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let p = part as f64 * 100.0 / whole as f64;
+    (p * 10.0).round() / 10.0
 }
 
 impl Summary {
@@ -438,5 +456,32 @@ impl Summary {
             Verdict::Ignored => self.ignored += 1,
             Verdict::Rejected => self.rejected += 1,
         }
+        if line.change.is_some()
+            && line.verdict != Verdict::Rejected
+            && line.reason.as_deref() != Some(Reason::FailedCall.as_str())
+        {
+            self.mutating += 1;
+            self.with_ids += usize::from(!line.resource_ids.is_empty());
+            if !line.resources.is_empty() {
+                self.attributed += 1;
+                self.found_in_payload +=
+                    usize::from(line.reason.as_deref() == Some(Reason::FoundInPayload.as_str()));
+            }
+        }
+    }
+
+    /// The coverage line of `replay` (README, "The replay report"): the share of
+    /// mutating events with at least one extracted id and the share attributed to a
+    /// managed resource, e.g. `coverage: 12 mutating events, 91.7% with an extracted
+    /// id, 75.0% attributed to a managed resource (1 by the payload fallback)`.
+    pub fn coverage(&self) -> String {
+        format!(
+            "coverage: {} mutating event{}, {:.1}% with an extracted id, {:.1}% attributed to a managed resource ({} by the payload fallback)",
+            self.mutating,
+            if self.mutating == 1 { "" } else { "s" },
+            percent(self.with_ids, self.mutating),
+            percent(self.attributed, self.mutating),
+            self.found_in_payload,
+        )
     }
 }

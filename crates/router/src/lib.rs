@@ -88,8 +88,9 @@ const MAX_SCANNED: usize = 4096;
 /// mutating change, the fallback scan: every string value of the event's request and
 /// response ([`DriftEvent::payload_strings`], at most 4096) goes through
 /// `candidates`; each candidate id that is not one of the event's own resource ids or
-/// parents (those were tried) and that the graph indexes gives its nodes (past the
-/// account and region guards) as [`MatchKind::Related`], in payload order, and
+/// parents (those were tried) and that the graph indexes gives its primary nodes (past
+/// the account and region guards; not the resources hanging off them) as
+/// [`MatchKind::Related`], in payload order, and
 /// [`Routed::found_in_payload`] is set. Pure; never panics.
 pub fn route_event(graph: &Graph, event: &DriftEvent, candidates: &Candidates<'_>) -> Routed {
     let routed = route(graph, event);
@@ -138,10 +139,14 @@ pub fn fallback(graph: &Graph, event: &DriftEvent, candidates: &Candidates<'_>) 
     probe.account.clone_from(&event.account);
     probe.region.clone_from(&event.region);
     probe.resources = found;
+    // Only the objects the strings name (not what hangs off them), as related.
     let mut routed = route(graph, &probe);
+    routed.matches.retain(|m| m.kind == MatchKind::Primary);
     for m in &mut routed.matches {
         m.kind = MatchKind::Related;
     }
+    let ids: Vec<(NodeId, MatchKind)> = routed.matches.iter().map(|m| (m.node, m.kind)).collect();
+    routed.dependents = dependents_of(graph, &ids);
     routed.found_in_payload = !routed.matches.is_empty();
     routed
 }
@@ -280,24 +285,7 @@ pub fn route(graph: &Graph, event: &DriftEvent) -> Routed {
         return Routed::default();
     }
     single_out_changed_types(graph, event, &mut matches);
-    let mut seen: HashSet<NodeId> = matches.iter().map(|&(id, _)| id).collect();
-    let mut dependents = Vec::new();
-    'outer: for &(id, _) in &matches {
-        for dep in graph.dependents(id) {
-            if dependents.len() >= MAX_DEPENDENTS {
-                break 'outer;
-            }
-            if seen.insert(dep)
-                && let Some(node) = graph.get(dep)
-            {
-                dependents.push(Dependent {
-                    node: dep,
-                    workspace: Arc::clone(&node.workspace),
-                    address: Arc::clone(&node.address),
-                });
-            }
-        }
-    }
+    let dependents = dependents_of(graph, &matches);
 
     let matches = matches
         .into_iter()
@@ -316,6 +304,30 @@ pub fn route(graph: &Graph, event: &DriftEvent) -> Routed {
         dependents,
         found_in_payload: false,
     }
+}
+
+/// The union of the matches' dependents, in match order, minus the matches, each once,
+/// at most [`MAX_DEPENDENTS`].
+fn dependents_of(graph: &Graph, matches: &[(NodeId, MatchKind)]) -> Vec<Dependent> {
+    let mut seen: HashSet<NodeId> = matches.iter().map(|&(id, _)| id).collect();
+    let mut dependents = Vec::new();
+    'outer: for &(id, _) in matches {
+        for dep in graph.dependents(id) {
+            if dependents.len() >= MAX_DEPENDENTS {
+                break 'outer;
+            }
+            if seen.insert(dep)
+                && let Some(node) = graph.get(dep)
+            {
+                dependents.push(Dependent {
+                    node: dep,
+                    workspace: Arc::clone(&node.workspace),
+                    address: Arc::clone(&node.address),
+                });
+            }
+        }
+    }
+    dependents
 }
 
 /// The operation-aware primary rule: when the event names the sub-resource types it
@@ -747,5 +759,83 @@ mod tests {
             want.push(m("many", &format!("aws_security_group_rule.r{i}"), kind));
         }
         assert_eq!(summary(&r), want);
+    }
+
+    /// Issue 11, item 6: the operation's changed sub-resource type is primary, the
+    /// object it belongs to related; without a match of that type nothing changes.
+    #[test]
+    fn changed_types_single_out_the_primary_match() {
+        let g = graph();
+        let mut e = event(Some("222"), vec![ResourceRef::new("shared-name")]);
+        e.changed_types = vec!["aws_s3_bucket_policy".into()];
+        assert_eq!(
+            summary(&route(&g, &e)),
+            [
+                m("dev", "aws_s3_bucket.logs", MatchKind::Related),
+                m("dev", "aws_s3_bucket_policy.logs", MatchKind::Primary),
+            ]
+        );
+        e.changed_types = vec!["aws_s3_bucket_acl".into()];
+        assert_eq!(
+            summary(&route(&g, &e)),
+            [
+                m("dev", "aws_s3_bucket.logs", MatchKind::Primary),
+                m("dev", "aws_s3_bucket_policy.logs", MatchKind::Primary),
+            ]
+        );
+    }
+
+    /// Merely named objects are related, and never demote a parent match.
+    #[test]
+    fn named_objects_are_related_only() {
+        let g = graph();
+        let mut e = event(Some("111"), vec![with_parents("rtbassoc-new", &["vpc-1"])]);
+        e.named = vec![ResourceRef::new("i-1"), ResourceRef::new("vpc-1")];
+        assert_eq!(
+            summary(&route(&g, &e)),
+            [
+                m("prod", "aws_vpc.main", MatchKind::Parent),
+                m("prod", "aws_instance.app[0]", MatchKind::Related),
+            ]
+        );
+    }
+
+    /// The fallback scan: only for an event that names no resource, related matches
+    /// from the payload's strings, guarded like any match.
+    #[test]
+    fn fallback_scans_the_payload_of_unattributed_changes_only() {
+        let g = graph();
+        let plain: &Candidates<'_> = &|s, out| out.push(s.to_owned());
+        let mut e = event(Some("111"), vec![]);
+        e.change = Some(driftreactor_event::Change::Update);
+        e.request =
+            serde_json::value::RawValue::from_string(r#"{"a": {"b": ["nothing", "sg-1"]}}"#.into())
+                .ok();
+        e.response = serde_json::value::RawValue::from_string(r#"{"vpc": "vpc-1"}"#.into()).ok();
+        let r = route_event(&g, &e, plain);
+        assert!(r.found_in_payload);
+        assert_eq!(
+            summary(&r),
+            [
+                m("prod", "aws_security_group.web", MatchKind::Related),
+                m("prod", "aws_vpc.main", MatchKind::Related),
+            ]
+        );
+        assert!(
+            deps(&r).contains(&r#"aws_security_group_rule.https["in"]"#.to_owned()),
+            "{:?}",
+            deps(&r)
+        );
+        // Another account: guarded.
+        e.account = Some("999".into());
+        assert_eq!(route_event(&g, &e, plain), Routed::default());
+        // An event that names a resource (even an unmanaged one) is not scanned.
+        e.account = Some("111".into());
+        e.resources = vec![ResourceRef::new("sg-unknown")];
+        assert_eq!(route_event(&g, &e, plain), Routed::default());
+        // Nor is a read.
+        e.resources.clear();
+        e.change = None;
+        assert_eq!(route_event(&g, &e, plain), Routed::default());
     }
 }
