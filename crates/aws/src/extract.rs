@@ -150,7 +150,7 @@ pub(crate) fn resources(
         None
     };
     match short {
-        "ec2" => ec2(op, req, resp, ctx, out),
+        "ec2" => ec2(op, (req, resp), ctx, out, named),
         "s3" => {
             let req: S3<'_> = view(req);
             if let Some(b) = s(&req.bucketName) {
@@ -456,6 +456,30 @@ fn lookup_at<'a>(text: &'a str, path: &str, f: &mut dyn FnMut(&'a str), depth: u
     }
 }
 
+/// The ids a request parameter holds: a string, `{"content": …}` (the wrapped form's
+/// list entry), `{"items": [...]}` or an array of any of these.
+fn id_values<'a>(v: &'a RawValue, out: &mut Vec<&'a str>, depth: u8) {
+    if depth > 3 {
+        return;
+    }
+    if let Some(s) = string(v) {
+        out.push(s);
+        return;
+    }
+    let t = v.get().trim_start();
+    if t.starts_with('[') {
+        for i in serde_json::from_str::<Vec<&RawValue>>(t).unwrap_or_default() {
+            id_values(i, out, depth + 1);
+        }
+    } else if let Some(m) = fields(t) {
+        for (k, v) in m {
+            if k.eq_ignore_ascii_case("content") || k.eq_ignore_ascii_case("items") {
+                id_values(v, out, depth + 1);
+            }
+        }
+    }
+}
+
 /// Extraction by the operation table's row. Returns false (and adds nothing) when the
 /// row's keys hold no id, so the per-service rule applies instead (a failed call
 /// without response, an unusual shape).
@@ -526,7 +550,13 @@ fn table(
     }
 }
 
-fn ec2(op: &str, req: Option<&RawValue>, resp: Option<&RawValue>, ctx: &Ctx<'_>, out: &mut Refs) {
+fn ec2(
+    op: &str,
+    (req, resp): (Option<&RawValue>, Option<&RawValue>),
+    ctx: &Ctx<'_>,
+    out: &mut Refs,
+    named: &mut Refs,
+) {
     let (req_raw, resp_raw) = (req, resp);
     let req: Ec2Req<'_> = view(req);
     generic(&req, out);
@@ -678,16 +708,30 @@ fn ec2(op: &str, req: Option<&RawValue>, resp: Option<&RawValue>, ctx: &Ctx<'_>,
     if let Some(k) = s(&req.keyName) {
         out.add(canon::ec2_key_pair(k), k);
     }
-    // Every other top-level `…Id` key holding an EC2 id (`vpcEndpointId`,
-    // `TransitGatewayId`, `vpcPeeringConnectionId`, …), in the flat or wrapped form.
+    // Every other top-level `…Id` / `…Ids` key holding EC2 ids (`vpcEndpointId`,
+    // `TransitGatewayId`, `vpcPeeringConnectionId`, …), in the flat or the wrapped
+    // form, where a list parameter is logged as `{"content": "vpce-…", "tag": 1}` or
+    // a list of those. `Add…` / `Remove…` keys name the objects a call links or
+    // unlinks (`AddRouteTableId` of `ModifyVpcEndpoint`): named, not changed.
     if let Some(members) = req_raw.and_then(|r| fields(r.get())) {
         for (k, v) in members {
             let b = k.as_bytes();
-            if b.len() > 2
-                && b[b.len() - 2..].eq_ignore_ascii_case(b"id")
-                && let Some(i) = string(v).filter(|i| canon::ec2_kind(i).is_some())
-            {
-                out.add(canon::ec2(i, ctx), i);
+            let id_key = (b.len() > 2 && b[b.len() - 2..].eq_ignore_ascii_case(b"id"))
+                || (b.len() > 3 && b[b.len() - 3..].eq_ignore_ascii_case(b"ids"));
+            if !id_key {
+                continue;
+            }
+            let link = ["add", "remove"]
+                .iter()
+                .any(|p| b.len() > p.len() && b[..p.len()].eq_ignore_ascii_case(p.as_bytes()));
+            let mut ids: Vec<&str> = Vec::new();
+            id_values(v, &mut ids, 0);
+            for i in ids.into_iter().filter(|i| canon::ec2_kind(i).is_some()) {
+                if link {
+                    named.add(canon::ec2(i, ctx), i);
+                } else {
+                    out.add(canon::ec2(i, ctx), i);
+                }
             }
         }
     }

@@ -311,7 +311,7 @@ pub(crate) fn markdown() -> String {
          responses `{\"<Action>Response\": {…}}`); keys match case-insensitively.\n\n\
          ## Per-service rules (operations not in the table)\n\n\
          | service | changed resource |\n|---|---|\n\
-         | ec2 | creates (`Create*`, `Run*`, `Allocate*`, `Copy*`, `Import*`, `Register*`): the new object in the response (`instancesSet`, `<noun>.<noun>Id`, `allocationId`, …); tags: `resourcesSet`; routes / ACL entries: the route table / network ACL; everything else: every top-level request key ending in `Id` whose value is an EC2 id (`sg-`, `vpce-`, `tgw-`, `nat-`, …), and security group rule ids from the response |\n\
+         | ec2 | creates (`Create*`, `Run*`, `Allocate*`, `Copy*`, `Import*`, `Register*`): the new object in the response (`instancesSet`, `<noun>.<noun>Id`, `allocationId`, …); tags: `resourcesSet`; routes / ACL entries: the route table / network ACL; everything else: every top-level request key ending in `Id` / `Ids` whose value is an EC2 id (`sg-`, `vpce-`, `tgw-`, `nat-`, …; a string, a wrapped-form `{\"content\": …}` entry or a list of them), except `Add…` / `Remove…` keys, which are only named, and security group rule ids from the response |\n\
          | s3 | `bucketName` |\n\
          | iam | `roleName`, `userName`, `groupName`, `instanceProfileName`, else `policyArn`; created objects' ARNs from the response |\n\
          | rds | `dBInstanceIdentifier`, `dBSnapshotIdentifier`, `dBClusterIdentifier` |\n\

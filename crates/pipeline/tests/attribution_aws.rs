@@ -128,7 +128,28 @@ fn wrapped_parameter_form_names_the_managed_resource() {
             json!({"ModifyVpcEndpointResponse": {"return": true}}),
         ),
     );
+    // The route table it adds is only named.
+    assert_eq!(
+        matches(&e),
+        [
+            m("aws_vpc_endpoint.s3", MatchKind::Primary),
+            m("aws_route_table.private", MatchKind::Related),
+        ]
+    );
+    // A list parameter in the wrapped form: `{"content": …, "tag": n}` entries.
+    let e = eval(
+        &p,
+        &record(
+            "ec2.amazonaws.com",
+            "DeleteVpcEndpoints",
+            json!({"DeleteVpcEndpointsRequest": {"VpcEndpointId": [
+                {"content": "vpce-0a1b2c3d4e5f60001", "tag": 1},
+                {"content": "vpce-0ffffffffffffffff", "tag": 2}]}}),
+            json!({"DeleteVpcEndpointsResponse": {"unsuccessful": ""}}),
+        ),
+    );
     assert_eq!(matches(&e), [m("aws_vpc_endpoint.s3", MatchKind::Primary)]);
+    assert_eq!(e.event.resources.len(), 4, "{:?}", e.event.resources);
     // A create in the wrapped form: the new object comes from the wrapped response.
     let e = eval(
         &p,
