@@ -560,9 +560,11 @@ fn ec2(
     let (req_raw, resp_raw) = (req, resp);
     let req: Ec2Req<'_> = view(req);
     generic(&req, out);
+    let added = std::cell::Cell::new(0usize);
     let mut add = |id: Option<&str>| {
         if let Some(id) = id.filter(|i| !i.is_empty()) {
             out.add(canon::ec2(id, ctx), id);
+            added.set(added.get() + 1);
         }
     };
     let creates = matches!(
@@ -643,8 +645,10 @@ fn ec2(
         // Any other created object, as the EC2 API reference names response elements:
         // `<noun>` holding `<noun>Id` (`vpcEndpoint.vpcEndpointId`,
         // `transitGateway.transitGatewayId`), or `<noun>Id` itself.
+        // Only when nothing above named it (no second pass over a large response).
         if let Some(text) = resp_raw.map(RawValue::get)
             && !noun.is_empty()
+            && added.get() == 0
         {
             let noun = noun
                 .strip_suffix('s')

@@ -55,7 +55,27 @@
 //! | EFS file system / mount target | `aws:efs:file-system:{fs-…}`, `aws:efs:mount-target:{fsmt-…}` |
 //! | Secrets Manager secret | `aws:secretsmanager:secret:{name}` (ARN suffix stripped) |
 //!
-//! ELBv2 objects, SNS topics and Glue catalogs are named by ARN only.
+//! ELBv2 objects, SNS topics and Glue catalogs are named by ARN only. An ELBv2 target
+//! registration (`RegisterTargets` / `DeregisterTargets`, and the
+//! `aws_lb_target_group_attachment` that manages it) is
+//! `aws:elbv2:target:{target group ARN}|{target id}`, its parent the target group.
+//!
+//! # Where the changed resource is found
+//!
+//! `requestParameters` and `responseElements` are read in the flat camelCase form and
+//! in CloudTrail's wrapped form (`{"<Action>Request": {…}}`, `{"<Action>Response":
+//! {…}}`, PascalCase keys) for every operation: the wrapper is removed and keys match
+//! their camelCase field. Operations whose changed resource is not the object the
+//! request names (associations and attachments whose id is only in the response, S3
+//! bucket sub-resources, ELBv2 target registration) are rows of one table
+//! (`ops.rs`, rendered as `docs/operations/aws.md` and checked by a test): where the
+//! id is, its parents, the objects the call merely names
+//! ([`DriftEvent::named`](driftreactor_event::DriftEvent::named)) and the Terraform
+//! types it changes
+//! ([`DriftEvent::changed_types`](driftreactor_event::DriftEvent::changed_types)).
+//! `responseElements` is kept in memory
+//! ([`DriftEvent::response`](driftreactor_event::DriftEvent::response)) for the
+//! router's fallback scan ([`payload_ids`]).
 //!
 //! Sub-objects carry their parent's ids in `ResourceRef::parents`: a security group
 //! rule `sgr-…` → its group; an ELBv2 listener → its load balancer; an API Gateway

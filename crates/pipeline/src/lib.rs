@@ -485,3 +485,96 @@ impl Summary {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(
+        change: Option<Change>,
+        ids: usize,
+        matched: bool,
+        reason: Option<Reason>,
+    ) -> ReportLine {
+        let mut l = ReportLine::rejected("x".into(), &NormalizeError::Empty);
+        l.verdict = if matched {
+            Verdict::Drift
+        } else {
+            Verdict::Unmanaged
+        };
+        l.change = change;
+        l.reason = reason.map(|r| r.as_str().to_owned());
+        l.resource_ids = (0..ids).map(|i| i.to_string()).collect();
+        if matched {
+            l.resources.push(ReportResource {
+                workspace: "w".into(),
+                address: "a".into(),
+                kind: MatchKind::Related,
+            });
+        }
+        l
+    }
+
+    /// Issue 11, coverage as a number: failed calls and non-changes do not count as
+    /// mutating; the fallback's share is counted apart.
+    #[test]
+    fn coverage_counts_mutating_events_with_ids_and_matches() {
+        let mut s = Summary::default();
+        s.add(&line(Some(Change::Update), 2, true, None));
+        s.add(&line(
+            Some(Change::Update),
+            0,
+            true,
+            Some(Reason::FoundInPayload),
+        ));
+        s.add(&line(Some(Change::Create), 1, false, None));
+        s.add(&line(
+            Some(Change::Create),
+            0,
+            false,
+            Some(Reason::Unattributed),
+        ));
+        s.add(&line(
+            Some(Change::Update),
+            1,
+            false,
+            Some(Reason::FailedCall),
+        ));
+        s.add(&line(None, 1, true, Some(Reason::ReadOnly)));
+        assert_eq!(
+            (s.mutating, s.with_ids, s.attributed, s.found_in_payload),
+            (4, 2, 2, 1)
+        );
+        assert_eq!(
+            s.coverage(),
+            "coverage: 4 mutating events, 50.0% with an extracted id, 50.0% attributed to a managed resource (1 by the payload fallback)"
+        );
+        assert!(
+            Summary::default()
+                .coverage()
+                .contains("0 mutating events, 0.0%")
+        );
+    }
+
+    #[test]
+    fn payload_ids_name_arns_and_ec2_ids_only() {
+        let ev = DriftEvent::new(Provider::Aws, "e");
+        let ids = |s: &str| {
+            let mut out = Vec::new();
+            payload_ids(&ev, s, &mut out);
+            out
+        };
+        assert_eq!(ids("sg-0123"), ["aws:ec2:sg-0123"]);
+        assert_eq!(ids("arn:aws:s3:::b"), ["arn:aws:s3:::b", "aws:s3:bucket:b"]);
+        assert!(ids("hello world").is_empty() && ids("b").is_empty());
+        let ev = DriftEvent::new(Provider::Azure, "e");
+        let mut out = Vec::new();
+        payload_ids(
+            &ev,
+            "/subscriptions/S/resourceGroups/RG/providers/Microsoft.Network/virtualNetworks/V",
+            &mut out,
+        );
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0], out[0].to_ascii_lowercase());
+    }
+}
