@@ -323,8 +323,43 @@ pub(crate) fn resources(
             generic(&req, out);
         }
     }
+    if out.0.is_empty() {
+        // A service or operation no rule knows: its own ARNs under `…Arn` keys (the
+        // request's for an update, the response's for a create).
+        let text = if classify::change(op) == Change::Create {
+            resp
+        } else {
+            req
+        };
+        if let Some(text) = text {
+            arn_keys(short, text.get(), out, named, 0);
+        }
+    }
     add_record_resources(record_resources, out);
     row.map_or(&[], |r| r.changes)
+}
+
+/// The ARNs under keys ending in `Arn` / `ARN` of the object `text` and of the objects
+/// it holds directly (`{"stateMachineArn": …}`, `{"repository": {"repositoryArn": …}}`):
+/// those of the call's own service (`service`, the ARN's service field) are changed,
+/// the others (a `roleArn` handed to it, a `kmsKeyArn`) only named.
+fn arn_keys(service: &str, text: &str, out: &mut Refs, named: &mut Refs, depth: u8) {
+    let Some(members) = fields(text) else { return };
+    for (k, v) in members {
+        let b = k.as_bytes();
+        if b.len() > 3 && b[b.len() - 3..].eq_ignore_ascii_case(b"arn") {
+            if let Some(a) = string(v).filter(|a| a.starts_with("arn:")) {
+                let own = canon::parse_arn(a).is_some_and(|p| p.service == service);
+                if own {
+                    out.add_arn(a);
+                } else {
+                    named.add_arn(a);
+                }
+            }
+        } else if depth == 0 && v.get().starts_with('{') {
+            arn_keys(service, v.get(), out, named, depth + 1);
+        }
+    }
 }
 
 fn add_record_resources(record_resources: &[ResArn<'_>], out: &mut Refs) {

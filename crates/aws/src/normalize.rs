@@ -848,6 +848,34 @@ mod tests {
         assert!(!ev.read_only);
     }
 
+    /// A service no rule knows: its own ARNs under `…Arn` keys are changed (the
+    /// request's for an update, the response's for a create), other services' ARNs
+    /// only named (Step Functions and ECR API references: `UpdateStateMachine`
+    /// `stateMachineArn` / `roleArn`, `CreateRepository` `repository.repositoryArn`).
+    #[test]
+    fn unknown_services_name_their_own_arns_and_only_name_others() {
+        let sm = "arn:aws:states:eu-west-1:111122223333:stateMachine:flow";
+        let role = "arn:aws:iam::111122223333:role/flow";
+        let ev = normalize(&rec(
+            "UpdateStateMachine",
+            "states.amazonaws.com",
+            json!({"stateMachineArn": sm, "roleArn": role, "definition": "{}"}),
+            json!({}),
+        ))
+        .unwrap();
+        assert_eq!(ev.resource_ids().collect::<Vec<_>>(), [sm]);
+        assert!(ev.named.iter().any(|n| n.id == role), "{:?}", ev.named);
+        let repo = "arn:aws:ecr:eu-west-1:111122223333:repository/app";
+        let ev = normalize(&rec(
+            "CreateRepository",
+            "ecr.amazonaws.com",
+            json!({"repositoryName": "app", "encryptionConfiguration": {"kmsKey": role}}),
+            json!({"responseElements": {"repository": {"repositoryArn": repo, "repositoryName": "app"}}}),
+        ))
+        .unwrap();
+        assert_eq!(ev.resource_ids().collect::<Vec<_>>(), [repo]);
+    }
+
     #[test]
     fn failed_call_keeps_its_change_and_code() {
         let ev = normalize(&rec(

@@ -321,7 +321,7 @@ pub(crate) fn markdown() -> String {
          | ecs | `service` of `cluster`, else `taskDefinition` / `family`, else `cluster` |\n\
          | elasticloadbalancing | `loadBalancerArn`, `targetGroupArn`, `listenerArn`, `ruleArn` (created: from the response lists) |\n\
          | cloudtrail, cloudfront, apigateway, elasticfilesystem, secretsmanager, glue | their name / id keys (`extract.rs`) |\n\
-         | any | `resourceArn`, `resourceARN`, `ResourceArn`, `resource`, `topicArn`, `resourceArns[]`, and the record's `resources[]` ARNs (read for every operation, rows included) |\n\n\
+         | any | `resourceArn`, `resourceARN`, `ResourceArn`, `resource`, `topicArn`, `resourceArns[]`, and the record's `resources[]` ARNs (read for every operation, rows included); when all of these name nothing: the ARNs under keys ending in `Arn` (the request's for an update, the response's and its objects' for a create), changed when of the call's own service, else only named |\n\n\
          When none of these names a managed resource, the router's fallback scans every \
          string of the request and response for ids the state knows and reports them as \
          `related` with the reason `found_in_payload` (README, \"The replay report\").\n\n\
