@@ -535,8 +535,8 @@ fn table(
         v
     };
     match row.id {
-        // S3 rows change a sub-resource of the bucket the per-service rule names.
-        ops::Id::Bucket => false,
+        // These rows change a part of the object the per-service rule names.
+        ops::Id::Rule => false,
         ops::Id::Ec2 => {
             let text = match row.found {
                 ops::Found::Request => req_text,

@@ -46,8 +46,9 @@ pub(crate) enum Id {
     /// ELBv2 targets: `targets[].id` of the request's `targetGroupArn`, the key an
     /// `aws_lb_target_group_attachment` is indexed under.
     LbTarget,
-    /// The S3 bucket of `bucketName`.
-    Bucket,
+    /// The object the per-service rule names (`bucketName`, `functionName`,
+    /// `keyId`, …); the row adds the sub-resource types the operation changes.
+    Rule,
 }
 
 /// One row of the table.
@@ -278,7 +279,131 @@ pub(crate) const OPS: &[Op] = &[
         &["PutObjectLockConfiguration"],
         &["aws_s3_bucket_object_lock_configuration"],
     ),
+    // --- Lambda, KMS, Secrets Manager, CloudWatch Logs, EFS: parts of the named object ---
+    sub(
+        "lambda",
+        &["AddPermission", "RemovePermission"],
+        &["functionName"],
+        &["aws_lambda_permission"],
+        "ingest",
+    ),
+    sub(
+        "lambda",
+        &[
+            "CreateFunctionUrlConfig",
+            "UpdateFunctionUrlConfig",
+            "DeleteFunctionUrlConfig",
+        ],
+        &["functionName"],
+        &["aws_lambda_function_url"],
+        "ingest",
+    ),
+    sub(
+        "lambda",
+        &[
+            "PutProvisionedConcurrencyConfig",
+            "DeleteProvisionedConcurrencyConfig",
+        ],
+        &["functionName"],
+        &["aws_lambda_provisioned_concurrency_config"],
+        "ingest",
+    ),
+    sub(
+        "lambda",
+        &[
+            "PutFunctionEventInvokeConfig",
+            "UpdateFunctionEventInvokeConfig",
+            "DeleteFunctionEventInvokeConfig",
+        ],
+        &["functionName"],
+        &["aws_lambda_function_event_invoke_config"],
+        "ingest",
+    ),
+    sub(
+        "kms",
+        &["PutKeyPolicy"],
+        &["keyId"],
+        &["aws_kms_key_policy"],
+        "1234abcd-12ab-34cd-56ef-1234567890ab",
+    ),
+    sub(
+        "kms",
+        &["CreateGrant", "RevokeGrant", "RetireGrant"],
+        &["keyId"],
+        &["aws_kms_grant"],
+        "1234abcd-12ab-34cd-56ef-1234567890ab",
+    ),
+    sub(
+        "secretsmanager",
+        &["PutResourcePolicy", "DeleteResourcePolicy"],
+        &["secretId"],
+        &["aws_secretsmanager_secret_policy"],
+        "prod/db",
+    ),
+    sub(
+        "secretsmanager",
+        &["PutSecretValue", "UpdateSecretVersionStage"],
+        &["secretId"],
+        &["aws_secretsmanager_secret_version"],
+        "prod/db",
+    ),
+    sub(
+        "secretsmanager",
+        &["RotateSecret", "CancelRotateSecret"],
+        &["secretId"],
+        &["aws_secretsmanager_secret_rotation"],
+        "prod/db",
+    ),
+    sub(
+        "logs",
+        &["PutSubscriptionFilter", "DeleteSubscriptionFilter"],
+        &["logGroupName"],
+        &["aws_cloudwatch_log_subscription_filter"],
+        "/app/web",
+    ),
+    sub(
+        "logs",
+        &["PutMetricFilter", "DeleteMetricFilter"],
+        &["logGroupName"],
+        &["aws_cloudwatch_log_metric_filter"],
+        "/app/web",
+    ),
+    sub(
+        "elasticfilesystem",
+        &["PutFileSystemPolicy", "DeleteFileSystemPolicy"],
+        &["fileSystemId"],
+        &["aws_efs_file_system_policy"],
+        "fs-0123456789abcdef0",
+    ),
+    sub(
+        "elasticfilesystem",
+        &["PutBackupPolicy"],
+        &["fileSystemId"],
+        &["aws_efs_backup_policy"],
+        "fs-0123456789abcdef0",
+    ),
 ];
+
+/// A row for an operation on a part of the object the per-service rule names.
+const fn sub(
+    service: &'static str,
+    ops: &'static [&'static str],
+    keys: &'static [&'static str],
+    changes: &'static [&'static str],
+    sample: &'static str,
+) -> Op {
+    Op {
+        service,
+        ops,
+        found: Found::Request,
+        keys,
+        id: Id::Rule,
+        parents: &[],
+        named: &[],
+        changes,
+        sample,
+    }
+}
 
 const fn s3(ops: &'static [&'static str], changes: &'static [&'static str]) -> Op {
     Op {
@@ -286,7 +411,7 @@ const fn s3(ops: &'static [&'static str], changes: &'static [&'static str]) -> O
         ops,
         found: Found::Request,
         keys: &["bucketName"],
-        id: Id::Bucket,
+        id: Id::Rule,
         parents: &[],
         named: &[],
         changes,
@@ -442,9 +567,9 @@ mod tests {
         }
         if wrapped {
             let mut r = pascal(req);
-            if row.id == Id::Bucket {
-                // S3 is not a wrapped-form service; its keys stay camelCase.
-                r = json!({"bucketName": row.sample});
+            if row.id == Id::Rule {
+                // Services that do not log the wrapped form: the wrapper alone.
+                r = nest(row.keys[0], json!(row.sample));
             }
             req = json!({ format!("{op}Request"): r });
             resp = json!({ format!("{op}Response"): pascal(resp) });
@@ -467,7 +592,15 @@ mod tests {
     fn expected_id(row: &Op) -> String {
         match row.id {
             Id::Ec2 => format!("aws:ec2:{}", row.sample),
-            Id::Bucket => format!("aws:s3:bucket:{}", row.sample),
+            Id::Rule => match row.service {
+                "s3" => format!("aws:s3:bucket:{}", row.sample),
+                "lambda" => format!("aws:lambda:function:{}", row.sample),
+                "kms" => format!("aws:kms:key:{}", row.sample),
+                "secretsmanager" => format!("aws:secretsmanager:secret:{}", row.sample),
+                "logs" => format!("aws:logs:log-group:{}", row.sample),
+                "elasticfilesystem" => format!("aws:efs:file-system:{}", row.sample),
+                other => panic!("no expected id for {other}"),
+            },
             Id::LbTarget => format!("aws:elbv2:target:{TG}|{}", row.sample),
         }
     }
