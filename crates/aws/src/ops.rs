@@ -279,14 +279,10 @@ pub(crate) const OPS: &[Op] = &[
         &["PutObjectLockConfiguration"],
         &["aws_s3_bucket_object_lock_configuration"],
     ),
-    // --- Lambda, KMS, Secrets Manager, CloudWatch Logs, EFS: parts of the named object ---
-    sub(
-        "lambda",
-        &["AddPermission", "RemovePermission"],
-        &["functionName"],
-        &["aws_lambda_permission"],
-        "ingest",
-    ),
+    // --- Lambda, KMS, Secrets Manager, EFS: the one part of the named object ---
+    // (Only parts an object has at most one of: a change of one of several —
+    // a Lambda permission, a KMS grant, a log filter — would single out every managed
+    // one, so those stay `related` until their own ids are indexed.)
     sub(
         "lambda",
         &[
@@ -327,13 +323,6 @@ pub(crate) const OPS: &[Op] = &[
         "1234abcd-12ab-34cd-56ef-1234567890ab",
     ),
     sub(
-        "kms",
-        &["CreateGrant", "RevokeGrant", "RetireGrant"],
-        &["keyId"],
-        &["aws_kms_grant"],
-        "1234abcd-12ab-34cd-56ef-1234567890ab",
-    ),
-    sub(
         "secretsmanager",
         &["PutResourcePolicy", "DeleteResourcePolicy"],
         &["secretId"],
@@ -353,20 +342,6 @@ pub(crate) const OPS: &[Op] = &[
         &["secretId"],
         &["aws_secretsmanager_secret_rotation"],
         "prod/db",
-    ),
-    sub(
-        "logs",
-        &["PutSubscriptionFilter", "DeleteSubscriptionFilter"],
-        &["logGroupName"],
-        &["aws_cloudwatch_log_subscription_filter"],
-        "/app/web",
-    ),
-    sub(
-        "logs",
-        &["PutMetricFilter", "DeleteMetricFilter"],
-        &["logGroupName"],
-        &["aws_cloudwatch_log_metric_filter"],
-        "/app/web",
     ),
     sub(
         "elasticfilesystem",
