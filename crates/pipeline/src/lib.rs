@@ -239,7 +239,8 @@ pub struct ReportLine {
     pub resource_ids: Vec<String>,
     /// `drift`, `unmanaged`, `ignored` or `rejected`.
     pub verdict: Verdict,
-    /// Why (for ignored, unattributed unmanaged, and rejected lines), else null.
+    /// Why (for ignored, unattributed unmanaged, rejected lines, and `found_in_payload`
+    /// drift), else null.
     pub reason: Option<String>,
     /// Matched managed resources.
     pub resources: Vec<ReportResource>,
