@@ -54,14 +54,24 @@ fn bucket_policy_change_matches_bucket_and_its_sub_resources() {
     let l = line(&lines, "02_s3_bucket_policy_console.json");
     assert_eq!(l["verdict"], "drift");
     assert_eq!(l["action"], "pull_request");
+    // Issue 11, item 6: `PutBucketPolicy` changes the `aws_s3_bucket_policy`'s
+    // arguments, so the policy is primary and the bucket (merely named) related.
     assert!(
-        has(l, "module.storage.aws_s3_bucket.artifacts", "primary"),
+        has(l, "module.storage.aws_s3_bucket.artifacts", "related"),
         "{l}"
     );
     assert!(
         has(
             l,
             "module.storage.aws_s3_bucket_policy.artifacts",
+            "primary"
+        ),
+        "{l}"
+    );
+    assert!(
+        has(
+            l,
+            "module.storage.aws_s3_bucket_public_access_block.artifacts",
             "related"
         ),
         "{l}"
@@ -303,4 +313,32 @@ fn readme_demo_replays_all_three_clouds() {
         (l["verdict"].as_str(), l["reason"].as_str()),
         (Some("ignored"), Some("duplicate"))
     );
+}
+
+/// Issue 11, coverage as a number: the table ends with the coverage line, and
+/// `--stats` prints it to stderr with any format.
+#[test]
+fn replay_stats_prints_the_coverage_of_mutating_events() {
+    let args = [
+        "replay",
+        "--config",
+        "fixtures/driftreactor.toml",
+        "fixtures/aws/events",
+    ];
+    let run = driftreactor(&args);
+    let coverage = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("coverage: "))
+        .unwrap_or_else(|| panic!("no coverage line in\n{}", run.stdout));
+    assert!(
+        coverage.contains("% with an extracted id")
+            && coverage.contains("% attributed to a managed resource"),
+        "{coverage}"
+    );
+    let mut json = args.to_vec();
+    json.extend(["--format", "json", "--stats"]);
+    let run = driftreactor(&json);
+    assert!(run.stderr.contains(coverage), "{}", run.stderr);
+    assert!(!run.stdout.contains("coverage: "), "{}", run.stdout);
 }

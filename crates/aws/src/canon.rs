@@ -394,6 +394,12 @@ const EC2_PREFIXES: &[(&str, Option<&str>)] = &[
     ("cgw", Some("customer-gateway")),
     ("vgw", Some("vpn-gateway")),
     ("vpn", Some("vpn-connection")),
+    ("eni-attach", None),
+    ("vpc-cidr-assoc", None),
+    ("subnet-cidr-assoc", None),
+    ("iip-assoc", None),
+    ("cagw", Some("carrier-gateway")),
+    ("vpce-svc", Some("vpc-endpoint-service")),
 ];
 
 /// The ARN resource type of an EC2 id (`sg-0abc` → `security-group`); `Some(None)` for
@@ -508,6 +514,14 @@ pub(crate) fn iam(kind: &str, name: &str, ctx: &Ctx<'_>) -> Option<Canon> {
 pub(crate) fn plain(parts: &[&str]) -> Option<Canon> {
     let last = parts.last()?;
     plausible(last).then(|| Canon::new(None, Some(key(parts))))
+}
+
+/// An ELBv2 target registration: target `target` (instance id, IP address or Lambda
+/// ARN) of the target group `tg`: `aws:elbv2:target:{target group ARN}|{target}`, the
+/// key an `aws_lb_target_group_attachment` is indexed under.
+pub(crate) fn lb_target(tg: &Canon, target: &str) -> Option<Canon> {
+    let arn = tg.arn.as_deref()?;
+    (!target.is_empty()).then(|| Canon::new(None, Some(format!("aws:elbv2:target:{arn}|{target}"))))
 }
 
 /// An RDS object (`kind`: db, snapshot, cluster, cluster-snapshot) by identifier or

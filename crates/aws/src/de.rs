@@ -108,7 +108,21 @@ impl<'de, T: Fields<'de>> Visitor<'de> for KeyIndex<T> {
         f.write_str("a key")
     }
     fn visit_str<E>(self, v: &str) -> Result<Option<u8>, E> {
-        Ok(T::index(v))
+        if let Some(i) = T::index(v) {
+            return Ok(Some(i));
+        }
+        // CloudTrail's wrapped parameter form spells keys in PascalCase
+        // (`NatGatewayId`): read such a key as the camelCase field (`natGatewayId`).
+        let b = v.as_bytes();
+        if b.first().is_some_and(u8::is_ascii_uppercase) && b.len() <= 64 {
+            let mut buf = [0u8; 64];
+            buf[..b.len()].copy_from_slice(b);
+            buf[0] = buf[0].to_ascii_lowercase();
+            if let Ok(camel) = std::str::from_utf8(&buf[..b.len()]) {
+                return Ok(T::index(camel));
+            }
+        }
+        Ok(None)
     }
 }
 

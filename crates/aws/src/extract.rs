@@ -4,6 +4,7 @@ use driftreactor_event::{Change, ResourceRef};
 
 use crate::canon::{self, Canon, Ctx};
 use crate::classify;
+use crate::ops;
 use serde_json::value::RawValue;
 
 use crate::de::{Fields, Items, Obj, Str, fill};
@@ -115,19 +116,32 @@ fn generic<T: GenericArns>(p: &T, out: &mut Refs) {
     }
 }
 
-/// Extracts the resources an API call changed. `service` is the `eventSource` host
-/// (`ec2.amazonaws.com`), `op` the operation without version suffix, `req` / `resp`
-/// the raw `requestParameters` / `responseElements`.
+/// Extracts the resources an API call changed into `out` and the ones it merely names
+/// into `named`, following the operation table ([`ops`]) for its rows and the
+/// per-service rules otherwise. `service` is the `eventSource` host
+/// (`ec2.amazonaws.com`), `op` the operation without version suffix, `(req, resp)`
+/// the raw `requestParameters` / `responseElements` (flat or wrapped). Returns the
+/// Terraform resource types the operation changes (the row's; empty when none).
 pub(crate) fn resources(
     service: &str,
     op: &str,
-    req: Option<&RawValue>,
-    resp: Option<&RawValue>,
+    (req, resp): (Option<&RawValue>, Option<&RawValue>),
     record_resources: &[ResArn<'_>],
     ctx: &Ctx<'_>,
     out: &mut Refs,
-) {
+    named: &mut Refs,
+) -> &'static [&'static str] {
     let short = service.split('.').next().unwrap_or("");
+    // CloudTrail's wrapped form: `{"<Action>Request": {…}}` / `{"<Action>Response": {…}}`.
+    let req = unwrap(req, &["Request", "Req"]);
+    let resp = unwrap(resp, &["Response"]);
+    let row = ops::find(short, op);
+    if let Some(row) = row
+        && table(row, req, resp, ctx, out, named)
+    {
+        add_record_resources(record_resources, out);
+        return row.changes;
+    }
     // Outside EC2 the response is read only for creates (the new object's ARN or id);
     // skipping it elsewhere saves re-parsing large responses.
     let created = if classify::change(op) == Change::Create {
@@ -136,7 +150,7 @@ pub(crate) fn resources(
         None
     };
     match short {
-        "ec2" => ec2(op, req, resp, ctx, out),
+        "ec2" => ec2(op, (req, resp), ctx, out, named),
         "s3" => {
             let req: S3<'_> = view(req);
             if let Some(b) = s(&req.bucketName) {
@@ -309,6 +323,46 @@ pub(crate) fn resources(
             generic(&req, out);
         }
     }
+    if out.0.is_empty() {
+        // A service or operation no rule knows: its own ARNs under `…Arn` keys (the
+        // request's for an update, the response's for a create).
+        let text = if classify::change(op) == Change::Create {
+            resp
+        } else {
+            req
+        };
+        if let Some(text) = text {
+            arn_keys(short, text.get(), out, named, 0);
+        }
+    }
+    add_record_resources(record_resources, out);
+    row.map_or(&[], |r| r.changes)
+}
+
+/// The ARNs under keys ending in `Arn` / `ARN` of the object `text` and of the objects
+/// it holds directly (`{"stateMachineArn": …}`, `{"repository": {"repositoryArn": …}}`):
+/// those of the call's own service (`service`, the ARN's service field) are changed,
+/// the others (a `roleArn` handed to it, a `kmsKeyArn`) only named.
+fn arn_keys(service: &str, text: &str, out: &mut Refs, named: &mut Refs, depth: u8) {
+    let Some(members) = fields(text) else { return };
+    for (k, v) in members {
+        let b = k.as_bytes();
+        if b.len() > 3 && b[b.len() - 3..].eq_ignore_ascii_case(b"arn") {
+            if let Some(a) = string(v).filter(|a| a.starts_with("arn:")) {
+                let own = canon::parse_arn(a).is_some_and(|p| p.service == service);
+                if own {
+                    out.add_arn(a);
+                } else {
+                    named.add_arn(a);
+                }
+            }
+        } else if depth == 0 && v.get().starts_with('{') {
+            arn_keys(service, v.get(), out, named, depth + 1);
+        }
+    }
+}
+
+fn add_record_resources(record_resources: &[ResArn<'_>], out: &mut Refs) {
     for r in record_resources {
         if let Some(a) = s(&r.0) {
             out.add_arn(a);
@@ -316,12 +370,236 @@ pub(crate) fn resources(
     }
 }
 
-fn ec2(op: &str, req: Option<&RawValue>, resp: Option<&RawValue>, ctx: &Ctx<'_>, out: &mut Refs) {
+/// The inner object of CloudTrail's wrapped parameter form: a JSON object whose only
+/// key ends in one of `suffixes` (`ModifyVpcEndpointRequest`) and holds an object.
+/// Anything else is returned as given. Cheap for the flat form: only an object whose
+/// first key starts with an upper-case letter is parsed.
+fn unwrap<'a>(raw: Option<&'a RawValue>, suffixes: &[&str]) -> Option<&'a RawValue> {
+    let r = raw?;
+    let t = r.get().trim_start();
+    let first = t
+        .strip_prefix('{')
+        .map(str::trim_start)
+        .and_then(|t| t.strip_prefix('"'));
+    if !first.is_some_and(|k| k.starts_with(|c: char| c.is_ascii_uppercase())) {
+        return raw;
+    }
+    let Some(fields) = fields(t) else { return raw };
+    match fields.as_slice() {
+        [(k, v)]
+            if suffixes.iter().any(|x| k.ends_with(x)) && v.get().trim_start().starts_with('{') =>
+        {
+            Some(*v)
+        }
+        _ => raw,
+    }
+}
+
+/// The members of the JSON object `text`, in order; `None` when it is not an object
+/// (or a key has escapes, which CloudTrail keys never have).
+fn fields(text: &str) -> Option<Vec<(&str, &RawValue)>> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Vec<(&'de str, &'de RawValue)>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut m: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(k) = m.next_key::<&'de str>()? {
+                out.push((k, m.next_value::<&'de RawValue>()?));
+            }
+            Ok(out)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let v = serde::Deserializer::deserialize_map(&mut de, V).ok()?;
+    de.end().ok()?;
+    Some(v)
+}
+
+/// The string `raw` holds, if a string without escapes.
+fn string(raw: &RawValue) -> Option<&str> {
+    serde_json::from_str::<&str>(raw.get())
+        .ok()
+        .filter(|s| !s.is_empty())
+}
+
+/// Calls `f` with every string at the dotted `path` under `text`, keys matched ASCII
+/// case-insensitively (`associationId` reads `AssociationId`); arrays and EC2
+/// `{"items": [...]}` lists on the way (and at the end) are iterated.
+pub(crate) fn lookup<'a>(text: &'a str, path: &str, f: &mut dyn FnMut(&'a str)) {
+    lookup_at(text, path, f, 0);
+}
+
+fn lookup_at<'a>(text: &'a str, path: &str, f: &mut dyn FnMut(&'a str), depth: u8) {
+    if depth > 8 {
+        return;
+    }
+    let t = text.trim_start();
+    if t.starts_with('[') {
+        if let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(t) {
+            for i in items {
+                lookup_at(i.get(), path, f, depth + 1);
+            }
+        }
+        return;
+    }
+    let Some(members) = fields(t) else { return };
+    let (head, rest) = path
+        .split_once('.')
+        .map_or((path, None), |(h, r)| (h, Some(r)));
+    let Some((_, v)) = members.iter().find(|(k, _)| k.eq_ignore_ascii_case(head)) else {
+        if let [(k, v)] = members.as_slice()
+            && k.eq_ignore_ascii_case("items")
+        {
+            lookup_at(v.get(), path, f, depth + 1);
+        }
+        return;
+    };
+    match rest {
+        Some(rest) => lookup_at(v.get(), rest, f, depth + 1),
+        None => {
+            if let Some(s) = string(v) {
+                f(s);
+                return;
+            }
+            // A list of strings (`[…]`, `{"items": […]}`, `{"content": …}` entries).
+            let v = v.get().trim_start();
+            let list = if v.starts_with('{') {
+                fields(v).and_then(|m| {
+                    m.iter()
+                        .find(|(k, _)| k.eq_ignore_ascii_case("items"))
+                        .map(|(_, v)| v.get())
+                })
+            } else {
+                Some(v)
+            };
+            if let Some(items) = list.and_then(|l| serde_json::from_str::<Vec<&RawValue>>(l).ok()) {
+                for i in items {
+                    if let Some(s) = string(i) {
+                        f(s);
+                    } else {
+                        lookup_at(i.get(), "content", f, depth + 1);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The ids a request parameter holds: a string, `{"content": …}` (the wrapped form's
+/// list entry), `{"items": [...]}` or an array of any of these.
+fn id_values<'a>(v: &'a RawValue, out: &mut Vec<&'a str>, depth: u8) {
+    if depth > 3 {
+        return;
+    }
+    if let Some(s) = string(v) {
+        out.push(s);
+        return;
+    }
+    let t = v.get().trim_start();
+    if t.starts_with('[') {
+        for i in serde_json::from_str::<Vec<&RawValue>>(t).unwrap_or_default() {
+            id_values(i, out, depth + 1);
+        }
+    } else if let Some(m) = fields(t) {
+        for (k, v) in m {
+            if k.eq_ignore_ascii_case("content") || k.eq_ignore_ascii_case("items") {
+                id_values(v, out, depth + 1);
+            }
+        }
+    }
+}
+
+/// Extraction by the operation table's row. Returns false (and adds nothing) when the
+/// row's keys hold no id, so the per-service rule applies instead (a failed call
+/// without response, an unusual shape).
+fn table(
+    row: &ops::Op,
+    req: Option<&RawValue>,
+    resp: Option<&RawValue>,
+    ctx: &Ctx<'_>,
+    out: &mut Refs,
+    named: &mut Refs,
+) -> bool {
+    let req_text = req.map_or("", RawValue::get);
+    let at = |text: &'_ str, keys: &[&str]| {
+        let mut v: Vec<String> = Vec::new();
+        for k in keys {
+            lookup(text, k, &mut |s| v.push(s.to_owned()));
+        }
+        v
+    };
+    match row.id {
+        // These rows change a part of the object the per-service rule names.
+        ops::Id::Rule => false,
+        ops::Id::Ec2 => {
+            let text = match row.found {
+                ops::Found::Request => req_text,
+                ops::Found::Response => resp.map_or("", RawValue::get),
+            };
+            let ids = at(text, row.keys);
+            let ids: Vec<Canon> = ids.iter().filter_map(|i| canon::ec2(i, ctx)).collect();
+            if ids.is_empty() {
+                return false;
+            }
+            let parents: Vec<Canon> = at(req_text, row.parents)
+                .iter()
+                .filter_map(|i| canon::ec2(i, ctx))
+                .collect();
+            for c in ids {
+                let display = c
+                    .plain
+                    .as_deref()
+                    .unwrap_or_default()
+                    .trim_start_matches("aws:ec2:")
+                    .to_owned();
+                let c = parents.iter().fold(c, |c, p| c.with_parent(p));
+                out.add(Some(c), &display);
+            }
+            for i in at(req_text, row.named) {
+                named.add(canon::ec2(&i, ctx), &i);
+            }
+            true
+        }
+        ops::Id::LbTarget => {
+            let mut tg = None;
+            lookup(req_text, "targetGroupArn", &mut |s| tg = Some(s));
+            let Some(tg) = tg.and_then(canon::from_arn) else {
+                return false;
+            };
+            let targets = at(req_text, row.keys);
+            if targets.is_empty() {
+                return false;
+            }
+            for t in targets {
+                let c = canon::lb_target(&tg, &t).map(|c| c.with_parent(&tg));
+                out.add(c, &t);
+            }
+            true
+        }
+    }
+}
+
+fn ec2(
+    op: &str,
+    (req, resp): (Option<&RawValue>, Option<&RawValue>),
+    ctx: &Ctx<'_>,
+    out: &mut Refs,
+    named: &mut Refs,
+) {
+    let (req_raw, resp_raw) = (req, resp);
     let req: Ec2Req<'_> = view(req);
     generic(&req, out);
+    let added = std::cell::Cell::new(0usize);
     let mut add = |id: Option<&str>| {
         if let Some(id) = id.filter(|i| !i.is_empty()) {
             out.add(canon::ec2(id, ctx), id);
+            added.set(added.get() + 1);
         }
     };
     let creates = matches!(
@@ -399,6 +677,24 @@ fn ec2(op: &str, req: Option<&RawValue>, resp: Option<&RawValue>, ctx: &Ctx<'_>,
         {
             add(s(&i.transitGatewayAttachmentId));
         }
+        // Any other created object, as the EC2 API reference names response elements:
+        // `<noun>` holding `<noun>Id` (`vpcEndpoint.vpcEndpointId`,
+        // `transitGateway.transitGatewayId`), or `<noun>Id` itself.
+        // Only when nothing above named it (no second pass over a large response).
+        if let Some(text) = resp_raw.map(RawValue::get)
+            && !noun.is_empty()
+            && added.get() == 0
+        {
+            let noun = noun
+                .strip_suffix('s')
+                .filter(|_| noun.ends_with("Ids"))
+                .unwrap_or(noun);
+            let mut camel = noun.to_owned();
+            camel[..1].make_ascii_lowercase();
+            for path in [format!("{camel}.{camel}Id"), format!("{camel}Id")] {
+                lookup(text, &path, &mut |i| add(Some(i)));
+            }
+        }
         return;
     }
     // Updates, deletes, actions: the request names the object.
@@ -429,6 +725,9 @@ fn ec2(op: &str, req: Option<&RawValue>, resp: Option<&RawValue>, ctx: &Ctx<'_>,
     for f in &req.flowLogIds.0 {
         add(s(f));
     }
+    if let Some(f) = req.FlowLogId.get() {
+        add(s(&f.content));
+    }
     for w in [
         &req.DelTGwVpcAttachReq,
         &req.DeleteFlowLogsRequest,
@@ -447,6 +746,33 @@ fn ec2(op: &str, req: Option<&RawValue>, resp: Option<&RawValue>, ctx: &Ctx<'_>,
     }
     if let Some(k) = s(&req.keyName) {
         out.add(canon::ec2_key_pair(k), k);
+    }
+    // Every other top-level `…Id` / `…Ids` key holding EC2 ids (`vpcEndpointId`,
+    // `TransitGatewayId`, `vpcPeeringConnectionId`, …), in the flat or the wrapped
+    // form, where a list parameter is logged as `{"content": "vpce-…", "tag": 1}` or
+    // a list of those. `Add…` / `Remove…` keys name the objects a call links or
+    // unlinks (`AddRouteTableId` of `ModifyVpcEndpoint`): named, not changed.
+    if let Some(members) = req_raw.and_then(|r| fields(r.get())) {
+        for (k, v) in members {
+            let b = k.as_bytes();
+            let id_key = (b.len() > 2 && b[b.len() - 2..].eq_ignore_ascii_case(b"id"))
+                || (b.len() > 3 && b[b.len() - 3..].eq_ignore_ascii_case(b"ids"));
+            if !id_key {
+                continue;
+            }
+            let link = ["add", "remove"]
+                .iter()
+                .any(|p| b.len() > p.len() && b[..p.len()].eq_ignore_ascii_case(p.as_bytes()));
+            let mut ids: Vec<&str> = Vec::new();
+            id_values(v, &mut ids, 0);
+            for i in ids.into_iter().filter(|i| canon::ec2_kind(i).is_some()) {
+                if link {
+                    named.add(canon::ec2(i, ctx), i);
+                } else {
+                    out.add(canon::ec2(i, ctx), i);
+                }
+            }
+        }
     }
     // Security group rules: sub-objects of their group.
     if !op.contains("SecurityGroup") {

@@ -56,6 +56,8 @@ struct Attrs<'a> {
     #[serde(borrow)]
     target_group_arn: Str<'a>,
     #[serde(borrow)]
+    target_id: Str<'a>,
+    #[serde(borrow)]
     listener_arn: Str<'a>,
     #[serde(borrow)]
     log_group_name: Str<'a>,
@@ -136,6 +138,14 @@ impl StateIdentity for AwsIdentity {
         let name = v(&a.name);
         let t = instance.resource_type;
         match t {
+            "aws_lb_target_group_attachment" | "aws_alb_target_group_attachment" => {
+                if let (Some(tg), Some(target)) = (
+                    v(&a.target_group_arn).and_then(canon::from_arn),
+                    v(&a.target_id),
+                ) {
+                    push(out, start, canon::lb_target(&tg, target));
+                }
+            }
             "aws_s3_bucket" => {
                 if let Some(b) = v(&a.bucket).or(id) {
                     push(out, start, canon::s3_bucket(b, &ctx));

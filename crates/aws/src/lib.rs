@@ -55,7 +55,27 @@
 //! | EFS file system / mount target | `aws:efs:file-system:{fs-…}`, `aws:efs:mount-target:{fsmt-…}` |
 //! | Secrets Manager secret | `aws:secretsmanager:secret:{name}` (ARN suffix stripped) |
 //!
-//! ELBv2 objects, SNS topics and Glue catalogs are named by ARN only.
+//! ELBv2 objects, SNS topics and Glue catalogs are named by ARN only. An ELBv2 target
+//! registration (`RegisterTargets` / `DeregisterTargets`, and the
+//! `aws_lb_target_group_attachment` that manages it) is
+//! `aws:elbv2:target:{target group ARN}|{target id}`, its parent the target group.
+//!
+//! # Where the changed resource is found
+//!
+//! `requestParameters` and `responseElements` are read in the flat camelCase form and
+//! in CloudTrail's wrapped form (`{"<Action>Request": {…}}`, `{"<Action>Response":
+//! {…}}`, PascalCase keys) for every operation: the wrapper is removed and keys match
+//! their camelCase field. Operations whose changed resource is not the object the
+//! request names (associations and attachments whose id is only in the response, S3
+//! bucket sub-resources, ELBv2 target registration) are rows of one table
+//! (`ops.rs`, rendered as `docs/operations/aws.md` and checked by a test): where the
+//! id is, its parents, the objects the call merely names
+//! ([`DriftEvent::named`](driftreactor_event::DriftEvent::named)) and the Terraform
+//! types it changes
+//! ([`DriftEvent::changed_types`](driftreactor_event::DriftEvent::changed_types)).
+//! `responseElements` is kept in memory
+//! ([`DriftEvent::response`](driftreactor_event::DriftEvent::response)) for the
+//! router's fallback scan ([`payload_ids`]).
 //!
 //! Sub-objects carry their parent's ids in `ResourceRef::parents`: a security group
 //! rule `sgr-…` → its group; an ELBv2 listener → its load balancer; an API Gateway
@@ -98,6 +118,7 @@ mod de;
 mod extract;
 mod identity;
 mod normalize;
+mod ops;
 mod owned;
 mod record;
 
@@ -106,6 +127,31 @@ use driftreactor_event::{DriftEvent, NormalizeError};
 use driftreactor_event::{NotAChange, StateIdentity};
 
 pub use identity::AwsIdentity;
+
+/// The canonical ids a string found anywhere in a CloudTrail request or response may
+/// name, for the router's fallback scan (`driftreactor_router::route_event`): an ARN
+/// (normalized, with its plain key) or an EC2 id (`aws:ec2:{id}`). Other strings
+/// (names, which are ambiguous without their key) give nothing.
+pub fn payload_ids(s: &str, out: &mut Vec<String>) {
+    let c = if s.starts_with("arn:") {
+        canon::from_arn(s)
+    } else if canon::ec2_kind(s).is_some() {
+        canon::ec2(s, &canon::Ctx::new(None, None))
+    } else {
+        None
+    };
+    if let Some(c) = c {
+        out.extend(c.arn);
+        out.extend(c.plain);
+    }
+}
+
+/// The AWS operation table (where each listed operation's changed resource is found,
+/// the Terraform sub-resource types it changes, what it merely names) and the
+/// per-service rules, as the Markdown of `docs/operations/aws.md`.
+pub fn operation_table_markdown() -> String {
+    ops::markdown()
+}
 
 /// Normalizes one EventBridge envelope (`detail-type: AWS API Call via CloudTrail` or
 /// any other detail-type) or one bare CloudTrail record into a [`DriftEvent`]. Pure,

@@ -344,17 +344,27 @@ fn record(
     }
     let raw = rec.requestParameters.filter(|r| r.get() != "null");
     let mut refs = Refs::new();
-    extract::resources(
+    let mut named = Refs::new();
+    let changes = extract::resources(
         &ev.service,
         op,
-        raw,
-        resp_raw,
+        (raw, resp_raw),
         &rec.resources.0,
         &ctx,
         &mut refs,
+        &mut named,
     );
     ev.resources = refs.0;
+    named
+        .0
+        .retain(|n| !ev.resources.iter().any(|r| r.id == n.id));
+    ev.named = named.0;
+    ev.changed_types = changes.iter().map(|t| (*t).to_owned()).collect();
     ev.request = raw.map(RawValue::to_owned);
+    // Kept in memory only, for the router's fallback scan of changes.
+    if ev.change.is_some() && !ev.outcome.is_failed() {
+        ev.response = resp_raw.map(RawValue::to_owned);
+    }
     Ok(ev)
 }
 
@@ -958,6 +968,34 @@ mod tests {
             ev.principal_unreadable, None,
             "absent is unknown, not unreadable"
         );
+    }
+
+    /// A service no rule knows: its own ARNs under `…Arn` keys are changed (the
+    /// request's for an update, the response's for a create), other services' ARNs
+    /// only named (Step Functions and ECR API references: `UpdateStateMachine`
+    /// `stateMachineArn` / `roleArn`, `CreateRepository` `repository.repositoryArn`).
+    #[test]
+    fn unknown_services_name_their_own_arns_and_only_name_others() {
+        let sm = "arn:aws:states:eu-west-1:111122223333:stateMachine:flow";
+        let role = "arn:aws:iam::111122223333:role/flow";
+        let ev = normalize(&rec(
+            "UpdateStateMachine",
+            "states.amazonaws.com",
+            json!({"stateMachineArn": sm, "roleArn": role, "definition": "{}"}),
+            json!({}),
+        ))
+        .unwrap();
+        assert_eq!(ev.resource_ids().collect::<Vec<_>>(), [sm]);
+        assert!(ev.named.iter().any(|n| n.id == role), "{:?}", ev.named);
+        let repo = "arn:aws:ecr:eu-west-1:111122223333:repository/app";
+        let ev = normalize(&rec(
+            "CreateRepository",
+            "ecr.amazonaws.com",
+            json!({"repositoryName": "app", "encryptionConfiguration": {"kmsKey": role}}),
+            json!({"responseElements": {"repository": {"repositoryArn": repo, "repositoryName": "app"}}}),
+        ))
+        .unwrap();
+        assert_eq!(ev.resource_ids().collect::<Vec<_>>(), [repo]);
     }
 
     #[test]

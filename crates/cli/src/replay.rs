@@ -48,6 +48,11 @@ pub struct Args {
     /// `[replay] max_event_file_bytes`). A larger file is one `rejected` line.
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_event_file_bytes: Option<u64>,
+    /// Print the coverage line (share of mutating events with an extracted id and
+    /// share attributed to a managed resource) to stderr; the table format prints it
+    /// after the counts anyway.
+    #[arg(long)]
+    pub stats: bool,
     /// Recorded event files (one event, a JSON array, JSON Lines, a CloudTrail log
     /// file or a Pub/Sub push envelope), or directories of `*.json` / `*.jsonl` / `*.ndjson` files.
     #[arg(value_name = "EVENTS", required = true)]
@@ -164,8 +169,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             summary.ignored,
             summary.rejected
         )?;
+        writeln!(out, "{}", summary.coverage())?;
     }
     out.flush()?;
+    if args.stats {
+        eprintln!("{}", summary.coverage());
+    }
     drop(out);
     let mut escalated = 0;
     if let Some(remediation) = remediation {

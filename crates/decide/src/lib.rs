@@ -14,6 +14,9 @@
 //! `…/action` in no table of documented operations) is never reverted nor turned into
 //! a pull request: every target's action is at most `notify`, and the verdict
 //! (`drift` or `unmanaged`) carries reason `unknown_effect`.
+//! Matches the router found only by its fallback scan of the payload
+//! (`Routed::found_in_payload`) are `drift` with reason `found_in_payload` and each
+//! action at most `notify`: a human checks the guess, nothing is reverted or proposed.
 //!
 //! ```
 //! use driftreactor_decide::{Policy, PolicyConfig};
@@ -289,8 +292,9 @@ pub struct Decision {
     /// The verdict.
     pub verdict: Verdict,
     /// The reason, for `ignored` and unattributed `unmanaged` verdicts, for `drift`
-    /// whose revert became a pull request (`principal_unreadable`), and
-    /// `unknown_effect` for a change whose effect is unknown (`drift` or `unmanaged`).
+    /// whose revert became a pull request (`principal_unreadable`), `unknown_effect`
+    /// for a change whose effect is unknown (`drift` or `unmanaged`), and
+    /// `found_in_payload` for `drift` matched only by the router's fallback scan.
     pub reason: Option<Reason>,
     /// The event-level action: the strongest action over its targets
     /// (`revert` > `pull_request` > `notify` > `none`), `notify` for unmanaged.
@@ -363,18 +367,17 @@ pub fn decide(
         .iter()
         .map(|m| {
             let ty = &graph.node(m.node).resource_type;
-            let action = match policy.rule_for(&m.workspace, &m.address, ty) {
+            let mut action = match policy.rule_for(&m.workspace, &m.address, ty) {
                 RuleAction::Revert => Action::Revert,
                 RuleAction::PullRequest => Action::PullRequest,
                 RuleAction::Notify => Action::Notify,
                 RuleAction::Ignore => Action::None,
             };
-            // An operation whose effect is unknown is only ever shown to a human.
-            let action = if event.effect_unknown {
-                action.min(Action::Notify)
-            } else {
-                action
-            };
+            // An operation whose effect is unknown, or a guess from the payload's
+            // strings, is only ever shown to a human.
+            if event.effect_unknown || routed.found_in_payload {
+                action = action.min(Action::Notify);
+            }
             Target {
                 workspace: m.workspace.clone(),
                 address: m.address.clone(),
@@ -406,11 +409,12 @@ pub fn decide(
     }
     Decision {
         verdict: Verdict::Drift,
-        // An unknown effect caps every action at `notify` (so nothing became a pull
-        // request for an unreadable principal): it is the reason that holds.
+        // An unknown effect or a payload guess caps every action at `notify` (so
+        // nothing became a pull request for an unreadable principal): that reason holds.
         reason: event
             .effect_unknown
             .then_some(Reason::UnknownEffect)
+            .or(routed.found_in_payload.then_some(Reason::FoundInPayload))
             .or(reason),
         action,
         targets,

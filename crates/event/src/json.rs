@@ -33,11 +33,83 @@ pub fn describe(v: &Value) -> &'static str {
     }
 }
 
+/// Calls `f` with every string value of the JSON text `text` (not object keys), depth
+/// first, in document order, without building a tree. Invalid JSON stops the walk
+/// (the strings before the error have been given); nesting deeper than 64 levels is
+/// skipped.
+pub fn strings(text: &str, f: &mut dyn FnMut(&str)) {
+    use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+    struct Walk<'f, 'g> {
+        f: &'f mut (dyn FnMut(&str) + 'g),
+        depth: u8,
+    }
+    impl<'de> DeserializeSeed<'de> for Walk<'_, '_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Walk<'_, '_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_str<E>(self, v: &str) -> Result<(), E> {
+            (self.f)(v);
+            Ok(())
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
+            if self.depth >= 64 {
+                while s.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                return Ok(());
+            }
+            while s
+                .next_element_seed(Walk {
+                    f: &mut *self.f,
+                    depth: self.depth + 1,
+                })?
+                .is_some()
+            {}
+            Ok(())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+            while m.next_key::<serde::de::IgnoredAny>()?.is_some() {
+                if self.depth >= 64 {
+                    m.next_value::<serde::de::IgnoredAny>()?;
+                } else {
+                    m.next_value_seed(Walk {
+                        f: &mut *self.f,
+                        depth: self.depth + 1,
+                    })?;
+                }
+            }
+            Ok(())
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let _ = Walk { f, depth: 0 }.deserialize(&mut de);
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
-    use super::{describe, parse};
+    use super::{describe, parse, strings};
     use crate::NormalizeError;
 
     #[test]
@@ -58,6 +130,22 @@ mod tests {
             Err(NormalizeError::Json { line: 1, .. })
         ));
         assert!(matches!(parse(b"{} {}"), Err(NormalizeError::Json { .. })));
+    }
+
+    #[test]
+    fn strings_walks_every_string_value_in_order() {
+        let mut got = Vec::new();
+        strings(
+            r#"{"a": "x", "k": {"b": ["y", 1, null, {"c": "z\u0041"}]}, "n": true}"#,
+            &mut |s| got.push(s.to_owned()),
+        );
+        assert_eq!(got, ["x", "y", "zA"]);
+        let mut n = 0;
+        strings("{\"a\": \"x\", ", &mut |_| n += 1);
+        assert_eq!(n, 1);
+        let deep = format!("{}\"s\"{}", "[".repeat(200), "]".repeat(200));
+        strings(&deep, &mut |_| n += 1);
+        assert_eq!(n, 1);
     }
 
     #[test]

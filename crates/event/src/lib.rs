@@ -285,6 +285,25 @@ pub struct DriftEvent {
     /// `requestParameters`, audit `request`, ARM `httpRequest`), for evidence in pull
     /// requests. Redacted before it leaves the process.
     pub request: Option<Box<RawValue>>,
+    /// The response of the call as the provider recorded it (CloudTrail
+    /// `responseElements`), kept only in memory for the router's fallback scan
+    /// ([`DriftEvent::payload_strings`]); never serialized (responses may hold
+    /// secrets: a new access key, a generated password).
+    #[serde(skip)]
+    pub response: Option<Box<RawValue>>,
+    /// The Terraform resource types of the sub-resource the operation changes, when it
+    /// changes one part of the named object (S3 `PutBucketAcl` →
+    /// `aws_s3_bucket_acl`): the router makes the matches of these types `primary`
+    /// and the object's other resources `related`. Empty when the operation changes
+    /// the named object itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed_types: Vec<String>,
+    /// Objects the call merely names without changing their Terraform arguments (the
+    /// subnet an `AssociateRouteTable` attaches a route table to, the instance an
+    /// address is associated with): the router reports the managed ones as `related`,
+    /// never `primary`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub named: Vec<ResourceRef>,
 }
 
 impl DriftEvent {
@@ -312,11 +331,24 @@ impl DriftEvent {
             correlation_key: None,
             principal_unreadable: None,
             request: None,
+            response: None,
+            changed_types: Vec::new(),
+            named: Vec::new(),
         }
     }
 
     /// The canonical ids of every resource the event names, in order.
     pub fn resource_ids(&self) -> impl Iterator<Item = &str> {
         self.resources.iter().map(|r| r.id.as_str())
+    }
+
+    /// Calls `f` with every string value of [`DriftEvent::request`] and
+    /// [`DriftEvent::response`] (object keys are not values), depth first, in document
+    /// order: the input of the router's fallback scan. A part that is not valid JSON
+    /// yields nothing. Nesting deeper than 64 levels is not descended into.
+    pub fn payload_strings(&self, f: &mut dyn FnMut(&str)) {
+        for raw in [&self.request, &self.response].into_iter().flatten() {
+            json::strings(raw.get(), f);
+        }
     }
 }

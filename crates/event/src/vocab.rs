@@ -120,6 +120,10 @@ pub enum Reason {
     NotAChange,
     /// An unmanaged change whose resource could not be identified from the event.
     Unattributed,
+    /// The operation table named no managed resource, but an id the state knows was
+    /// found elsewhere in the request or response (the fallback scan): the matches are
+    /// `related`, the action at most `notify`, for a human to check.
+    FoundInPayload,
     /// A later report of a change already reported (GCP `operation.last` after
     /// `operation.first`, a redelivered event id).
     Duplicate,
@@ -141,6 +145,7 @@ names!(Reason, "reason", [
     Policy => "policy",
     NotAChange => "not_a_change",
     Unattributed => "unattributed",
+    FoundInPayload => "found_in_payload",
     Duplicate => "duplicate",
     PrincipalUnreadable => "principal_unreadable",
     UnknownEffect => "unknown_effect",

@@ -28,7 +28,7 @@ use driftreactor_decide::{Action, Decision, Policy, Reason, Verdict, decide};
 use driftreactor_event::{
     Change, DriftEvent, MatchKind, MatchRecord, NormalizeError, Provider, StateIdentity, Via,
 };
-use driftreactor_router::{Routed, route};
+use driftreactor_router::{Routed, route_event};
 use driftreactor_source::PayloadFormat;
 use driftreactor_tfgraph::Graph;
 use serde::{Deserialize, Serialize};
@@ -116,13 +116,36 @@ impl Pipeline {
     /// own/IaC principal, not a change) are still routed, so reports and the journal
     /// show which resources they touched.
     pub fn evaluate(&self, event: DriftEvent) -> Evaluated {
-        let routed = route(&self.graph, &event);
+        let routed = route_event(&self.graph, &event, &|s, out| payload_ids(&event, s, out));
         let decision = decide(&self.policy, &self.graph, &event, &routed);
         Evaluated {
             event,
             routed,
             decision,
         }
+    }
+}
+
+/// The candidate canonical ids of one string of `event`'s request or response, per
+/// provider, for the router's fallback scan ([`driftreactor_router::route_event`]):
+/// AWS ARNs and EC2 ids ([`driftreactor_aws::payload_ids`]), Azure resource IDs
+/// ([`driftreactor_azure::arm_id::canonical`]), GCP resource names and API URLs (any
+/// string with a `/`, [`driftreactor_gcp::resource_name::canonical`] with the event's
+/// service and project).
+pub fn payload_ids(event: &DriftEvent, s: &str, out: &mut Vec<String>) {
+    match event.provider {
+        Provider::Aws => driftreactor_aws::payload_ids(s, out),
+        Provider::Azure if s.contains("/providers/") || s.starts_with("/subscriptions/") => {
+            out.extend(driftreactor_azure::arm_id::canonical(s));
+        }
+        Provider::Gcp if s.contains('/') && !s.contains(char::is_whitespace) => {
+            out.extend(driftreactor_gcp::resource_name::canonical(
+                Some(&event.service),
+                s,
+                event.account.as_deref(),
+            ));
+        }
+        _ => {}
     }
 }
 
@@ -216,8 +239,9 @@ pub struct ReportLine {
     pub resource_ids: Vec<String>,
     /// `drift`, `unmanaged`, `ignored` or `rejected`.
     pub verdict: Verdict,
-    /// Why (for ignored, unattributed unmanaged, and rejected lines, and
-    /// `principal_unreadable` for drift whose revert became a pull request), else null.
+    /// Why (for ignored, unattributed unmanaged, and rejected lines; for drift:
+    /// `principal_unreadable` when its revert became a pull request,
+    /// `unknown_effect`, `found_in_payload`), else null.
     pub reason: Option<String>,
     /// Matched managed resources.
     pub resources: Vec<ReportResource>,
@@ -413,6 +437,24 @@ pub struct Summary {
     pub ignored: usize,
     /// `rejected` lines.
     pub rejected: usize,
+    /// Mutating events: lines with a `change` that are not failed calls.
+    pub mutating: usize,
+    /// Mutating events with at least one extracted resource id.
+    pub with_ids: usize,
+    /// Mutating events with at least one matched managed resource.
+    pub attributed: usize,
+    /// Of `attributed`, those matched only by the fallback scan (`found_in_payload`).
+    pub found_in_payload: usize,
+}
+
+/// `part` of `whole` in percent, one decimal (0 of 0 is 0).
+fn percent(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        return 0.0;
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let p = part as f64 * 100.0 / whole as f64;
+    (p * 10.0).round() / 10.0
 }
 
 impl Summary {
@@ -425,5 +467,125 @@ impl Summary {
             Verdict::Ignored => self.ignored += 1,
             Verdict::Rejected => self.rejected += 1,
         }
+        if line.change.is_some()
+            && line.verdict != Verdict::Rejected
+            && line.reason.as_deref() != Some(Reason::FailedCall.as_str())
+        {
+            self.mutating += 1;
+            self.with_ids += usize::from(!line.resource_ids.is_empty());
+            if !line.resources.is_empty() {
+                self.attributed += 1;
+                self.found_in_payload +=
+                    usize::from(line.reason.as_deref() == Some(Reason::FoundInPayload.as_str()));
+            }
+        }
+    }
+
+    /// The coverage line of `replay` (README, "The replay report"): the share of
+    /// mutating events with at least one extracted id and the share attributed to a
+    /// managed resource, e.g. `coverage: 12 mutating events, 91.7% with an extracted
+    /// id, 75.0% attributed to a managed resource (1 by the payload fallback)`.
+    pub fn coverage(&self) -> String {
+        format!(
+            "coverage: {} mutating event{}, {:.1}% with an extracted id, {:.1}% attributed to a managed resource ({} by the payload fallback)",
+            self.mutating,
+            if self.mutating == 1 { "" } else { "s" },
+            percent(self.with_ids, self.mutating),
+            percent(self.attributed, self.mutating),
+            self.found_in_payload,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(
+        change: Option<Change>,
+        ids: usize,
+        matched: bool,
+        reason: Option<Reason>,
+    ) -> ReportLine {
+        let mut l = ReportLine::rejected("x".into(), &NormalizeError::Empty);
+        l.verdict = if matched {
+            Verdict::Drift
+        } else {
+            Verdict::Unmanaged
+        };
+        l.change = change;
+        l.reason = reason.map(|r| r.as_str().to_owned());
+        l.resource_ids = (0..ids).map(|i| i.to_string()).collect();
+        if matched {
+            l.resources.push(ReportResource {
+                workspace: "w".into(),
+                address: "a".into(),
+                kind: MatchKind::Related,
+            });
+        }
+        l
+    }
+
+    /// Issue 11, coverage as a number: failed calls and non-changes do not count as
+    /// mutating; the fallback's share is counted apart.
+    #[test]
+    fn coverage_counts_mutating_events_with_ids_and_matches() {
+        let mut s = Summary::default();
+        s.add(&line(Some(Change::Update), 2, true, None));
+        s.add(&line(
+            Some(Change::Update),
+            0,
+            true,
+            Some(Reason::FoundInPayload),
+        ));
+        s.add(&line(Some(Change::Create), 1, false, None));
+        s.add(&line(
+            Some(Change::Create),
+            0,
+            false,
+            Some(Reason::Unattributed),
+        ));
+        s.add(&line(
+            Some(Change::Update),
+            1,
+            false,
+            Some(Reason::FailedCall),
+        ));
+        s.add(&line(None, 1, true, Some(Reason::ReadOnly)));
+        assert_eq!(
+            (s.mutating, s.with_ids, s.attributed, s.found_in_payload),
+            (4, 2, 2, 1)
+        );
+        assert_eq!(
+            s.coverage(),
+            "coverage: 4 mutating events, 50.0% with an extracted id, 50.0% attributed to a managed resource (1 by the payload fallback)"
+        );
+        assert!(
+            Summary::default()
+                .coverage()
+                .contains("0 mutating events, 0.0%")
+        );
+    }
+
+    #[test]
+    fn payload_ids_name_arns_and_ec2_ids_only() {
+        let ev = DriftEvent::new(Provider::Aws, "e");
+        let ids = |s: &str| {
+            let mut out = Vec::new();
+            payload_ids(&ev, s, &mut out);
+            out
+        };
+        assert_eq!(ids("sg-0123"), ["aws:ec2:sg-0123"]);
+        assert_eq!(ids("arn:aws:s3:::b"), ["arn:aws:s3:::b", "aws:s3:bucket:b"]);
+        assert!(ids("hello world").is_empty() && ids("b").is_empty());
+        let ev = DriftEvent::new(Provider::Azure, "e");
+        let mut out = Vec::new();
+        payload_ids(
+            &ev,
+            "/subscriptions/S/resourceGroups/RG/providers/Microsoft.Network/virtualNetworks/V",
+            &mut out,
+        );
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0], out[0].to_ascii_lowercase());
     }
 }

@@ -22,7 +22,8 @@ pub struct Processed {
     pub event: DriftEvent,
     /// `drift`, `unmanaged` or `ignored` (README, "The replay report").
     pub verdict: Verdict,
-    /// The reason for `ignored` and unattributed `unmanaged` verdicts.
+    /// The reason for `ignored` and unattributed `unmanaged` verdicts, and
+    /// `found_in_payload` for drift matched only by the router's payload fallback.
     pub reason: Option<Reason>,
     /// The event-level action.
     pub action: Action,

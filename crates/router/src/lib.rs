@@ -13,6 +13,19 @@
 //! * **dependents**: resources that depend on a matched one (reverse `dependencies`),
 //!   the blast radius shown to a human.
 //!
+//! When the event names the sub-resource types its operation changes
+//! ([`DriftEvent::changed_types`], e.g. `aws_s3_bucket_acl` for S3 `PutBucketAcl`),
+//! the matches of those types are primary and the other primary matches become
+//! related: the primary match is the object whose Terraform arguments the operation
+//! changed.
+//!
+//! [`route_event`] adds the **fallback** that never loses an id the state knows: when
+//! the normalizer extracted no resource from the event, every string of its request and response
+//! is turned into candidate canonical ids (by the provider's function, see
+//! [`Candidates`]) and the managed resources they name are `related` matches, with
+//! [`Routed::found_in_payload`] set (the decider gives the reason
+//! `found_in_payload`).
+//!
 //! Provider-neutral: all provider knowledge lives in the canonical identifiers the
 //! normalizers and the [`driftreactor_tfgraph::StateIdentity`] plug-ins agree on.
 
@@ -60,6 +73,86 @@ pub struct Routed {
     pub matches: Vec<ResourceMatch>,
     /// Dependents of the matches that are not themselves matches, each once.
     pub dependents: Vec<Dependent>,
+    /// True when the matches come from the fallback scan of the request and response
+    /// ([`route_event`]), not from the event's resources: all are `related`.
+    pub found_in_payload: bool,
+}
+
+/// A provider's candidate canonical ids for one string found in an event's request or
+/// response: pushes onto the vector the ids its identity index would hold for the
+/// object the string names (an ARN and its plain key, a lower-cased Azure resource ID,
+/// …), nothing for a string that names no object.
+pub type Candidates<'a> = dyn Fn(&str, &mut Vec<String>) + 'a;
+
+/// At most this many payload strings are looked at by the fallback scan.
+const MAX_SCANNED: usize = 4096;
+
+/// [`route`], then, when the event names no resource at all (it would be
+/// `unattributed`: a shape the extraction does not know) and is a successful,
+/// mutating change, the fallback scan: every string value of the event's request and
+/// response ([`DriftEvent::payload_strings`], at most 4096) goes through
+/// `candidates`; each candidate id that is not one of the event's own resource ids or
+/// parents (those were tried) and that the graph indexes gives its primary nodes (past
+/// the account and region guards; not the resources hanging off them) as
+/// [`MatchKind::Related`], in payload order, and
+/// [`Routed::found_in_payload`] is set. Pure; never panics.
+pub fn route_event(graph: &Graph, event: &DriftEvent, candidates: &Candidates<'_>) -> Routed {
+    let routed = route(graph, event);
+    if !routed.matches.is_empty()
+        || !event.resources.is_empty()
+        || event.change.is_none()
+        || event.not_a_change.is_some()
+        || event.read_only
+        || event.outcome.is_failed()
+    {
+        return routed;
+    }
+    fallback(graph, event, candidates)
+}
+
+/// The fallback scan of [`route_event`] alone (no check of the event's own matches).
+pub fn fallback(graph: &Graph, event: &DriftEvent, candidates: &Candidates<'_>) -> Routed {
+    let tried: HashSet<&str> = event
+        .resources
+        .iter()
+        .flat_map(|r| std::iter::once(r.id.as_str()).chain(r.parents.iter().map(String::as_str)))
+        .collect();
+    let mut ids: Vec<String> = Vec::new();
+    let mut scanned = 0usize;
+    let mut found: Vec<driftreactor_event::ResourceRef> = Vec::new();
+    event.payload_strings(&mut |s| {
+        scanned += 1;
+        if scanned > MAX_SCANNED || s.is_empty() || s.len() > 2048 {
+            return;
+        }
+        ids.clear();
+        candidates(s, &mut ids);
+        for id in ids.drain(..) {
+            if !tried.contains(id.as_str())
+                && !found.iter().any(|r| r.id == id)
+                && !graph.primary(&id).is_empty()
+            {
+                found.push(driftreactor_event::ResourceRef::new(id));
+            }
+        }
+    });
+    if found.is_empty() {
+        return Routed::default();
+    }
+    let mut probe = DriftEvent::new(event.provider, "");
+    probe.account.clone_from(&event.account);
+    probe.region.clone_from(&event.region);
+    probe.resources = found;
+    // Only the objects the strings name (not what hangs off them), as related.
+    let mut routed = route(graph, &probe);
+    routed.matches.retain(|m| m.kind == MatchKind::Primary);
+    for m in &mut routed.matches {
+        m.kind = MatchKind::Related;
+    }
+    let ids: Vec<(NodeId, MatchKind)> = routed.matches.iter().map(|m| (m.node, m.kind)).collect();
+    routed.dependents = dependents_of(graph, &ids);
+    routed.found_in_payload = !routed.matches.is_empty();
+    routed
 }
 
 impl Routed {
@@ -99,6 +192,10 @@ const LINEAR_MATCHES: usize = 16;
 /// (primary > related > parent), at the position of its first appearance. Dependents
 /// are the union of [`Graph::dependents`] of every match, in match order, minus the
 /// matches themselves, each once, at most [`driftreactor_tfgraph::MAX_DEPENDENTS`].
+///
+/// Then the objects the event merely names ([`DriftEvent::named`]) add their primary
+/// nodes as [`MatchKind::Related`] when not matched already, and
+/// [`DriftEvent::changed_types`] singles out the primary matches (crate docs).
 pub fn route(graph: &Graph, event: &DriftEvent) -> Routed {
     let account = event.account.as_deref().filter(|a| !a.is_empty());
     let region = event.region.as_deref().filter(|r| !r.is_empty());
@@ -204,27 +301,21 @@ pub fn route(graph: &Graph, event: &DriftEvent) -> Routed {
         }
     }
 
-    if matches.is_empty() {
-        return Routed::default();
-    }
-    let mut seen: HashSet<NodeId> = matches.iter().map(|&(id, _)| id).collect();
-    let mut dependents = Vec::new();
-    'outer: for &(id, _) in &matches {
-        for dep in graph.dependents(id) {
-            if dependents.len() >= MAX_DEPENDENTS {
-                break 'outer;
-            }
-            if seen.insert(dep)
-                && let Some(node) = graph.get(dep)
-            {
-                dependents.push(Dependent {
-                    node: dep,
-                    workspace: Arc::clone(&node.workspace),
-                    address: Arc::clone(&node.address),
-                });
+    // Merely named objects: related, and only when not matched otherwise (a parent
+    // match stays a parent match).
+    for named in &event.named {
+        for &id in graph.primary(&named.id) {
+            if allowed(id) && !matches.iter().any(|&(m, _)| m == id) {
+                matches.push((id, MatchKind::Related));
             }
         }
     }
+
+    if matches.is_empty() {
+        return Routed::default();
+    }
+    single_out_changed_types(graph, event, &mut matches);
+    let dependents = dependents_of(graph, &matches);
 
     let matches = matches
         .into_iter()
@@ -241,6 +332,68 @@ pub fn route(graph: &Graph, event: &DriftEvent) -> Routed {
     Routed {
         matches,
         dependents,
+        found_in_payload: false,
+    }
+}
+
+/// The union of the matches' dependents, in match order, minus the matches, each once,
+/// at most [`MAX_DEPENDENTS`].
+fn dependents_of(graph: &Graph, matches: &[(NodeId, MatchKind)]) -> Vec<Dependent> {
+    let mut seen: HashSet<NodeId> = matches.iter().map(|&(id, _)| id).collect();
+    let mut dependents = Vec::new();
+    'outer: for &(id, _) in matches {
+        for dep in graph.dependents(id) {
+            if dependents.len() >= MAX_DEPENDENTS {
+                break 'outer;
+            }
+            if seen.insert(dep)
+                && let Some(node) = graph.get(dep)
+            {
+                dependents.push(Dependent {
+                    node: dep,
+                    workspace: Arc::clone(&node.workspace),
+                    address: Arc::clone(&node.address),
+                });
+            }
+        }
+    }
+    dependents
+}
+
+/// The operation-aware primary rule: when the event names the sub-resource types it
+/// changes and some match is of one of them, those matches are primary and the other
+/// primary matches related (a policy change of a bucket is the `aws_s3_bucket_policy`'s
+/// drift, the bucket is only named). Without such a match nothing changes, so a
+/// state that manages the part inline (an old `aws_s3_bucket` with `acl`) still
+/// names the bucket as primary.
+fn single_out_changed_types(
+    graph: &Graph,
+    event: &DriftEvent,
+    matches: &mut [(NodeId, MatchKind)],
+) {
+    if event.changed_types.is_empty() {
+        return;
+    }
+    let changed = |id: NodeId| {
+        graph
+            .get(id)
+            .is_some_and(|n| event.changed_types.iter().any(|t| **t == *n.resource_type))
+    };
+    if !matches
+        .iter()
+        .any(|&(id, kind)| kind != MatchKind::Parent && changed(id))
+    {
+        return;
+    }
+    for (id, kind) in matches.iter_mut() {
+        if *kind == MatchKind::Parent {
+            continue;
+        }
+        *kind = if changed(*id) {
+            MatchKind::Primary
+        } else {
+            MatchKind::Related
+        };
     }
 }
 
@@ -674,5 +827,83 @@ mod tests {
             want.push(m("many", &format!("aws_security_group_rule.r{i}"), kind));
         }
         assert_eq!(summary(&r), want);
+    }
+
+    /// Issue 11, item 6: the operation's changed sub-resource type is primary, the
+    /// object it belongs to related; without a match of that type nothing changes.
+    #[test]
+    fn changed_types_single_out_the_primary_match() {
+        let g = graph();
+        let mut e = event(Some("222"), vec![ResourceRef::new("shared-name")]);
+        e.changed_types = vec!["aws_s3_bucket_policy".into()];
+        assert_eq!(
+            summary(&route(&g, &e)),
+            [
+                m("dev", "aws_s3_bucket.logs", MatchKind::Related),
+                m("dev", "aws_s3_bucket_policy.logs", MatchKind::Primary),
+            ]
+        );
+        e.changed_types = vec!["aws_s3_bucket_acl".into()];
+        assert_eq!(
+            summary(&route(&g, &e)),
+            [
+                m("dev", "aws_s3_bucket.logs", MatchKind::Primary),
+                m("dev", "aws_s3_bucket_policy.logs", MatchKind::Primary),
+            ]
+        );
+    }
+
+    /// Merely named objects are related, and never demote a parent match.
+    #[test]
+    fn named_objects_are_related_only() {
+        let g = graph();
+        let mut e = event(Some("111"), vec![with_parents("rtbassoc-new", &["vpc-1"])]);
+        e.named = vec![ResourceRef::new("i-1"), ResourceRef::new("vpc-1")];
+        assert_eq!(
+            summary(&route(&g, &e)),
+            [
+                m("prod", "aws_vpc.main", MatchKind::Parent),
+                m("prod", "aws_instance.app[0]", MatchKind::Related),
+            ]
+        );
+    }
+
+    /// The fallback scan: only for an event that names no resource, related matches
+    /// from the payload's strings, guarded like any match.
+    #[test]
+    fn fallback_scans_the_payload_of_unattributed_changes_only() {
+        let g = graph();
+        let plain: &Candidates<'_> = &|s, out| out.push(s.to_owned());
+        let mut e = event(Some("111"), vec![]);
+        e.change = Some(driftreactor_event::Change::Update);
+        e.request =
+            serde_json::value::RawValue::from_string(r#"{"a": {"b": ["nothing", "sg-1"]}}"#.into())
+                .ok();
+        e.response = serde_json::value::RawValue::from_string(r#"{"vpc": "vpc-1"}"#.into()).ok();
+        let r = route_event(&g, &e, plain);
+        assert!(r.found_in_payload);
+        assert_eq!(
+            summary(&r),
+            [
+                m("prod", "aws_security_group.web", MatchKind::Related),
+                m("prod", "aws_vpc.main", MatchKind::Related),
+            ]
+        );
+        assert!(
+            deps(&r).contains(&r#"aws_security_group_rule.https["in"]"#.to_owned()),
+            "{:?}",
+            deps(&r)
+        );
+        // Another account: guarded.
+        e.account = Some("999".into());
+        assert_eq!(route_event(&g, &e, plain), Routed::default());
+        // An event that names a resource (even an unmanaged one) is not scanned.
+        e.account = Some("111".into());
+        e.resources = vec![ResourceRef::new("sg-unknown")];
+        assert_eq!(route_event(&g, &e, plain), Routed::default());
+        // Nor is a read.
+        e.resources.clear();
+        e.change = None;
+        assert_eq!(route_event(&g, &e, plain), Routed::default());
     }
 }
