@@ -22,7 +22,7 @@ use crate::arm_id;
 ///   (`network_security_group_name`, `virtual_network_name`, `storage_account_name`
 ///   with `resource_group_name`). Resource groups and subscriptions are never parents
 ///   (see [`crate::arm_id`]);
-/// * owned sub-objects: see [`OWNED`];
+/// * owned sub-objects: see `OWNED` in this module;
 /// * account: the lowercase subscription id of the instance's ID (or `scope`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AzureIdentity;

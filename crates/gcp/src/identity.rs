@@ -29,9 +29,9 @@ use crate::resource_name::{self as rn, canonical};
 ///   network, `google_compute_attached_disk` → instance and disk, KMS / Pub/Sub /
 ///   BigQuery `*_iam_*` → their key, key ring, topic, subscription, dataset;
 /// * IAM: `*_iam_policy`, `*_iam_binding` and `*_iam_member` are also indexed under
-///   the keys of [`crate::iam`] (policy, role, role and member), so a `SetIamPolicy`
+///   the keys of the private `iam` module (policy, role, role and member), so a `SetIamPolicy`
 ///   binding delta names the one resource that manages it;
-/// * owned sub-objects: see [`OWNED`];
+/// * owned sub-objects: see `OWNED` in this module;
 /// * account: `project` (or the project id in the name), never a project number.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct GcpIdentity;
