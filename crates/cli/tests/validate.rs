@@ -152,6 +152,10 @@ fn config_strictness_zero_queue_capacity_max_in_flight_and_max_batch_are_refused
     for (section, field) in [
         ("server", "queue_capacity"),
         ("server", "max_in_flight"),
+        ("server", "max_connections"),
+        ("server", "header_read_timeout_secs"),
+        ("server", "body_read_timeout_secs"),
+        ("server", "metrics_max_operations"),
         ("journal", "max_batch"),
         ("journal", "queue_capacity"),
     ] {

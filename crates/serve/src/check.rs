@@ -9,8 +9,11 @@
 //! ([`driftreactor_config::Error::Invalid`]):
 //! - `[[workspaces]]`: names, `tool` (`terraform` or `tofu`, by the config crate) and
 //!   that a `dir` is an existing directory;
-//! - `[server]`, `[journal]` (retention included): every key known, `queue_capacity`,
-//!   `max_in_flight`, `max_batch` at least 1;
+//! - `[server]`, `[journal]` (retention included): every key known; the sizes,
+//!   limits and timeouts that 0 would turn off or stall (`queue_capacity`,
+//!   `max_in_flight`, `max_connections`, `metrics_max_operations`,
+//!   `body_limit_bytes`, `header_read_timeout_secs`, `body_read_timeout_secs`,
+//!   `push_timeout_secs`, `max_batch`) at least 1;
 //! - `[[sources]]`: the type is a push endpoint or a compiled-in pull source, and its
 //!   table reads into that source's config; with [`CheckMode::Serve`] the push
 //!   endpoints are also built (their secret variables or files must be there);
@@ -94,11 +97,34 @@ pub fn check(
     }
 
     let server: ServerConfig = config.section("server", config.server.as_ref())?;
-    at_least_one(&invalid, "server.queue_capacity", server.queue_capacity)?;
-    at_least_one(&invalid, "server.max_in_flight", server.max_in_flight)?;
+    for (field, value) in [
+        ("server.queue_capacity", server.queue_capacity as u64),
+        ("server.max_in_flight", server.max_in_flight as u64),
+        ("server.max_connections", server.max_connections as u64),
+        (
+            "server.metrics_max_operations",
+            server.metrics_max_operations as u64,
+        ),
+        ("server.body_limit_bytes", server.body_limit_bytes as u64),
+        (
+            "server.header_read_timeout_secs",
+            server.header_read_timeout_secs,
+        ),
+        (
+            "server.body_read_timeout_secs",
+            server.body_read_timeout_secs,
+        ),
+        ("server.push_timeout_secs", server.push_timeout_secs),
+    ] {
+        at_least_one(&invalid, field, value)?;
+    }
     let journal = crate::journal_config(config).map_err(|e| named(&path, e))?;
-    at_least_one(&invalid, "journal.max_batch", journal.max_batch)?;
-    at_least_one(&invalid, "journal.queue_capacity", journal.queue_capacity)?;
+    at_least_one(&invalid, "journal.max_batch", journal.max_batch as u64)?;
+    at_least_one(
+        &invalid,
+        "journal.queue_capacity",
+        journal.queue_capacity as u64,
+    )?;
 
     let specs = parse_sources(&config.sources).map_err(|e| named(&path, e))?;
     let mut sources = Vec::with_capacity(specs.len());
@@ -193,7 +219,7 @@ pub fn estate_error(config: &Config, err: &LoadError) -> Option<ConfigError> {
 fn at_least_one(
     invalid: &impl Fn(String, String) -> ConfigError,
     field: &str,
-    value: usize,
+    value: u64,
 ) -> Result<(), ConfigError> {
     if value == 0 {
         return Err(invalid(field.to_owned(), "must be at least 1".to_owned()));
