@@ -361,8 +361,9 @@ fn record(
     ev.named = named.0;
     ev.changed_types = changes.iter().map(|t| (*t).to_owned()).collect();
     ev.request = raw.map(RawValue::to_owned);
-    // Kept in memory only, for the router's fallback scan of changes.
-    if ev.change.is_some() && !ev.outcome.is_failed() {
+    // Kept in memory only, for the router's fallback scan of changes, which runs
+    // only when the extraction named nothing (no copy on the common path).
+    if ev.change.is_some() && !ev.outcome.is_failed() && ev.resources.is_empty() {
         ev.response = resp_raw.map(RawValue::to_owned);
     }
     Ok(ev)

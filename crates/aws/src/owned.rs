@@ -2,7 +2,7 @@
 //! ([`driftreactor_event::StateIdentity::owned`]).
 //!
 //! [`OWNED`] is the whole, explicit list: per resource type, the attribute paths
-//! (see [`driftreactor_event::attribute_strings`]) whose values identify an EC2 object
+//! (see [`driftreactor_event::Attributes::strings`]) whose values identify an EC2 object
 //! that Terraform creates and configures only as part of that resource, so that a
 //! change of it is drift of the owner (`parent` match). Values are indexed under the
 //! canonical EC2 ids the normalizer emits (`aws:ec2:eni-…` and, when the owner's ARN
@@ -17,7 +17,7 @@
 //! (`network_interface_id`) and `aws_vpc_endpoint` (`network_interface_ids`, the
 //! interfaces of an interface endpoint).
 
-use driftreactor_event::{StateInstance, attribute_strings};
+use driftreactor_event::{Attributes, StateInstance};
 
 use crate::canon::{self, Ctx};
 
@@ -62,15 +62,16 @@ pub(crate) fn owned(instance: &StateInstance<'_>, out: &mut Vec<String>) {
     let Some((_, paths)) = OWNED.iter().find(|(t, _)| *t == instance.resource_type) else {
         return;
     };
+    let attributes = Attributes::parse(instance.attributes);
     let mut raw = Vec::new();
     for path in *paths {
-        attribute_strings(instance.attributes, path, &mut raw);
+        attributes.strings(path, &mut raw);
     }
     if raw.is_empty() {
         return;
     }
     let mut arn_field = Vec::new();
-    attribute_strings(instance.attributes, "arn", &mut arn_field);
+    attributes.strings("arn", &mut arn_field);
     let arn = arn_field.first().and_then(|a| canon::parse_arn(a));
     let ctx = match arn {
         Some(a) => Ctx {

@@ -1,7 +1,7 @@
 //! [`AzureIdentity`]: Terraform `azurerm_*` / `azapi_*` instances → canonical ARM IDs.
 
 use driftreactor_event::lenient::lenient_str;
-use driftreactor_event::{StateIdentity, StateInstance, attribute_strings};
+use driftreactor_event::{Attributes, StateIdentity, StateInstance};
 use serde::Deserialize;
 
 use crate::arm_id;
@@ -39,7 +39,7 @@ pub(crate) enum Owned {
 
 /// The sub-objects an `azurerm_*` resource manages through its own arguments
 /// ([`StateIdentity::owned`]): per resource type, the attribute paths (see
-/// [`attribute_strings`]) that identify them. A change of one is drift of the owner
+/// [`Attributes::strings`]) that identify them. A change of one is drift of the owner
 /// (`parent` match). The whole, explicit list (from the azurerm provider's argument
 /// and attribute references):
 ///
@@ -254,10 +254,11 @@ impl StateIdentity for AzureIdentity {
         let a = Attrs::read(instance);
         let own = a.own_ids();
         let sub = own.iter().find_map(|id| arm_id::subscription(id));
+        let attributes = Attributes::parse(instance.attributes);
         let mut raw = Vec::new();
         for (path, kind) in *paths {
             raw.clear();
-            attribute_strings(instance.attributes, path, &mut raw);
+            attributes.strings(path, &mut raw);
             for value in &raw {
                 let id = match kind {
                     Owned::ArmId => arm_id::canonical(value),

@@ -213,16 +213,18 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
         .as_ref()
         .is_some_and(|r| arm_id::is_deployment(&r.id))
         || operation
-            .to_ascii_lowercase()
-            .starts_with("microsoft.resources/deployments/");
+            .get(.."microsoft.resources/deployments/".len())
+            .is_some_and(|p| p.eq_ignore_ascii_case("microsoft.resources/deployments/"));
     ev.read_only = operation_is_read_only(operation);
     ev.effect_unknown = arm.family == Family::Action && !ev.read_only && action_unknown(operation);
     if deployment {
         ev.not_a_change = Some(NotAChange::Deployment);
     } else if !ev.read_only {
-        let tags_api = raw_uri
-            .and_then(arm_id::canonical)
-            .is_some_and(|id| id.ends_with(TAGS_SUFFIX));
+        // As `arm_id::canonical` compares it (query dropped, case ignored), no copy.
+        let tags_api = raw_uri.is_some_and(|r| {
+            let path = r.split(['?', '#']).next().unwrap_or_default();
+            ends_with_ignore_case(path.trim().trim_end_matches('/'), TAGS_SUFFIX)
+        });
         ev.change = Some(match arm.family {
             // An ARM PUT is create-or-update and the event does not say which.
             Family::Write => Change::Update,
@@ -399,7 +401,7 @@ fn principal(
 /// `start`, `restart`, `deallocate`, `powerOff`) and actions in no table are not.
 pub(crate) fn operation_is_read_only(operation: &str) -> bool {
     let op = operation.trim();
-    if op.to_ascii_lowercase().ends_with("/read") {
+    if ends_with_ignore_case(op, "/read") {
         return true;
     }
     actions::classify_action(op) == Some(actions::Effect::Read)
@@ -410,7 +412,15 @@ pub(crate) fn operation_is_read_only(operation: &str) -> bool {
 /// that write or delete.)
 fn action_unknown(operation: &str) -> bool {
     let op = operation.trim();
-    op.to_ascii_lowercase().ends_with("/action") && actions::classify_action(op).is_none()
+    ends_with_ignore_case(op, "/action") && actions::classify_action(op).is_none()
+}
+
+/// `s` ends with `suffix`, ASCII case ignored (no allocation).
+fn ends_with_ignore_case(s: &str, suffix: &str) -> bool {
+    s.len()
+        .checked_sub(suffix.len())
+        .and_then(|at| s.get(at..))
+        .is_some_and(|end| end.eq_ignore_ascii_case(suffix))
 }
 
 /// The suffix of a tags resource ID (`<scope>/providers/Microsoft.Resources/tags/default`),

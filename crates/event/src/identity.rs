@@ -102,33 +102,80 @@ pub struct Placement {
 /// For [`StateIdentity::owned`] implementations, which read an explicit table of such
 /// paths per resource type.
 pub fn attribute_strings(attributes: &RawValue, path: &str, out: &mut Vec<String>) {
-    fn walk(v: &serde_json::Value, keys: &[&str], out: &mut Vec<String>) {
-        match keys.split_first() {
-            None => {
-                if let Some(s) = v.as_str().map(str::trim).filter(|s| !s.is_empty()) {
-                    out.push(s.to_owned());
+    Attributes::parse(attributes).strings(path, out);
+}
+
+/// The top-level keys of a state instance's `attributes`, read once (values kept raw,
+/// borrowed), so that several [`attribute_strings`] lookups of one instance scan its
+/// attributes once and parse only the values they descend into. Attributes that are
+/// not a JSON object hold no key.
+#[derive(Debug, Default)]
+pub struct Attributes<'a> {
+    keys: std::collections::HashMap<Key<'a>, &'a RawValue>,
+}
+
+/// A top-level attribute name (borrowed unless it holds a JSON escape).
+#[derive(Debug, PartialEq, Eq, Hash, serde::Deserialize)]
+struct Key<'a>(#[serde(borrow)] std::borrow::Cow<'a, str>);
+
+impl std::borrow::Borrow<str> for Key<'_> {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'a> Attributes<'a> {
+    /// Reads the top-level keys of `attributes` (one scan).
+    pub fn parse(attributes: &'a RawValue) -> Self {
+        Self {
+            keys: serde_json::from_str(attributes.get()).unwrap_or_default(),
+        }
+    }
+
+    /// The strings at `path`, as [`attribute_strings`] documents, pushed onto `out`.
+    pub fn strings(&self, path: &str, out: &mut Vec<String>) {
+        fn walk(v: &serde_json::Value, keys: &[&str], out: &mut Vec<String>) {
+            match keys.split_first() {
+                None => {
+                    if let Some(s) = v.as_str().map(str::trim).filter(|s| !s.is_empty()) {
+                        out.push(s.to_owned());
+                    }
                 }
-            }
-            Some((&"*", rest)) => {
-                for item in v.as_array().into_iter().flatten() {
-                    walk(item, rest, out);
+                Some((&"*", rest)) => {
+                    for item in v.as_array().into_iter().flatten() {
+                        walk(item, rest, out);
+                    }
                 }
-            }
-            Some((key, rest)) => {
-                if let Some(next) = v.get(key) {
-                    walk(next, rest, out);
+                Some((key, rest)) => {
+                    if let Some(next) = v.get(key) {
+                        walk(next, rest, out);
+                    }
                 }
             }
         }
+        let mut keys = path.split('.').filter(|k| !k.is_empty());
+        let Some(first) = keys.next() else {
+            return;
+        };
+        let Some(raw) = self.keys.get(first) else {
+            return;
+        };
+        let rest: Vec<&str> = keys.collect();
+        if rest.is_empty() {
+            // A plain string attribute: no tree to build.
+            if let Ok(s) = serde_json::from_str::<std::borrow::Cow<'_, str>>(raw.get()) {
+                let s = s.trim();
+                if !s.is_empty() {
+                    out.push(s.to_owned());
+                }
+            }
+            return;
+        }
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(raw.get()) else {
+            return;
+        };
+        walk(&value, &rest, out);
     }
-    let Ok(value) = serde_json::from_str::<serde_json::Value>(attributes.get()) else {
-        return;
-    };
-    let keys: Vec<&str> = path.split('.').filter(|k| !k.is_empty()).collect();
-    if keys.is_empty() {
-        return;
-    }
-    walk(&value, &keys, out);
 }
 
 #[cfg(test)]

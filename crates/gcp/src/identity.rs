@@ -1,7 +1,7 @@
 //! [`GcpIdentity`]: Terraform `google_*` instances → canonical GCP resource names.
 
 use driftreactor_event::lenient::lenient_str;
-use driftreactor_event::{StateIdentity, StateInstance, attribute_strings};
+use driftreactor_event::{Attributes, StateIdentity, StateInstance};
 use serde::Deserialize;
 
 use crate::iam;
@@ -657,7 +657,7 @@ fn iam_ids(instance: &StateInstance<'_>, a: &Attrs, out: &mut Vec<String>) {
 
 /// The sub-objects a `google_*` resource manages through its own arguments
 /// ([`StateIdentity::owned`]): per resource type, the attribute paths (see
-/// [`attribute_strings`]) of the objects it creates and configures as part of itself,
+/// [`Attributes::strings`]) of the objects it creates and configures as part of itself,
 /// so that a change of one is drift of the owner (`parent` match). The whole, explicit
 /// list (from the google provider's attribute references):
 ///
@@ -709,9 +709,10 @@ impl StateIdentity for GcpIdentity {
         let Some((_, paths)) = OWNED.iter().find(|(t, _)| *t == ty) else {
             return;
         };
+        let attributes = Attributes::parse(instance.attributes);
         let mut raw = Vec::new();
         for path in *paths {
-            attribute_strings(instance.attributes, path, &mut raw);
+            attributes.strings(path, &mut raw);
         }
         for url in raw {
             push(out, canonical(Some("compute"), &url, None));
@@ -724,7 +725,7 @@ impl StateIdentity for GcpIdentity {
                 .find(|id| id.starts_with("gcp:container:") && id.contains("/clusters/"))
             {
                 let mut pools = Vec::new();
-                attribute_strings(instance.attributes, "node_pool.*.name", &mut pools);
+                attributes.strings("node_pool.*.name", &mut pools);
                 for pool in pools {
                     push(out, Some(format!("{cluster}/nodePools/{pool}")));
                 }
