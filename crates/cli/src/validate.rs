@@ -52,8 +52,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     writeln!(out, "workspaces: {}", estate.states.len())?;
     for (meta, ws) in estate.states.iter().zip(&config.workspaces) {
         let dir = ws.dir.as_ref().map_or_else(
-            || "no dir (detect only)".to_owned(),
-            |d| d.display().to_string(),
+            || "no dir: detect only".to_owned(),
+            |d| format!("dir {}", d.display()),
         );
         writeln!(
             out,

@@ -181,3 +181,51 @@ fn config_strictness_a_state_read_error_names_the_config_file_and_the_field() {
     );
     refused(&replay(&path), &path, "workspaces[0].state", "prod.tfstate");
 }
+
+/// Found by trying it: a bad enum value or an unknown section printed a multi-line
+/// TOML report with a caret snippet; a wrong type two lines.
+#[test]
+fn config_errors_are_one_line_naming_the_position_or_the_field() {
+    let (_dir, path) = config("");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replace("[[workspaces]]\n", "[[workspaces]]\ntool = \"pulumi\"\n"),
+    )
+    .unwrap();
+    let out = validate(&path);
+    refused(&out, &path, "line 2, column 8", "unknown variant `pulumi`");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim().lines().count(),
+        1
+    );
+    let (_dir, path) = config("[journal]\nmax_batch = \"big\"\n");
+    let out = validate(&path);
+    refused(&out, &path, "journal", "`max_batch`");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim().lines().count(),
+        1
+    );
+}
+
+/// Found by trying it: `nonsense` was "the document is null", `this is { not json`
+/// "a boolean".
+#[test]
+fn a_state_that_is_not_json_is_invalid_json_not_a_boolean_or_null() {
+    for text in ["nonsense", "this is { not json", "fals"] {
+        let (dir, path) = config("");
+        std::fs::write(dir.path().join("prod.tfstate"), text).unwrap();
+        let out = validate(&path);
+        refused(
+            &out,
+            &path,
+            "workspaces[0].state",
+            "invalid JSON at line 1, column 1",
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("boolean") && !stderr.contains("is null"),
+            "{stderr}"
+        );
+    }
+}

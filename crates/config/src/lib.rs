@@ -206,7 +206,7 @@ impl Config {
     ) -> Result<Self> {
         let mut cfg: Config = toml::from_str(text).map_err(|e| Error::Parse {
             path: path.to_owned(),
-            message: e.to_string().trim_end().to_owned(),
+            message: one_line(&e, Some(text)),
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
         for ws in &mut cfg.workspaces {
@@ -306,10 +306,37 @@ impl Config {
                 .map_err(|e: toml::de::Error| Error::Invalid {
                     path: self.path.clone().unwrap_or_default(),
                     field: name.to_owned(),
-                    reason: e.to_string().trim_end().to_owned(),
+                    reason: one_line(&e, None),
                 }),
         }
     }
+}
+
+/// A TOML error as one line: `line L, column C: what` when the position in `text` is
+/// known, else toml's message with its lines joined (`invalid type: …, expected … in
+/// \`field\``), so an error is one log line.
+fn one_line(e: &toml::de::Error, text: Option<&str>) -> String {
+    if let (Some(span), Some(text)) = (e.span(), text) {
+        let before = text.get(..span.start).unwrap_or(text);
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        let message = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+        // The key on that line (never its value: it could be a credential).
+        let key = text
+            .lines()
+            .nth(line - 1)
+            .and_then(|l| l.split_once('='))
+            .map(|(k, _)| k.trim())
+            .filter(|k| !k.is_empty());
+        return match key {
+            Some(key) => format!("line {line}, column {column}, `{key}`: {message}"),
+            None => format!("line {line}, column {column}: {message}"),
+        };
+    }
+    e.to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]

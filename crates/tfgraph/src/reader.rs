@@ -338,12 +338,16 @@ impl<'o, R: Read> Reader<'o, R> {
             Some(b'{') => self.pos += 1,
             None => return Err(Error::not_a_state(self.origin, "the file is empty")),
             Some(b) => {
+                let rest = &self.buf[self.pos..self.end];
                 let what = match b {
                     b'[' => "an array",
                     b'"' => "a string",
                     b'-' | b'0'..=b'9' => "a number",
-                    b't' | b'f' => "a boolean",
-                    b'n' => "null",
+                    // Only the literal itself is a boolean or null (`nonsense` is not).
+                    b't' | b'f' if rest.starts_with(b"true") || rest.starts_with(b"false") => {
+                        "a boolean"
+                    }
+                    b'n' if rest.starts_with(b"null") => "null",
                     _ => return Err(self.syntax(self.pos, "expected a JSON object")),
                 };
                 return Err(Error::not_a_state(
