@@ -84,7 +84,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             driftreactor_serve::check::check(
                 &config,
                 &crate::serve::registry(),
-                driftreactor_serve::check::CheckMode::Replay,
+                driftreactor_serve::check::CheckMode::Settings,
             )?;
             config
         }

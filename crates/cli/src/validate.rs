@@ -30,7 +30,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = Config::load(&args.config)?;
     let registry = crate::serve::registry();
-    let checked = check::check(&config, &registry, CheckMode::Serve)?;
+    let checked = check::check(&config, &registry, CheckMode::Build)?;
     let files: Vec<StateFile> = config
         .workspaces
         .iter()

@@ -4,8 +4,6 @@
 //! Plain HTTP/1.1 over `TcpStream`, so the tests need nothing but the binary.
 
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,41 +11,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::listening_addr;
+use common::{aks_write, corpus, http, listening_addr, running};
 
 const SECRET: &str = "kill9-secret";
-
-fn corpus() -> PathBuf {
-    std::env::var_os("DRIFTREACTOR_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"))
-}
-
-/// One HTTP/1.1 request with `Connection: close`; the status and the body.
-fn http(addr: &str, method: &str, path: &str, body: &[u8]) -> std::io::Result<(u16, String)> {
-    let mut s = TcpStream::connect(addr)?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )?;
-    s.write_all(body)?;
-    let mut resp = Vec::new();
-    s.read_to_end(&mut resp)?;
-    let text = String::from_utf8_lossy(&resp).into_owned();
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| std::io::Error::other(format!("no status line in {text:?}")))?;
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    Ok((status, body))
-}
 
 fn spawn(config: &Path) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_driftreactor"))
@@ -214,29 +180,6 @@ fn sigterm_and_wait(mut c: Child) {
         assert!(Instant::now() < deadline, "no exit within 20 s of SIGTERM");
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-const AKS_ID: &str = "/subscriptions/00000000-0000-4000-8000-000000000001/resourceGroups/tql-aks-rg/providers/Microsoft.ContainerService/managedClusters/tql-aks";
-
-/// An ARM write of the AKS cluster of the corpus state, as Event Grid pushes it.
-fn aks_write(id: &str) -> Vec<u8> {
-    let template: Vec<serde_json::Value> = serde_json::from_slice(
-        &std::fs::read(corpus().join("azure/doc_eventgrid_schema_ResourceWriteSuccess.json"))
-            .unwrap(),
-    )
-    .unwrap();
-    let mut e = template[0].clone();
-    e["id"] = serde_json::json!(id);
-    e["subject"] = serde_json::json!(AKS_ID);
-    e["topic"] = serde_json::json!("/subscriptions/00000000-0000-4000-8000-000000000001");
-    e["data"]["resourceUri"] = serde_json::json!(AKS_ID);
-    e["data"]["subscriptionId"] = serde_json::json!("00000000-0000-4000-8000-000000000001");
-    e["data"]["operationName"] =
-        serde_json::json!("Microsoft.ContainerService/managedClusters/write");
-    e["data"]["authorization"]["scope"] = serde_json::json!(AKS_ID);
-    e["data"]["authorization"]["action"] =
-        serde_json::json!("Microsoft.ContainerService/managedClusters/write");
-    serde_json::to_vec(&vec![e]).unwrap()
 }
 
 /// After an `apply` writes a new serial, the running service routes against the new
@@ -777,17 +720,6 @@ fn remediation_status(path: &Path, event_id: &str) -> (Option<String>, usize) {
         j.close().await;
         (status, pending)
     })
-}
-
-/// True while `pid` runs (a zombie waiting for its reaper counts as gone).
-fn running(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the parenthesized command name.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
-        Err(_) => false,
-    }
 }
 
 /// Polls `path` on the server at `addr` until its body satisfies `done` (30 s at most).

@@ -10,18 +10,12 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::listening_addr;
+use common::{corpus, listening_addr, read_response, request};
 
 const EG_SECRET: &str = "hostile-eg-secret";
 const PUBSUB_TOKEN: &str = "hostile-pubsub-token";
 /// A sensitive value of the test state (`primary_access_key`).
 const STATE_SECRET: &str = "S3cr3tAccessKey-item10-xyz";
-
-fn corpus() -> PathBuf {
-    std::env::var_os("DRIFTREACTOR_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"))
-}
 
 fn state_with_a_secret() -> String {
     serde_json::json!({
@@ -126,43 +120,6 @@ fn wait_exit(child: &mut Child) -> ExitStatus {
         assert!(Instant::now() < deadline, "no exit within 20 s");
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// One HTTP/1.1 request with `Connection: close` and extra header lines; the status
-/// and the body.
-fn request(
-    addr: &str,
-    method: &str,
-    path: &str,
-    headers: &str,
-    body: &[u8],
-) -> std::io::Result<(u16, String)> {
-    let mut s = TcpStream::connect(addr)?;
-    s.set_read_timeout(Some(Duration::from_secs(20)))?;
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n{headers}\
-         Content-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )?;
-    s.write_all(body)?;
-    read_response(&mut s)
-}
-
-fn read_response(s: &mut TcpStream) -> std::io::Result<(u16, String)> {
-    let mut resp = Vec::new();
-    s.read_to_end(&mut resp)?;
-    let text = String::from_utf8_lossy(&resp).into_owned();
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| std::io::Error::other(format!("no status line in {text:?}")))?;
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    Ok((status, body))
 }
 
 fn get(addr: &str, path: &str) -> (u16, String) {

@@ -7,21 +7,17 @@
 //! files in the test's folder (`nochange`: the targeted plan shows no change;
 //! `apply.fail`: apply fails; `plan.json`: what `show -json` prints).
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 mod common;
-use common::listening_addr;
+use common::{aks_write, corpus, listening_addr};
 
 const SECRET: &str = "ops-secret";
 const ADDRESS: &str = "azurerm_kubernetes_cluster.aks";
-const AKS_ID: &str = "/subscriptions/00000000-0000-4000-8000-000000000001/resourceGroups/tql-aks-rg/providers/Microsoft.ContainerService/managedClusters/tql-aks";
-
 const FAKE_TERRAFORM: &str = r#"#!/bin/sh
 echo "$*" >> "$FAKE_DIR/calls.log"
 case "$1" in
@@ -49,64 +45,15 @@ const PLAN_REPLACE: &str = r#"{"format_version":"1.2","terraform_version":"1.11.
     {"address":"azurerm_kubernetes_cluster.aks","mode":"managed","type":"azurerm_kubernetes_cluster","name":"aks",
      "change":{"actions":["delete","create"],"before":{},"after":{}}}]}"#;
 
-fn corpus() -> PathBuf {
-    std::env::var_os("DRIFTREACTOR_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"))
-}
-
 /// One HTTP/1.1 request with `Connection: close`; the status and the body.
 fn http(addr: &str, method: &str, path: &str, body: &[u8]) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )
-    .unwrap();
-    s.write_all(body).unwrap();
-    let mut resp = Vec::new();
-    s.read_to_end(&mut resp).unwrap();
-    let text = String::from_utf8_lossy(&resp).into_owned();
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
+    common::http(addr, method, path, body).expect("HTTP request")
 }
 
 fn get(addr: &str, path: &str) -> Value {
     let (status, body) = http(addr, "GET", path, b"");
     assert_eq!(status, 200, "{path}: {body}");
     serde_json::from_str(&body).unwrap()
-}
-
-/// An ARM write of the AKS cluster of the corpus state, as Event Grid pushes it.
-fn aks_write(id: &str) -> Vec<u8> {
-    let template: Vec<Value> = serde_json::from_slice(
-        &std::fs::read(corpus().join("azure/doc_eventgrid_schema_ResourceWriteSuccess.json"))
-            .unwrap(),
-    )
-    .unwrap();
-    let mut e = template[0].clone();
-    e["id"] = serde_json::json!(id);
-    e["subject"] = serde_json::json!(AKS_ID);
-    e["topic"] = serde_json::json!("/subscriptions/00000000-0000-4000-8000-000000000001");
-    e["data"]["resourceUri"] = serde_json::json!(AKS_ID);
-    e["data"]["subscriptionId"] = serde_json::json!("00000000-0000-4000-8000-000000000001");
-    e["data"]["operationName"] =
-        serde_json::json!("Microsoft.ContainerService/managedClusters/write");
-    e["data"]["authorization"]["scope"] = serde_json::json!(AKS_ID);
-    e["data"]["authorization"]["action"] =
-        serde_json::json!("Microsoft.ContainerService/managedClusters/write");
-    serde_json::to_vec(&vec![e]).unwrap()
 }
 
 /// The running binary, its folder (the fake terraform's switches) and its log.

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use driftreactor_notify::Redactor;
 use driftreactor_remediate::{RemediationConfig, Remediator, TfError, TfRunner, Workspace};
+use driftreactor_testkit::process::pid_running as running;
 
 fn script(dir: &Path, body: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
@@ -14,17 +15,6 @@ fn script(dir: &Path, body: &str) -> PathBuf {
     std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
-}
-
-/// True while `pid` runs (a zombie waiting for its reaper counts as gone).
-fn running(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // Field 3, after the parenthesized command name, is the state.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
-        Err(_) => false,
-    }
 }
 
 fn wait_until(what: &str, limit: Duration, done: impl Fn() -> bool) {

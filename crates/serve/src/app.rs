@@ -106,7 +106,7 @@ pub async fn launch(
     registry: SourceRegistry,
 ) -> Result<App, AppError> {
     // All of the config first, before any state is read.
-    crate::check::check(&config, &registry, crate::check::CheckMode::Serve)
+    crate::check::check(&config, &registry, crate::check::CheckMode::Build)
         .map_err(ServeError::ConfigFile)?;
     // One process per journal file: refused before anything else is opened.
     let lock = JournalLock::acquire(&crate::journal_config(&config)?.path)?;

@@ -15,7 +15,7 @@
 //!   `body_limit_bytes`, `header_read_timeout_secs`, `body_read_timeout_secs`,
 //!   `push_timeout_secs`, `max_batch`) at least 1;
 //! - `[[sources]]`: the type is a push endpoint or a compiled-in pull source, and its
-//!   table reads into that source's config; with [`CheckMode::Serve`] the push
+//!   table reads into that source's config; with [`CheckMode::Build`] the push
 //!   endpoints are also built (their secret variables or files must be there);
 //! - `[remediation]`, `[github]`, `[slack]`: every key known and well typed.
 //!
@@ -34,11 +34,13 @@ use crate::{ServeError, SourceRegistry};
 /// How far [`check`] goes with the `[[sources]]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CheckMode {
-    /// `replay`: sources are not started, so their settings are read but push
-    /// endpoints are not built (their secrets need not be present).
-    Replay,
-    /// `serve` and `validate`: push endpoints are built too, as start-up would.
-    Serve,
+    /// Every source's settings are read, but push endpoints are not built (their
+    /// secrets need not be present): `replay`, which starts no source, and
+    /// [`crate::start`], which builds the endpoints itself right after.
+    Settings,
+    /// Push endpoints are built too, as start-up would (their secret variables or
+    /// files must be there): `validate` and [`crate::launch`], before any state is read.
+    Build,
 }
 
 /// One `[[sources]]` entry as [`check`] found it.
@@ -136,9 +138,9 @@ pub fn check(
                 _ => driftreactor_azure::push_endpoint::KIND,
             };
             let name = match (mode, push) {
-                (CheckMode::Serve, Err(e)) => return Err(named(&path, e)),
-                (CheckMode::Serve, Ok(p)) => p.name().to_owned(),
-                (CheckMode::Replay, _) => kind.to_owned(),
+                (CheckMode::Build, Err(e)) => return Err(named(&path, e)),
+                (CheckMode::Build, Ok(p)) => p.name().to_owned(),
+                (CheckMode::Settings, _) => kind.to_owned(),
             };
             sources.push(CheckedSource {
                 name,

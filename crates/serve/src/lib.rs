@@ -368,7 +368,8 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         journal,
         redactor,
     } = opts;
-    check::check(&config, &registry, check::CheckMode::Serve)?;
+    // Settings only: the push endpoints are built (and their errors named) below.
+    check::check(&config, &registry, check::CheckMode::Settings)?;
     let redactor = redactor.unwrap_or_default();
     let server: ServerConfig = config.section("server", config.server.as_ref())?;
     let journal_cfg = journal_config(&config)?;

@@ -170,3 +170,16 @@ fn http_get_ok(port: u16, path: &str) -> bool {
     let mut buf = [0u8; 12];
     matches!(stream.read(&mut buf), Ok(n) if n >= 5 && buf.starts_with(b"HTTP/"))
 }
+
+/// True while process `pid` runs, read from `/proc/<pid>/stat` (Linux): a zombie
+/// waiting for its reaper counts as gone. For tests that check a child (e.g. the IaC
+/// tool) does not outlive what started it.
+pub fn pid_running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesized command name.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => false,
+    }
+}

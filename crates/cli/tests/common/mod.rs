@@ -2,8 +2,11 @@
 //! module with `mod common;`; not every file uses every helper).
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
 use std::process::{ChildStdout, Command};
+use std::time::Duration;
 
 use driftreactor_testkit::aws_e2e::REGION;
 
@@ -41,4 +44,80 @@ pub fn listening_addr(stdout: ChildStdout) -> Option<String> {
     };
     std::thread::spawn(move || for _ in lines {});
     Some(addr)
+}
+
+#[allow(unused_imports)]
+pub use driftreactor_testkit::process::pid_running as running;
+
+/// The shared corpus (`$DRIFTREACTOR_CORPUS`, else `../shared/corpus`).
+pub fn corpus() -> PathBuf {
+    driftreactor_testkit::corpus::root()
+}
+
+/// One HTTP/1.1 request with `Connection: close`; the status and the body.
+pub fn http(addr: &str, method: &str, path: &str, body: &[u8]) -> std::io::Result<(u16, String)> {
+    request(addr, method, path, "", body)
+}
+
+/// One HTTP/1.1 request with `Connection: close` and extra header lines (each ending
+/// in `\r\n`); the status and the body.
+pub fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &str,
+    body: &[u8],
+) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(20)))?;
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n{headers}\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )?;
+    s.write_all(body)?;
+    read_response(&mut s)
+}
+
+/// Reads a whole `Connection: close` response: the status and the body.
+pub fn read_response(s: &mut TcpStream) -> std::io::Result<(u16, String)> {
+    let mut resp = Vec::new();
+    s.read_to_end(&mut resp)?;
+    let text = String::from_utf8_lossy(&resp).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("no status line in {text:?}")))?;
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    Ok((status, body))
+}
+
+/// The AKS cluster of the corpus state `tfstate/azurerm_aks_acr_helm.tfstate.json`.
+pub const AKS_ID: &str = "/subscriptions/00000000-0000-4000-8000-000000000001/resourceGroups/tql-aks-rg/providers/Microsoft.ContainerService/managedClusters/tql-aks";
+
+/// An ARM write of [`AKS_ID`], as Event Grid pushes it (the corpus's documented
+/// `ResourceWriteSuccess` event with event id `id`).
+pub fn aks_write(id: &str) -> Vec<u8> {
+    let template: Vec<serde_json::Value> = serde_json::from_slice(
+        &std::fs::read(corpus().join("azure/doc_eventgrid_schema_ResourceWriteSuccess.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let mut e = template[0].clone();
+    e["id"] = serde_json::json!(id);
+    e["subject"] = serde_json::json!(AKS_ID);
+    e["topic"] = serde_json::json!("/subscriptions/00000000-0000-4000-8000-000000000001");
+    e["data"]["resourceUri"] = serde_json::json!(AKS_ID);
+    e["data"]["subscriptionId"] = serde_json::json!("00000000-0000-4000-8000-000000000001");
+    e["data"]["operationName"] =
+        serde_json::json!("Microsoft.ContainerService/managedClusters/write");
+    e["data"]["authorization"]["scope"] = serde_json::json!(AKS_ID);
+    e["data"]["authorization"]["action"] =
+        serde_json::json!("Microsoft.ContainerService/managedClusters/write");
+    serde_json::to_vec(&vec![e]).unwrap()
 }
