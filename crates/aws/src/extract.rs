@@ -449,11 +449,37 @@ fn lookup_at<'a>(text: &'a str, path: &str, f: &mut dyn FnMut(&'a str), depth: u
         return;
     }
     let Some(members) = fields(t) else { return };
+    lookup_members(&members, path, f, depth);
+}
+
+/// Calls `f` with every string at each of `paths` under `text` (as [`lookup`]), the
+/// top-level object parsed once for all of them.
+fn lookup_paths<'a>(text: &'a str, paths: &[&str], f: &mut dyn FnMut(&'a str)) {
+    let t = text.trim_start();
+    if paths.len() < 2 || !t.starts_with('{') {
+        for p in paths {
+            lookup(text, p, f);
+        }
+        return;
+    }
+    let Some(members) = fields(t) else { return };
+    for p in paths {
+        lookup_members(&members, p, f, 0);
+    }
+}
+
+/// [`lookup_at`] on an object's members, already parsed.
+fn lookup_members<'a>(
+    members: &[(&'a str, &'a RawValue)],
+    path: &str,
+    f: &mut dyn FnMut(&'a str),
+    depth: u8,
+) {
     let (head, rest) = path
         .split_once('.')
         .map_or((path, None), |(h, r)| (h, Some(r)));
     let Some((_, v)) = members.iter().find(|(k, _)| k.eq_ignore_ascii_case(head)) else {
-        if let [(k, v)] = members.as_slice()
+        if let [(k, v)] = members
             && k.eq_ignore_ascii_case("items")
         {
             lookup_at(v.get(), path, f, depth + 1);
@@ -518,20 +544,18 @@ fn id_values<'a>(v: &'a RawValue, out: &mut Vec<&'a str>, depth: u8) {
 /// Extraction by the operation table's row. Returns false (and adds nothing) when the
 /// row's keys hold no id, so the per-service rule applies instead (a failed call
 /// without response, an unusual shape).
-fn table(
+fn table<'a>(
     row: &ops::Op,
-    req: Option<&RawValue>,
-    resp: Option<&RawValue>,
+    req: Option<&'a RawValue>,
+    resp: Option<&'a RawValue>,
     ctx: &Ctx<'_>,
     out: &mut Refs,
     named: &mut Refs,
 ) -> bool {
     let req_text = req.map_or("", RawValue::get);
-    let at = |text: &'_ str, keys: &[&str]| {
-        let mut v: Vec<String> = Vec::new();
-        for k in keys {
-            lookup(text, k, &mut |s| v.push(s.to_owned()));
-        }
+    let at = |text: &'a str, keys: &[&str]| {
+        let mut v: Vec<&'a str> = Vec::new();
+        lookup_paths(text, keys, &mut |s| v.push(s));
         v
     };
     match row.id {
@@ -562,7 +586,7 @@ fn table(
                 out.add(Some(c), &display);
             }
             for i in at(req_text, row.named) {
-                named.add(canon::ec2(&i, ctx), &i);
+                named.add(canon::ec2(i, ctx), i);
             }
             true
         }
@@ -577,8 +601,8 @@ fn table(
                 return false;
             }
             for t in targets {
-                let c = canon::lb_target(&tg, &t).map(|c| c.with_parent(&tg));
-                out.add(c, &t);
+                let c = canon::lb_target(&tg, t).map(|c| c.with_parent(&tg));
+                out.add(c, t);
             }
             true
         }

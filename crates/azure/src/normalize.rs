@@ -1,5 +1,7 @@
 //! Event Grid schema and CloudEvents 1.0 events → [`DriftEvent`].
 
+use std::borrow::Cow;
+
 use chrono::{DateTime, Utc};
 use driftreactor_event::json::{describe, parse};
 use driftreactor_event::{
@@ -91,11 +93,11 @@ fn required_str<'a>(
 /// An ARM `data` member that may be an object or a JSON-encoded string of one
 /// (older events and SDK fixtures stringify `claims`, `authorization`, `httpRequest`).
 /// Anything else, including a string that does not decode to an object, is absent.
-fn object_or_encoded(v: Option<&Value>) -> Option<Map<String, Value>> {
+fn object_or_encoded(v: Option<&Value>) -> Option<Cow<'_, Map<String, Value>>> {
     match v? {
-        Value::Object(m) => Some(m.clone()),
+        Value::Object(m) => Some(Cow::Borrowed(m)),
         Value::String(s) => match serde_json::from_str::<Value>(s) {
-            Ok(Value::Object(m)) => Some(m),
+            Ok(Value::Object(m)) => Some(Cow::Owned(m)),
             _ => None,
         },
         _ => None,
@@ -246,12 +248,14 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
         ev.outcome = Outcome::Failed { code };
     }
 
-    let claims = object_or_encoded(data.get("claims")).unwrap_or_default();
+    let claims_read = object_or_encoded(data.get("claims"));
     let authorization = object_or_encoded(data.get("authorization"));
+    ev.principal_unreadable =
+        unreadable_caller(data, claims_read.as_deref(), authorization.is_some());
+    let claims = claims_read.unwrap_or_default();
     let http = object_or_encoded(data.get("httpRequest"));
-    let (principal, app_id) = principal(&claims, authorization.as_ref());
+    let (principal, app_id) = principal(&claims, authorization.as_deref());
     ev.principal = principal;
-    ev.principal_unreadable = unreadable_caller(data);
     ev.via = app_id
         .and_then(|app| {
             APP_VIA
@@ -316,33 +320,36 @@ fn failed_status(data: &Map<String, Value>) -> Option<String> {
 /// Why the caller of an ARM event cannot be read, if so: `data.claims` or
 /// `data.authorization` present but neither an object nor a string holding one, or an
 /// identity claim that is not a string. Absent is an unknown caller, not unreadable.
-fn unreadable_caller(data: &Map<String, Value>) -> Option<String> {
-    for key in ["claims", "authorization"] {
+fn unreadable_caller(
+    data: &Map<String, Value>,
+    claims: Option<&Map<String, Value>>,
+    authorization_read: bool,
+) -> Option<String> {
+    for (key, read) in [
+        ("claims", claims.is_some()),
+        ("authorization", authorization_read),
+    ] {
         match data.get(key) {
             None | Some(Value::Null) => continue,
-            Some(v) => {
-                let Some(obj) = object_or_encoded(Some(v)) else {
-                    return Some(format!(
-                        "data.{key} is {}, expected an object",
-                        match v {
-                            Value::String(_) => "a string that is not a JSON object",
-                            other => describe(other),
-                        }
-                    ));
-                };
-                if key == "claims"
-                    && let Some(k) = UPN_CLAIMS
-                        .iter()
-                        .chain(APPID_CLAIMS)
-                        .chain(OID_CLAIMS)
-                        .find(|k| obj.get(**k).is_some_and(|c| !c.is_string() && !c.is_null()))
-                {
-                    return Some(format!("data.claims.{k} is not a string"));
-                }
+            Some(v) if !read => {
+                return Some(format!(
+                    "data.{key} is {}, expected an object",
+                    match v {
+                        Value::String(_) => "a string that is not a JSON object",
+                        other => describe(other),
+                    }
+                ));
             }
+            Some(_) => {}
         }
     }
-    None
+    let obj = claims?;
+    UPN_CLAIMS
+        .iter()
+        .chain(APPID_CLAIMS)
+        .chain(OID_CLAIMS)
+        .find(|k| obj.get(**k).is_some_and(|c| !c.is_string() && !c.is_null()))
+        .map(|k| format!("data.claims.{k} is not a string"))
 }
 
 fn namespace_display(raw: &str) -> Option<String> {

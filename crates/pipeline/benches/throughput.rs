@@ -6,6 +6,8 @@
 //! cargo bench -p driftreactor-pipeline --bench throughput -- target/bench-events.jsonl
 //! ```
 //! (without an argument it generates that file itself with `gen_events.py`).
+//! With `DRIFTREACTOR_BENCH_PROFILE_AWS=1` set it runs only the managed-state AWS row,
+//! ten times, for `perf record`.
 //!
 //! Measured, single-threaded, in one run:
 //! 1. the bare serde_json parse of every EventBridge envelope into a small typed struct
@@ -62,6 +64,18 @@ fn main() {
         .collect();
     let mb = data.len() as f64 / 1e6;
 
+    // For profiling (`perf record`): only the managed-state AWS row, ten times.
+    if std::env::var_os("DRIFTREACTOR_BENCH_PROFILE_AWS").is_some() {
+        let (matching, _) = matching_state(&lines);
+        for _ in 0..10 {
+            for l in &lines {
+                if let Ok(ev) = driftreactor_aws::normalize(l) {
+                    black_box(matching.evaluate(ev));
+                }
+            }
+        }
+        return;
+    }
     let (state_path, pipeline) = aws_pipeline(&corpus);
 
     println!("driftreactor throughput benchmark (single thread)");
@@ -137,10 +151,44 @@ fn main() {
     });
     let full_rate = lines.len() as f64 / full;
     row(
-        "aws: normalize + route + decide",
+        "aws: normalize + route + decide (corpus state)",
         full_rate,
         mb / full,
         full_rate / bare_rate,
+    );
+    println!(
+        "{:<52} drift {} / unmanaged {} / ignored {} / errors {}",
+        "  verdicts", counts[0], counts[1], counts[2], counts[4]
+    );
+
+    // 2b. The same events against a state that manages what they change: one instance
+    // per object the successful changes name, so routing and deciding really run (the
+    // corpus state above shares no ids with the generated events: 0 drift).
+    let (matching, managed) = matching_state(&lines);
+    let mut counts = [0usize; 5];
+    let t = best_of(3, || {
+        counts = [0; 5];
+        for l in &lines {
+            match driftreactor_aws::normalize(l) {
+                Ok(ev) => {
+                    let d = matching.evaluate(ev).decision;
+                    counts[match d.verdict {
+                        Verdict::Drift => 0,
+                        Verdict::Unmanaged => 1,
+                        Verdict::Ignored => 2,
+                        Verdict::Rejected => 3,
+                    }] += 1;
+                }
+                Err(_) => counts[4] += 1,
+            }
+        }
+    });
+    let rate = lines.len() as f64 / t;
+    row(
+        &format!("aws: the same, state managing them ({managed} inst.)"),
+        rate,
+        mb / t,
+        rate / bare_rate,
     );
     println!(
         "{:<52} drift {} / unmanaged {} / ignored {} / errors {}",
@@ -391,25 +439,10 @@ fn aws_pipeline(corpus: &Path) -> (PathBuf, Pipeline) {
     builder
         .add_state_file("prod", &state)
         .expect("load corpus state");
-    let cfg: PolicyConfig = toml::from_str(
-        r#"
-        [principals]
-        iac = ["arn:aws:iam::*:role/terraform-ci", "arn:aws:iam::*:role/atlantis"]
-        reactor = ["arn:aws:iam::*:role/driftreactor"]
-        [[policy]]
-        type = "aws_security_group*"
-        action = "revert"
-        [[policy]]
-        address = "module.*.aws_iam_*"
-        action = "pull_request"
-        [[policy]]
-        type = "aws_cloudwatch_log_group"
-        action = "ignore"
-        "#,
+    (
+        state,
+        Pipeline::new(Arc::new(builder.build()), bench_policy()),
     )
-    .expect("bench policy");
-    let policy = Policy::compile(&cfg).expect("bench policy compiles");
-    (state, Pipeline::new(Arc::new(builder.build()), policy))
 }
 
 /// Valid single events of a provider's corpus folder, as JSON text.
@@ -461,4 +494,146 @@ fn measure_state_load_child(path: &Path) {
         secs,
         peak_kb / 1024.0
     );
+}
+
+/// A pipeline over a generated state that manages the first object each successful
+/// change of `lines` names (deduplicated), with the bench policy; returns it and the
+/// instance count. Objects named by ARN become an instance with that `arn` (of the
+/// type the ARN's service and resource kind say); EC2 ids an instance of the type
+/// their prefix says. (Only the normalizer's resource ids are used, so the same code
+/// builds the state for older versions in a before/after comparison.) Addresses sit in modules so the policy's address
+/// patterns are exercised too.
+fn matching_state(lines: &[&[u8]]) -> (Pipeline, usize) {
+    use std::collections::HashSet;
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut resources = Vec::new();
+    for l in lines {
+        let Ok(ev) = driftreactor_aws::normalize(l) else {
+            continue;
+        };
+        if ev.read_only
+            || ev.change.is_none()
+            || !matches!(ev.outcome, driftreactor_event::Outcome::Success)
+        {
+            continue;
+        }
+        let Some(r) = ev.resources.first() else {
+            continue;
+        };
+        if !seen.insert(r.id.clone()) {
+            continue;
+        }
+        let n = resources.len();
+        let (ty, attrs) = if r.id.starts_with("arn:") {
+            let ty = type_of_arn(&r.id);
+            (ty, serde_json::json!({"id": r.id, "arn": r.id}))
+        } else if let Some(id) = r.id.strip_prefix("aws:ec2:") {
+            let ty = match id.split('-').next().unwrap_or("") {
+                "sg" => "aws_security_group",
+                "i" => "aws_instance",
+                "vpc" => "aws_vpc",
+                "subnet" => "aws_subnet",
+                "rtb" => "aws_route_table",
+                "eni" => "aws_network_interface",
+                "vol" => "aws_ebs_volume",
+                "igw" => "aws_internet_gateway",
+                "nat" => "aws_nat_gateway",
+                "acl" => "aws_network_acl",
+                "lt" => "aws_launch_template",
+                _ => "aws_ec2_object",
+            };
+            (ty.to_owned(), serde_json::json!({"id": id}))
+        } else {
+            continue;
+        };
+        resources.push(serde_json::json!({
+            "module": format!("module.app_{}", n % 50),
+            "mode": "managed",
+            "type": ty,
+            "name": format!("r{n}"),
+            "provider": "provider[\"registry.terraform.io/hashicorp/aws\"]",
+            "instances": [{"schema_version": 0, "attributes": attrs}],
+        }));
+    }
+    let managed = resources.len();
+    let state = serde_json::json!({
+        "version": 4,
+        "terraform_version": "1.11.4",
+        "serial": 1,
+        "lineage": "bench",
+        "outputs": {},
+        "resources": resources,
+    });
+    let dir = std::env::temp_dir().join(format!("driftreactor-bench-m-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("matching.tfstate");
+    std::fs::write(&path, state.to_string()).expect("write matching state");
+    let mut builder = GraphBuilder::new(identities());
+    builder
+        .add_state_file("prod", &path)
+        .expect("load the matching state");
+    let _ = std::fs::remove_dir_all(&dir);
+    (
+        Pipeline::new(Arc::new(builder.build()), bench_policy()),
+        managed,
+    )
+}
+
+/// The policy of the size real estates use, for every AWS row.
+fn bench_policy() -> Policy {
+    let cfg: PolicyConfig = toml::from_str(
+        r#"
+        [principals]
+        iac = ["arn:aws:iam::*:role/terraform-ci", "arn:aws:iam::*:role/atlantis"]
+        reactor = ["arn:aws:iam::*:role/driftreactor"]
+        [[policy]]
+        type = "aws_security_group*"
+        action = "revert"
+        [[policy]]
+        address = "module.*.aws_iam_*"
+        action = "pull_request"
+        [[policy]]
+        type = "aws_cloudwatch_log_group"
+        action = "ignore"
+        "#,
+    )
+    .expect("bench policy");
+    Policy::compile(&cfg).expect("bench policy compiles")
+}
+
+/// The Terraform type of the object an ARN names (the common ones; others get a
+/// name made of the ARN's service and resource kind).
+fn type_of_arn(arn: &str) -> String {
+    let mut parts = arn.splitn(6, ':');
+    let service = parts.nth(2).unwrap_or("");
+    let resource = parts.nth(2).unwrap_or("");
+    let kind = resource.split(['/', ':']).next().unwrap_or("");
+    let ty = match (service, kind) {
+        ("s3", _) => "aws_s3_bucket",
+        ("iam", "role") => "aws_iam_role",
+        ("iam", "user") => "aws_iam_user",
+        ("iam", "policy") => "aws_iam_policy",
+        ("iam", "group") => "aws_iam_group",
+        ("iam", "instance-profile") => "aws_iam_instance_profile",
+        ("lambda", _) => "aws_lambda_function",
+        ("kms", "alias") => "aws_kms_alias",
+        ("kms", _) => "aws_kms_key",
+        ("rds", "cluster") => "aws_rds_cluster",
+        ("rds", "snapshot") => "aws_db_snapshot",
+        ("rds", _) => "aws_db_instance",
+        ("logs", _) => "aws_cloudwatch_log_group",
+        ("secretsmanager", _) => "aws_secretsmanager_secret",
+        ("elasticloadbalancing", "targetgroup") => "aws_lb_target_group",
+        ("elasticloadbalancing", _) => "aws_lb",
+        ("cloudfront", _) => "aws_cloudfront_distribution",
+        ("cloudtrail", _) => "aws_cloudtrail",
+        ("apigateway", _) => "aws_api_gateway_rest_api",
+        ("elasticfilesystem", _) => "aws_efs_file_system",
+        ("ec2", "security-group") => "aws_security_group",
+        ("ec2", "instance") => "aws_instance",
+        ("ec2", "vpc") => "aws_vpc",
+        ("ec2", "subnet") => "aws_subnet",
+        _ => return format!("aws_{}_{}", service, kind).replace('-', "_"),
+    };
+    ty.to_owned()
 }
