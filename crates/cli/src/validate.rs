@@ -109,7 +109,8 @@ fn connect(config: &Config, registry: &driftreactor_serve::SourceRegistry) -> an
                     .map_err(|e| anyhow::anyhow!("sources[{i}] ({name}): {e}"))?;
             }
         }
-        let journal = driftreactor_journal::open(&driftreactor_serve::journal_config(config)?)?;
+        let journal =
+            driftreactor_journal::connect(&driftreactor_serve::journal_config(config)?).await?;
         journal.close().await;
         anyhow::Ok(())
     })

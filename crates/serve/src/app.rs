@@ -129,7 +129,8 @@ pub async fn launch(
     let (remediation, redactor) = if remediation {
         // One journal handle for the service, the bookkeeping and the memory; the
         // forwarder closes it once the remediator stopped (after the service).
-        let shared = driftreactor_journal::open(&crate::journal_config(&config)?)
+        let shared = driftreactor_journal::connect(&crate::journal_config(&config)?)
+            .await
             .map_err(AppError::Journal)?;
         journal = Some(shared.clone());
         let forwarder = start_remediation(&config, estate.secrets.clone(), shared).await?;
