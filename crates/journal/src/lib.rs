@@ -307,6 +307,48 @@ impl JournalConfig {
         }
     }
 
+    /// Checks the PostgreSQL settings without connecting: `url` is a `postgres://` or
+    /// `postgresql://` URL, the password is not both in it and in `password_env`, the
+    /// `password_env` variable is set, `max_connections` and `connect_timeout_secs`
+    /// are at least 1. Nothing to check for SQLite.
+    ///
+    /// # Errors
+    /// [`Error::Config`] naming the key and the reason (never the password).
+    pub fn check(&self) -> Result<()> {
+        let Some(url) = self.url.as_deref() else {
+            return Ok(());
+        };
+        let shown = redact_url(url);
+        let bad = |field, reason: String| Err(Error::Config { field, reason });
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            return bad(
+                "url",
+                format!("`{shown}` is not a postgres:// or postgresql:// URL"),
+            );
+        }
+        if let Some(var) = self.password_env.as_deref() {
+            if shown != url {
+                return bad(
+                    "password_env",
+                    "the URL has a password too; keep one of them".into(),
+                );
+            }
+            if std::env::var_os(var).is_none() {
+                return bad(
+                    "password_env",
+                    format!("environment variable `{var}` is not set"),
+                );
+            }
+        }
+        if self.max_connections == 0 {
+            return bad("max_connections", "must be at least 1".into());
+        }
+        if self.connect_timeout_secs == 0 {
+            return bad("connect_timeout_secs", "must be at least 1 second".into());
+        }
+        Ok(())
+    }
+
     /// The defaults, with the PostgreSQL journal at `url`.
     pub fn postgres(url: impl Into<String>) -> Self {
         Self {

@@ -8,7 +8,7 @@
 //! `journal copy` moves rows as they are.
 //!
 //! - **Schema:** created and migrated by the service on connect, with versioned
-//!   migrations ([`MIGRATIONS`], table `_sqlx_migrations`). sqlx's migrator holds a
+//!   migrations (one per schema version, table `_sqlx_migrations`). sqlx's migrator holds a
 //!   session advisory lock (`pg_advisory_lock`, keyed by the database name) while it
 //!   checks and applies them, so replicas starting at once apply each migration once;
 //!   the others wait, then find it applied. A database migrated by a newer build is
@@ -225,26 +225,14 @@ pub fn connect_options(cfg: &JournalConfig) -> Result<(PgConnectOptions, String)
         field: "url",
         reason: "not set".into(),
     })?;
+    cfg.check()?;
     let shown = redact_url(url);
-    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-        return Err(Error::Config {
-            field: "url",
-            reason: format!("`{shown}` is not a postgres:// or postgresql:// URL"),
-        });
-    }
     let mut opts = PgConnectOptions::from_str(url).map_err(|e| Error::Config {
         field: "url",
         // sqlx's message names the part it could not read, never the password.
         reason: format!("`{shown}`: {e}"),
     })?;
-    let url_has_password = shown != url;
     if let Some(var) = cfg.password_env.as_deref() {
-        if url_has_password {
-            return Err(Error::Config {
-                field: "password_env",
-                reason: "the URL has a password too; keep one of them".into(),
-            });
-        }
         let password = std::env::var(var).map_err(|_| Error::Config {
             field: "password_env",
             reason: format!("environment variable `{var}` is not set"),
