@@ -7,6 +7,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+#[cfg(feature = "postgres")]
+mod journal;
 mod replay;
 mod serve;
 mod setup;
@@ -34,6 +36,9 @@ enum Command {
     Serve(serve::Args),
     /// Check a config file (every section, every state) and print what it holds.
     Validate(validate::Args),
+    /// Journal maintenance (`journal copy`: a SQLite journal into PostgreSQL).
+    #[cfg(feature = "postgres")]
+    Journal(journal::Args),
 }
 
 fn main() -> ExitCode {
@@ -44,6 +49,8 @@ fn main() -> ExitCode {
         Command::Setup(args) => setup::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Validate(args) => validate::run(args),
+        #[cfg(feature = "postgres")]
+        Command::Journal(args) => journal::run(args),
     };
     match result {
         Ok(code) => code,

@@ -71,7 +71,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         writeln!(out, "  {} ({}, {how})", s.name, s.kind)?;
     }
     writeln!(out, "policy rules: {}", config.policy.len())?;
-    writeln!(out, "journal: {}", checked.journal.path.display())?;
+    match checked.journal.url.as_deref() {
+        Some(url) => writeln!(out, "journal: {}", driftreactor_journal::redact_url(url))?,
+        None => writeln!(out, "journal: {}", checked.journal.path.display())?,
+    }
     writeln!(
         out,
         "remediation: {}",
@@ -109,7 +112,8 @@ fn connect(config: &Config, registry: &driftreactor_serve::SourceRegistry) -> an
                     .map_err(|e| anyhow::anyhow!("sources[{i}] ({name}): {e}"))?;
             }
         }
-        let journal = driftreactor_journal::open(&driftreactor_serve::journal_config(config)?)?;
+        let journal =
+            driftreactor_journal::connect(&driftreactor_serve::journal_config(config)?).await?;
         journal.close().await;
         anyhow::Ok(())
     })

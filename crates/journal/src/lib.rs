@@ -73,9 +73,14 @@ pub use driftreactor_event::{Decided, MatchRecord, ResourceKey};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
+#[cfg(feature = "postgres")]
+pub mod copy;
+mod lease;
 mod lifecycle;
 pub mod lock;
 mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 mod prune;
 mod query;
 mod remediation;
@@ -83,6 +88,7 @@ mod schema;
 mod store;
 mod writer;
 
+pub use lease::Lease;
 pub use lifecycle::{DriftQuery, DriftStatus, DriftUpdate};
 pub use lock::{JournalLock, LockError};
 pub use memory::{ApplyRecord, MAX_APPLIES, MAX_STAMPS, Stamp};
@@ -91,7 +97,7 @@ pub use query::{
     DriftRow, EventQuery, EventRow, RemediationQuery, RemediationRow, RemediationTarget,
 };
 pub use remediation::PendingRemediation;
-pub use store::{JournalFuture, JournalStore, SharedJournal, StopSignal, open};
+pub use store::{JournalFuture, JournalStore, SharedJournal, StopSignal, connect, open};
 
 /// Result of a journal operation.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -146,6 +152,17 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The `[journal]` settings do not describe a journal this build can open (an
+    /// unknown URL scheme, a password both in the URL and in `password_env`, a
+    /// missing environment variable, the `postgres` feature off); `field` names the
+    /// setting.
+    #[error("journal.{field}: {reason}")]
+    Config {
+        /// The `[journal]` key.
+        field: &'static str,
+        /// What is wrong with it (never a password).
+        reason: String,
+    },
     /// The database was written by a newer driftreactor (schema `user_version`).
     #[error("journal {path} has schema version {found}, this build reads up to {supported}")]
     Schema {
@@ -159,12 +176,35 @@ pub enum Error {
 }
 
 /// `[journal]`: where and how the journal writes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct JournalConfig {
     /// The SQLite file (created if missing). Relative paths are resolved against the
     /// config file's directory by the caller. Default `driftreactor-journal.sqlite`.
+    /// Ignored when [`JournalConfig::url`] is set.
     pub path: PathBuf,
+    /// A PostgreSQL journal instead of the SQLite file:
+    /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=…]` (the libpq URL;
+    /// `postgresql://` too). Needs the `postgres` feature (on in the `driftreactor`
+    /// binary). `None` (default): the SQLite file at [`JournalConfig::path`].
+    pub url: Option<String>,
+    /// The environment variable holding the PostgreSQL password (instead of putting
+    /// it in [`JournalConfig::url`]; setting both is refused). Default none.
+    pub password_env: Option<String>,
+    /// PostgreSQL TLS mode, as libpq names it: `disable`, `allow`, `prefer`,
+    /// `require`, `verify-ca`, `verify-full`. Overrides a `sslmode` in the URL;
+    /// neither: `prefer` (libpq's default).
+    pub sslmode: Option<SslMode>,
+    /// The CA certificate file (PEM) `verify-ca` / `verify-full` check the server
+    /// against (libpq's `sslrootcert`; the URL may carry it too). Default: the
+    /// webpki roots.
+    pub sslrootcert: Option<PathBuf>,
+    /// Most PostgreSQL connections this process keeps (pool size). Default 8.
+    pub max_connections: u32,
+    /// How long a PostgreSQL operation waits for a connection (connecting included)
+    /// before it fails, in seconds: what an append waits, at most, while the database
+    /// is unreachable before it is refused (and nothing is acknowledged). Default 5.
+    pub connect_timeout_secs: u64,
     /// Most entries committed in one transaction (group commit). Default 512.
     pub max_batch: usize,
     /// How long the writer waits for more entries after the first one before it
@@ -184,10 +224,71 @@ pub struct JournalConfig {
     pub prune_interval_secs: u64,
 }
 
+impl std::fmt::Debug for JournalConfig {
+    /// As the derived form, with the URL's password (if any) replaced by `***`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JournalConfig")
+            .field("path", &self.path)
+            .field("url", &self.url.as_deref().map(redact_url))
+            .field("password_env", &self.password_env)
+            .field("sslmode", &self.sslmode)
+            .field("sslrootcert", &self.sslrootcert)
+            .field("max_connections", &self.max_connections)
+            .field("connect_timeout_secs", &self.connect_timeout_secs)
+            .field("max_batch", &self.max_batch)
+            .field("max_batch_delay_ms", &self.max_batch_delay_ms)
+            .field("queue_capacity", &self.queue_capacity)
+            .field("retain_days", &self.retain_days)
+            .field("prune_interval_secs", &self.prune_interval_secs)
+            .finish()
+    }
+}
+
+/// `url` with the password of its `user:password@` part replaced by `***` (for logs,
+/// `/readyz` and errors); anything else is returned as it is.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+/// PostgreSQL's TLS modes (libpq's `sslmode`), in the spelling libpq uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SslMode {
+    /// No TLS.
+    Disable,
+    /// Plain first, TLS if the server insists.
+    Allow,
+    /// TLS when the server offers it, else plain (libpq's default).
+    Prefer,
+    /// TLS, certificate not checked.
+    Require,
+    /// TLS, the certificate chain checked against the CA (`sslrootcert`).
+    VerifyCa,
+    /// As `verify-ca`, and the host name must match the certificate.
+    VerifyFull,
+}
+
 impl Default for JournalConfig {
     fn default() -> Self {
         Self {
             path: PathBuf::from("driftreactor-journal.sqlite"),
+            url: None,
+            password_env: None,
+            sslmode: None,
+            sslrootcert: None,
+            max_connections: 8,
+            connect_timeout_secs: 5,
             max_batch: 512,
             max_batch_delay_ms: 2,
             queue_capacity: 1024,
@@ -202,6 +303,56 @@ impl JournalConfig {
     pub fn at(path: impl Into<PathBuf>) -> Self {
         Self {
             path: path.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Checks the PostgreSQL settings without connecting: `url` is a `postgres://` or
+    /// `postgresql://` URL, the password is not both in it and in `password_env`, the
+    /// `password_env` variable is set, `max_connections` and `connect_timeout_secs`
+    /// are at least 1. Nothing to check for SQLite.
+    ///
+    /// # Errors
+    /// [`Error::Config`] naming the key and the reason (never the password).
+    pub fn check(&self) -> Result<()> {
+        let Some(url) = self.url.as_deref() else {
+            return Ok(());
+        };
+        let shown = redact_url(url);
+        let bad = |field, reason: String| Err(Error::Config { field, reason });
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            return bad(
+                "url",
+                format!("`{shown}` is not a postgres:// or postgresql:// URL"),
+            );
+        }
+        if let Some(var) = self.password_env.as_deref() {
+            if shown != url {
+                return bad(
+                    "password_env",
+                    "the URL has a password too; keep one of them".into(),
+                );
+            }
+            if std::env::var_os(var).is_none() {
+                return bad(
+                    "password_env",
+                    format!("environment variable `{var}` is not set"),
+                );
+            }
+        }
+        if self.max_connections == 0 {
+            return bad("max_connections", "must be at least 1".into());
+        }
+        if self.connect_timeout_secs == 0 {
+            return bad("connect_timeout_secs", "must be at least 1 second".into());
+        }
+        Ok(())
+    }
+
+    /// The defaults, with the PostgreSQL journal at `url`.
+    pub fn postgres(url: impl Into<String>) -> Self {
+        Self {
+            url: Some(url.into()),
             ..Self::default()
         }
     }
@@ -468,4 +619,8 @@ impl Journal {
 }
 
 #[cfg(test)]
+mod contract;
+#[cfg(test)]
 mod tests;
+#[cfg(all(test, feature = "postgres"))]
+mod tests_pg;

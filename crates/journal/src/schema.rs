@@ -12,7 +12,7 @@ use rusqlite_migration::{M, Migrations};
 use crate::{Error, Result};
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub(crate) const VERSION: i64 = 4;
+pub(crate) const VERSION: i64 = 5;
 
 pub(crate) const SCHEMA_V1: &str = "
 CREATE TABLE IF NOT EXISTS events (
@@ -158,6 +158,18 @@ ALTER TABLE remediation_targets ADD COLUMN outcome TEXT;
 ALTER TABLE remediation_targets ADD COLUMN reason TEXT;
 ";
 
+/// Version 5: leases ([`crate::Lease`]): one row per lease name with its holder, its
+/// expiry (Unix milliseconds) and its fencing token, which only ever grows (a released
+/// lease keeps its row and token).
+pub(crate) const SCHEMA_V5: &str = "
+CREATE TABLE IF NOT EXISTS leases (
+    name          TEXT PRIMARY KEY,
+    holder        TEXT,
+    token         INTEGER NOT NULL,
+    expires_at_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+";
+
 /// Every table of the file, one migration per schema version (`PRAGMA user_version`
 /// counts the migrations applied; `rusqlite_migration` applies the missing ones, each
 /// in its own transaction). Append new versions at the end; never edit a released one.
@@ -169,6 +181,7 @@ pub(crate) const MIGRATION_STEPS: &[M<'static>] = &[
     M::up(SCHEMA_V2),
     M::up(SCHEMA_V3),
     M::up(SCHEMA_V4),
+    M::up(SCHEMA_V5),
 ];
 
 /// Opens the database at `path`. This is the one place that sets up a connection to

@@ -25,10 +25,12 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use driftreactor_event::{Provider, ResourceKey};
 
+use std::time::Duration;
+
 use crate::{
     ApplyRecord, DriftQuery, DriftRow, DriftUpdate, Entry, EventQuery, EventRow, Journal,
-    JournalConfig, PendingRemediation, PruneReport, RemediationQuery, RemediationRow, Result,
-    Stamp, Written,
+    JournalConfig, Lease, PendingRemediation, PruneReport, RemediationQuery, RemediationRow,
+    Result, Stamp, Written,
 };
 
 /// A boxed, `Send` future answering a journal call (what keeps [`JournalStore`]
@@ -259,15 +261,93 @@ pub trait JournalStore: Send + Sync + std::fmt::Debug + 'static {
         workspace: String,
         address: String,
     ) -> JournalFuture<'_, Vec<BTreeSet<String>>>;
+
+    /// One round trip to the store (`SELECT 1`), answering how long it took: what
+    /// `/readyz` shows as the journal's reachability.
+    ///
+    /// # Errors
+    /// When the store does not answer (PostgreSQL unreachable: within
+    /// `connect_timeout_secs`), or [`crate::Error::Closed`].
+    fn ping(&self) -> JournalFuture<'_, Duration>;
+
+    /// Takes the lease `name` for `holder` for `ttl`: when it is free (never taken,
+    /// released or expired; its fencing token grows by one) or already `holder`'s
+    /// (extended, same token). `None` while another holder's lease runs
+    /// ([`Journal::acquire_lease`]).
+    ///
+    /// # Errors
+    /// When the store cannot be written.
+    fn acquire_lease(
+        &self,
+        name: String,
+        holder: String,
+        ttl: Duration,
+    ) -> JournalFuture<'_, Option<Lease>>;
+
+    /// Extends `holder`'s lease `name` of fencing token `token` to `ttl` from now;
+    /// `None` when it is not theirs any more ([`Journal::renew_lease`]).
+    ///
+    /// # Errors
+    /// When the store cannot be written.
+    fn renew_lease(
+        &self,
+        name: String,
+        holder: String,
+        token: u64,
+        ttl: Duration,
+    ) -> JournalFuture<'_, Option<Lease>>;
+
+    /// Gives up `holder`'s lease `name` of fencing token `token`; `false` when it was
+    /// not theirs any more ([`Journal::release_lease`]).
+    ///
+    /// # Errors
+    /// When the store cannot be written.
+    fn release_lease(&self, name: String, holder: String, token: u64) -> JournalFuture<'_, bool>;
+
+    /// The leases `holder` holds now, by name ([`Journal::leases_held`]).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    fn leases_held(&self, holder: String) -> JournalFuture<'_, Vec<Lease>>;
 }
 
-/// Opens the journal `cfg` describes (today: the embedded SQLite file at `cfg.path`)
-/// and returns it as the handle every part of the service shares.
+/// Opens the embedded SQLite journal at `cfg.path` and returns it as the handle every
+/// part of the service shares. A PostgreSQL journal ([`JournalConfig::url`]) needs
+/// a connection: open it with [`connect`].
 ///
 /// # Errors
-/// As [`Journal::open`].
+/// As [`Journal::open`]; [`crate::Error::Config`] when `cfg.url` is set.
 pub fn open(cfg: &JournalConfig) -> Result<SharedJournal> {
+    if cfg.url.is_some() {
+        return Err(crate::Error::Config {
+            field: "url",
+            reason: "a PostgreSQL journal is opened with `journal::connect`".into(),
+        });
+    }
     Ok(Arc::new(Journal::open(cfg)?))
+}
+
+/// Opens the journal `cfg` describes: PostgreSQL when [`JournalConfig::url`] is set
+/// (connects, then creates or migrates its schema), else the embedded SQLite file at
+/// `cfg.path`.
+///
+/// # Errors
+/// As [`Journal::open`] for SQLite; for PostgreSQL [`crate::Error::Config`] (bad URL
+/// or password settings, the `postgres` feature off) or [`crate::Error::Backend`]
+/// (cannot connect, a migration failed, the schema is newer than this build).
+pub async fn connect(cfg: &JournalConfig) -> Result<SharedJournal> {
+    match cfg.url.as_deref() {
+        None => Ok(Arc::new(Journal::open(cfg)?)),
+        #[cfg(feature = "postgres")]
+        Some(_) => Ok(Arc::new(crate::postgres::PgJournal::connect(cfg).await?)),
+        #[cfg(not(feature = "postgres"))]
+        Some(_) => Err(crate::Error::Config {
+            field: "url",
+            reason: "this build has no PostgreSQL support (cargo feature `postgres` of \
+                     driftreactor-journal)"
+                .into(),
+        }),
+    }
 }
 
 impl JournalStore for Journal {
@@ -413,5 +493,38 @@ impl JournalStore for Journal {
         address: String,
     ) -> JournalFuture<'_, Vec<BTreeSet<String>>> {
         Box::pin(Journal::open_prs_with(self, workspace, address))
+    }
+    fn ping(&self) -> JournalFuture<'_, Duration> {
+        Box::pin(async move {
+            let t = std::time::Instant::now();
+            self.read("ping", |c| {
+                c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))
+            })
+            .await?;
+            Ok(t.elapsed())
+        })
+    }
+    fn acquire_lease(
+        &self,
+        name: String,
+        holder: String,
+        ttl: Duration,
+    ) -> JournalFuture<'_, Option<Lease>> {
+        Box::pin(Journal::acquire_lease(self, name, holder, ttl))
+    }
+    fn renew_lease(
+        &self,
+        name: String,
+        holder: String,
+        token: u64,
+        ttl: Duration,
+    ) -> JournalFuture<'_, Option<Lease>> {
+        Box::pin(Journal::renew_lease(self, name, holder, token, ttl))
+    }
+    fn release_lease(&self, name: String, holder: String, token: u64) -> JournalFuture<'_, bool> {
+        Box::pin(Journal::release_lease(self, name, holder, token))
+    }
+    fn leases_held(&self, holder: String) -> JournalFuture<'_, Vec<Lease>> {
+        Box::pin(Journal::leases_held(self, holder))
     }
 }

@@ -1025,128 +1025,20 @@ async fn the_sqlite_journal_keeps_the_storage_contract_through_the_trait() {
     let dir = tempfile::tempdir().unwrap();
     let j: SharedJournal = open(&JournalConfig::at(dir.path().join("j.sqlite"))).unwrap();
     assert!(j.location().ends_with("j.sqlite"));
-
-    // Exactly once, answered after commit.
-    let mut e = drift_entry("seam-1", "aws_security_group.web");
-    e.remediation = Some(r#"{"id":"seam-1"}"#.to_owned());
-    let w = j.append(vec![e.clone(), e.clone()]).await.unwrap();
-    assert!(matches!(w[0], Written::Recorded(_)));
-    assert_eq!(w[1], Written::Duplicate);
-    assert_eq!(j.count(), 1);
+    crate::contract::storage_contract(j.clone()).await;
     assert!(j.size_bytes().unwrap() > 0);
+    crate::contract::closed_refuses_appends(j).await;
+}
 
-    // Queries.
-    assert_eq!(
-        ids(&j.events(EventQuery::default()).await.unwrap()),
-        ["seam-1"]
-    );
-    let drift = j.drift(Some("prod".into())).await.unwrap();
-    assert_eq!(drift.len(), 1);
-    assert!(
-        j.drift_of("prod".into(), "aws_security_group.web".into())
-            .await
-            .unwrap()
-            .is_some()
-    );
-    assert_eq!(
-        j.resource_events("prod".into(), "aws_security_group.web".into(), 10)
-            .await
-            .unwrap()
-            .len(),
-        1
-    );
-
-    // Remediation bookkeeping: pending until its work item finished.
-    let pending = j.pending_remediations().await.unwrap();
-    assert_eq!(pending.len(), 1);
-    assert_eq!(pending[0].event_id, "seam-1");
-    j.remediation_submitted(
-        Provider::Aws,
-        "seam-1".into(),
-        vec![ResourceKey::new("prod", "aws_security_group.web")],
-    )
-    .await
-    .unwrap();
-    assert_eq!(
-        j.remediation_finished(
-            "prod".into(),
-            "aws_security_group.web".into(),
-            vec!["seam-1".into()],
-        )
-        .await
-        .unwrap(),
-        1
-    );
-    assert!(j.pending_remediations().await.unwrap().is_empty());
-    assert_eq!(
-        j.remediations(RemediationQuery::default())
-            .await
-            .unwrap()
-            .len(),
-        1
-    );
-
-    // Remediation memory.
-    let ws = || "prod".to_owned();
-    let addr = || "aws_security_group.web".to_owned();
-    let now = Utc::now();
-    j.record_stamp(Stamp::Attempt, ws(), addr(), now)
+#[tokio::test]
+async fn the_sqlite_journal_keeps_the_lease_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = crate::connect(&JournalConfig::at(dir.path().join("j.sqlite")))
         .await
         .unwrap();
-    assert_eq!(
-        j.stamps_since(
-            Stamp::Attempt,
-            ws(),
-            addr(),
-            now - chrono::Duration::minutes(1)
-        )
-        .await
-        .unwrap(),
-        1
-    );
-    assert!(j.record_pause(ws(), addr(), "cap".into()).await.unwrap());
-    assert_eq!(
-        j.pause_reason(ws(), addr()).await.unwrap().as_deref(),
-        Some("cap")
-    );
-    j.clear_memory(ws(), addr()).await.unwrap();
-    assert_eq!(j.pause_reason(ws(), addr()).await.unwrap(), None);
-    let set: std::collections::BTreeSet<String> = [addr()].into();
-    j.record_open_pr(ws(), set.clone()).await.unwrap();
-    assert_eq!(
-        j.open_prs_with(ws(), addr()).await.unwrap(),
-        vec![set.clone()]
-    );
-    j.forget_pr(ws(), set).await.unwrap();
-    assert!(j.open_prs_with(ws(), addr()).await.unwrap().is_empty());
-    j.record_apply(ApplyRecord {
-        workspace: ws(),
-        changes: [(addr(), vec!["update".to_owned()])].into(),
-        started: now,
-        finished: now,
-    })
-    .await
-    .unwrap();
-    assert_eq!(j.applies_for(ws(), addr()).await.unwrap().len(), 1);
-
-    // Retention through the trait, then close.
-    let mut batches = 0;
-    let mut on_batch = |_: &PruneReport| batches += 1;
-    let report = j
-        .prune_with(
-            now - chrono::Duration::days(1),
-            10,
-            Box::pin(std::future::pending()),
-            &mut on_batch,
-        )
-        .await
-        .unwrap();
-    assert!(report.complete);
+    crate::contract::lease_contract(j.clone()).await;
+    assert!(j.ping().await.is_ok());
     j.close().await;
-    assert!(matches!(
-        j.append(vec![Entry::new(Provider::Aws, "late", "t")]).await,
-        Err(Error::Closed)
-    ));
 }
 
 /// Item 14 (issue 12): a journal file of schema version 3 (built by this build's own
@@ -1180,7 +1072,7 @@ async fn item14_a_version_3_journal_upgrades_in_place_to_the_drift_lifecycle() {
     }
     assert_eq!(user_version(&path), 3);
     let j = journal(&dir);
-    assert_eq!(user_version(&path), 4);
+    assert_eq!(user_version(&path), schema::VERSION);
     let rows = j.drift(None).await.unwrap();
     let by = |a: &str| rows.iter().find(|r| r.address == a).unwrap().clone();
     let app = by("aws_instance.app");
@@ -1223,7 +1115,7 @@ async fn item14_a_version_3_journal_upgrades_in_place_to_the_drift_lifecycle() {
     j.close().await;
     // Opening it again is a no-op migration.
     let j = journal(&dir);
-    assert_eq!(user_version(&path), 4);
+    assert_eq!(user_version(&path), schema::VERSION);
     j.close().await;
 }
 

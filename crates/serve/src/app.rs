@@ -54,8 +54,9 @@ pub enum AppError {
 pub struct App {
     running: Running,
     remediation: Option<Forwarder>,
-    /// This process's lock on the journal file, released when the app is dropped.
-    _lock: JournalLock,
+    /// This process's lock on the journal file, released when the app is dropped;
+    /// `None` on PostgreSQL (several replicas share it).
+    _lock: Option<JournalLock>,
 }
 
 impl App {
@@ -108,8 +109,13 @@ pub async fn launch(
     // All of the config first, before any state is read.
     crate::check::check(&config, &registry, crate::check::CheckMode::Build)
         .map_err(ServeError::ConfigFile)?;
-    // One process per journal file: refused before anything else is opened.
-    let lock = JournalLock::acquire(&crate::journal_config(&config)?.path)?;
+    // One process per journal file: refused before anything else is opened. A
+    // PostgreSQL journal is shared by design (no file to lock).
+    let journal_cfg = crate::journal_config(&config)?;
+    let lock = match journal_cfg.url {
+        None => Some(JournalLock::acquire(&journal_cfg.path)?),
+        Some(_) => None,
+    };
     let remediation = remediation_enabled(&config);
     let mut loader = PipelineLoader::from_config(&config);
     // The states' sensitive values are read in any mode: every string the service
@@ -129,7 +135,8 @@ pub async fn launch(
     let (remediation, redactor) = if remediation {
         // One journal handle for the service, the bookkeeping and the memory; the
         // forwarder closes it once the remediator stopped (after the service).
-        let shared = driftreactor_journal::open(&crate::journal_config(&config)?)
+        let shared = driftreactor_journal::connect(&crate::journal_config(&config)?)
+            .await
             .map_err(AppError::Journal)?;
         journal = Some(shared.clone());
         let forwarder = start_remediation(&config, estate.secrets.clone(), shared).await?;

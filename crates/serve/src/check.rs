@@ -121,6 +121,9 @@ pub fn check(
         at_least_one(&invalid, field, value)?;
     }
     let journal = crate::journal_config(config).map_err(|e| named(&path, e))?;
+    if let Err(driftreactor_journal::Error::Config { field, reason }) = journal.check() {
+        return Err(invalid(format!("journal.{field}"), reason));
+    }
     at_least_one(&invalid, "journal.max_batch", journal.max_batch as u64)?;
     at_least_one(
         &invalid,

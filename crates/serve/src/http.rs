@@ -150,18 +150,58 @@ struct Readiness {
     #[serde(skip_serializing_if = "Option::is_none")]
     state_error: Option<String>,
     sources: Vec<crate::readiness::SourceReport>,
+    journal: JournalReadiness,
+}
+
+/// The journal on `/readyz`: where it is (no password) and whether it answers.
+#[derive(Serialize)]
+struct JournalReadiness {
+    location: String,
+    reachable: bool,
+    /// One round trip (`SELECT 1`), in milliseconds, when it answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    round_trip_ms: Option<f64>,
+    /// Why it did not answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// How long `/readyz` waits for the journal's round trip.
+const JOURNAL_PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+async fn journal_readiness(journal: &driftreactor_journal::SharedJournal) -> JournalReadiness {
+    let (round_trip_ms, error) =
+        match tokio::time::timeout(JOURNAL_PING_TIMEOUT, journal.ping()).await {
+            Ok(Ok(d)) => (Some(d.as_secs_f64() * 1000.0), None),
+            Ok(Err(e)) => (None, Some(driftreactor_source::registry::chain(&e))),
+            Err(_) => (
+                None,
+                Some(format!(
+                    "no answer within {} s",
+                    JOURNAL_PING_TIMEOUT.as_secs()
+                )),
+            ),
+        };
+    JournalReadiness {
+        location: journal.location(),
+        reachable: error.is_none(),
+        round_trip_ms,
+        error,
+    }
 }
 
 async fn readyz(State(s): State<AppState>) -> Response {
     let loaded = s.ctx.state.load_full();
     let sources = crate::readiness::reports(&s.ctx, std::time::SystemTime::now());
     let sources_ok = sources.iter().all(|s| s.status == "running");
+    let journal = journal_readiness(&s.ctx.journal).await;
     let body = Readiness {
-        ready: sources_ok,
+        ready: sources_ok && journal.reachable,
         graph_loaded: true,
         states: loaded.states.clone(),
         state_error: s.ctx.state_error.lock().ok().and_then(|e| e.clone()),
         sources,
+        journal,
     };
     let status = if body.ready {
         StatusCode::OK

@@ -337,9 +337,17 @@ pub fn journal_config(config: &Config) -> Result<JournalConfig, ServeError> {
     let mut cfg: JournalConfig = config.section("journal", config.journal.as_ref())?;
     journal_retention(config, &cfg)?;
     if let Some(base) = config.path.as_deref().and_then(Path::parent)
+        && cfg.url.is_none()
         && cfg.path.is_relative()
     {
         cfg.path = base.join(&cfg.path);
+    }
+    if let (Some(base), Some(ca)) = (
+        config.path.as_deref().and_then(Path::parent),
+        cfg.sslrootcert.as_mut(),
+    ) && ca.is_relative()
+    {
+        *ca = base.join(&*ca);
     }
     Ok(cfg)
 }
@@ -441,7 +449,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
     // A journal handed in is closed by its owner; one opened here closes at shutdown.
     let (journal, owned) = match journal {
         Some(j) => (j, false),
-        None => (driftreactor_journal::open(&journal_cfg)?, true),
+        None => (driftreactor_journal::connect(&journal_cfg).await?, true),
     };
     tracing::info!(journal = %journal.location(), "Journal open.");
     let addr = listen.unwrap_or(server.listen);

@@ -16,6 +16,7 @@ pub mod identity;
 pub mod logs;
 pub mod moto;
 pub mod pipeline;
+pub mod postgres;
 pub mod process;
 pub mod pubsub;
 pub mod routing;
