@@ -131,24 +131,7 @@ fn main() {
     );
 
     // 2. normalize + route + decide.
-    let mut counts = [0usize; 5];
-    let full = best_of(3, || {
-        counts = [0; 5];
-        for l in &lines {
-            match driftreactor_aws::normalize(l) {
-                Ok(ev) => {
-                    let d = pipeline.evaluate(ev).decision;
-                    counts[match d.verdict {
-                        Verdict::Drift => 0,
-                        Verdict::Unmanaged => 1,
-                        Verdict::Ignored => 2,
-                        Verdict::Rejected => 3,
-                    }] += 1;
-                }
-                Err(_) => counts[4] += 1,
-            }
-        }
-    });
+    let (full, counts) = aws_row(&lines, &pipeline);
     let full_rate = lines.len() as f64 / full;
     row(
         "aws: normalize + route + decide (corpus state)",
@@ -165,24 +148,7 @@ fn main() {
     // per object the successful changes name, so routing and deciding really run (the
     // corpus state above shares no ids with the generated events: 0 drift).
     let (matching, managed) = matching_state(&lines);
-    let mut counts = [0usize; 5];
-    let t = best_of(3, || {
-        counts = [0; 5];
-        for l in &lines {
-            match driftreactor_aws::normalize(l) {
-                Ok(ev) => {
-                    let d = matching.evaluate(ev).decision;
-                    counts[match d.verdict {
-                        Verdict::Drift => 0,
-                        Verdict::Unmanaged => 1,
-                        Verdict::Ignored => 2,
-                        Verdict::Rejected => 3,
-                    }] += 1;
-                }
-                Err(_) => counts[4] += 1,
-            }
-        }
-    });
+    let (t, counts) = aws_row(&lines, &matching);
     let rate = lines.len() as f64 / t;
     row(
         &format!("aws: the same, state managing them ({managed} inst.)"),
@@ -636,4 +602,28 @@ fn type_of_arn(arn: &str) -> String {
         _ => return format!("aws_{}_{}", service, kind).replace('-', "_"),
     };
     ty.to_owned()
+}
+
+/// Normalize + route + decide of every line with `pipeline`, best of three: seconds,
+/// and the verdict counts (drift, unmanaged, ignored, rejected, normalize errors).
+fn aws_row(lines: &[&[u8]], pipeline: &Pipeline) -> (f64, [usize; 5]) {
+    let mut counts = [0usize; 5];
+    let secs = best_of(3, || {
+        counts = [0; 5];
+        for l in lines {
+            match driftreactor_aws::normalize(l) {
+                Ok(ev) => {
+                    let d = pipeline.evaluate(ev).decision;
+                    counts[match d.verdict {
+                        Verdict::Drift => 0,
+                        Verdict::Unmanaged => 1,
+                        Verdict::Ignored => 2,
+                        Verdict::Rejected => 3,
+                    }] += 1;
+                }
+                Err(_) => counts[4] += 1,
+            }
+        }
+    });
+    (secs, counts)
 }
