@@ -1,6 +1,6 @@
 //! [`AwsIdentity`]: Terraform `aws_*` resource instances → canonical identifiers.
 
-use driftreactor_event::{Placement, StateIdentity, StateInstance};
+use driftreactor_event::{Indexed, Placement, StateIdentity, StateInstance};
 use serde::Deserialize;
 
 use crate::canon::{self, Canon, Ctx};
@@ -129,173 +129,7 @@ impl StateIdentity for AwsIdentity {
             return;
         }
         let Some(a) = parse(instance) else { return };
-        let start = out.len();
-        let ctx = ctx_of(&a);
-        if let Some(arn) = v(&a.arn) {
-            push(out, start, canon::from_arn(arn));
-        }
-        let id = v(&a.id);
-        let name = v(&a.name);
-        let t = instance.resource_type;
-        match t {
-            "aws_lb_target_group_attachment" | "aws_alb_target_group_attachment" => {
-                if let (Some(tg), Some(target)) = (
-                    v(&a.target_group_arn).and_then(canon::from_arn),
-                    v(&a.target_id),
-                ) {
-                    push(out, start, canon::lb_target(&tg, target));
-                }
-            }
-            "aws_s3_bucket" => {
-                if let Some(b) = v(&a.bucket).or(id) {
-                    push(out, start, canon::s3_bucket(b, &ctx));
-                }
-            }
-            "aws_iam_role"
-            | "aws_iam_user"
-            | "aws_iam_group"
-            | "aws_iam_instance_profile"
-            | "aws_iam_policy" => {
-                let kind = match t {
-                    "aws_iam_role" => "role",
-                    "aws_iam_user" => "user",
-                    "aws_iam_group" => "group",
-                    "aws_iam_instance_profile" => "instance-profile",
-                    _ => "policy",
-                };
-                if let Some(n) = name.or(if kind == "policy" { None } else { id }) {
-                    push(out, start, canon::iam(kind, n, &ctx));
-                }
-            }
-            "aws_iam_access_key" => {
-                if let Some(k) = id {
-                    push(out, start, canon::plain(&["iam", "access-key", k]));
-                }
-            }
-            "aws_iam_user_login_profile" => {
-                if let Some(u) = v(&a.user).or(id) {
-                    push(out, start, canon::plain(&["iam", "login-profile", u]));
-                }
-            }
-            "aws_db_instance" => {
-                for i in [v(&a.identifier), id.filter(|i| !i.starts_with("db-"))]
-                    .into_iter()
-                    .flatten()
-                {
-                    push(out, start, canon::rds("db", i, &ctx));
-                }
-            }
-            "aws_rds_cluster" => {
-                if let Some(i) = v(&a.cluster_identifier).or(id) {
-                    push(out, start, canon::rds("cluster", i, &ctx));
-                }
-            }
-            "aws_db_snapshot" => {
-                if let Some(i) = v(&a.db_snapshot_identifier).or(id) {
-                    push(out, start, canon::rds("snapshot", i, &ctx));
-                }
-            }
-            "aws_lambda_function" => {
-                if let Some(f) = v(&a.function_name).or(id) {
-                    push(out, start, canon::lambda_function(f, &ctx));
-                }
-            }
-            "aws_kms_key" | "aws_kms_replica_key" | "aws_kms_external_key" => {
-                if let Some(k) = v(&a.key_id).or(id) {
-                    push(out, start, canon::kms(k, &ctx));
-                }
-            }
-            "aws_kms_alias" => {
-                if let Some(n) = name.or(id) {
-                    push(out, start, canon::kms(n, &ctx));
-                }
-            }
-            "aws_cloudwatch_log_group" => {
-                if let Some(n) = name.or(id) {
-                    push(out, start, canon::log_group(n, &ctx));
-                }
-            }
-            "aws_ecs_cluster" => {
-                if let Some(n) = name {
-                    push(
-                        out,
-                        start,
-                        canon::regional("ecs", "ecs", "cluster", n, &ctx),
-                    );
-                }
-            }
-            "aws_ecs_service" => {
-                if let Some(n) = name {
-                    push(out, start, canon::ecs_service(v(&a.cluster), n, &ctx));
-                }
-            }
-            "aws_ecs_task_definition" => {
-                if let Some(f) = v(&a.family).or(id) {
-                    push(out, start, canon::ecs_task_definition(f));
-                }
-            }
-            "aws_cloudtrail" => {
-                if let Some(n) = name.or(id) {
-                    push(
-                        out,
-                        start,
-                        canon::regional("cloudtrail", "cloudtrail", "trail", n, &ctx),
-                    );
-                }
-            }
-            "aws_cloudfront_distribution" => {
-                if let Some(i) = id {
-                    push(out, start, canon::cloudfront_distribution(i, &ctx));
-                }
-            }
-            "aws_eks_cluster" => {
-                if let Some(n) = name.or(id) {
-                    push(
-                        out,
-                        start,
-                        canon::regional("eks", "eks", "cluster", n, &ctx),
-                    );
-                }
-            }
-            "aws_api_gateway_rest_api" => {
-                if let Some(i) = id {
-                    push(out, start, canon::apigw_rest_api(i, &ctx));
-                }
-            }
-            "aws_efs_file_system" => {
-                if let Some(i) = id {
-                    push(
-                        out,
-                        start,
-                        canon::regional("elasticfilesystem", "efs", "file-system", i, &ctx),
-                    );
-                }
-            }
-            "aws_efs_mount_target" => {
-                if let Some(i) = id {
-                    push(out, start, canon::plain(&["efs", "mount-target", i]));
-                }
-            }
-            "aws_secretsmanager_secret" => {
-                if let Some(n) = name {
-                    push(out, start, canon::secret(n));
-                }
-            }
-            "aws_key_pair" => {
-                if let Some(k) = v(&a.key_name).or(id) {
-                    push(out, start, canon::ec2_key_pair(k));
-                }
-            }
-            _ => {}
-        }
-        // Generic: EC2-style ids (`sg-…`, `i-…`, `sgr-…`, `rtbassoc-…`) and ARN ids.
-        if let Some(i) = id {
-            if canon::ec2_kind(i).is_some() {
-                push(out, start, canon::ec2(i, &ctx));
-            } else if i.starts_with("arn:") {
-                push(out, start, canon::from_arn(i));
-            }
-        }
+        identities_of(instance.resource_type, &a, out);
     }
 
     fn owned(&self, instance: &StateInstance<'_>, out: &mut Vec<String>) {
@@ -308,131 +142,7 @@ impl StateIdentity for AwsIdentity {
             return;
         }
         let Some(a) = parse(instance) else { return };
-        let start = out.len();
-        let ctx = ctx_of(&a);
-        let none = Ctx::new(None, None);
-        let ec2 = |s: &Str<'_>| v(s).and_then(|i| canon::ec2(i, &none));
-        let arn = |s: &Str<'_>| v(s).and_then(canon::from_arn);
-        match t {
-            "aws_security_group_rule"
-            | "aws_vpc_security_group_ingress_rule"
-            | "aws_vpc_security_group_egress_rule"
-            | "aws_network_interface_sg_attachment" => {
-                push(out, start, ec2(&a.security_group_id));
-                push(out, start, ec2(&a.network_interface_id));
-            }
-            "aws_iam_role_policy_attachment"
-            | "aws_iam_role_policy"
-            | "aws_iam_instance_profile"
-            | "aws_iam_role_policies_exclusive"
-            | "aws_iam_role_policy_attachments_exclusive" => {
-                if let Some(r) = v(&a.role) {
-                    push(out, start, canon::iam("role", r, &none));
-                }
-            }
-            "aws_iam_user_policy_attachment"
-            | "aws_iam_user_policy"
-            | "aws_iam_access_key"
-            | "aws_iam_user_login_profile"
-            | "aws_iam_user_ssh_key"
-            | "aws_iam_user_group_membership" => {
-                if let Some(u) = v(&a.user) {
-                    push(out, start, canon::iam("user", u, &none));
-                }
-            }
-            "aws_iam_group_membership"
-            | "aws_iam_group_policy"
-            | "aws_iam_group_policy_attachment" => {
-                if let Some(g) = v(&a.group) {
-                    push(out, start, canon::iam("group", g, &none));
-                }
-            }
-            "aws_iam_policy_attachment" => {
-                for (kind, list) in [("role", &a.roles), ("user", &a.users), ("group", &a.groups)] {
-                    for n in list.0.iter().filter_map(Str::nonempty) {
-                        push(out, start, canon::iam(kind, n, &none));
-                    }
-                }
-            }
-            "aws_route" | "aws_route_table_association" | "aws_main_route_table_association" => {
-                push(out, start, ec2(&a.route_table_id));
-            }
-            "aws_volume_attachment" => {
-                push(out, start, ec2(&a.volume_id));
-                push(out, start, ec2(&a.instance_id));
-            }
-            "aws_eip_association" => {
-                push(out, start, ec2(&a.allocation_id));
-                push(out, start, ec2(&a.instance_id));
-            }
-            "aws_lambda_permission"
-            | "aws_lambda_alias"
-            | "aws_lambda_function_url"
-            | "aws_lambda_provisioned_concurrency_config"
-            | "aws_lambda_function_event_invoke_config" => {
-                if let Some(f) = v(&a.function_name) {
-                    push(out, start, canon::lambda_function(f, &ctx));
-                }
-            }
-            "aws_kms_alias" | "aws_kms_key_policy" | "aws_kms_grant" => {
-                if let Some(k) = v(&a.target_key_id).or(v(&a.key_id)) {
-                    push(out, start, canon::kms(k, &ctx));
-                }
-            }
-            "aws_lb_listener" | "aws_alb_listener" => push(out, start, arn(&a.load_balancer_arn)),
-            "aws_lb_listener_rule" | "aws_alb_listener_rule" => {
-                push(out, start, arn(&a.listener_arn))
-            }
-            "aws_lb_target_group_attachment" | "aws_alb_target_group_attachment" => {
-                push(out, start, arn(&a.target_group_arn));
-            }
-            "aws_ecs_service" => {
-                if let Some(c) = v(&a.cluster) {
-                    push(
-                        out,
-                        start,
-                        canon::regional("ecs", "ecs", "cluster", c, &ctx),
-                    );
-                }
-            }
-            "aws_cloudwatch_log_stream"
-            | "aws_cloudwatch_log_subscription_filter"
-            | "aws_cloudwatch_log_metric_filter" => {
-                if let Some(g) = v(&a.log_group_name) {
-                    push(out, start, canon::log_group(g, &ctx));
-                }
-            }
-            "aws_efs_mount_target"
-            | "aws_efs_access_point"
-            | "aws_efs_file_system_policy"
-            | "aws_efs_backup_policy" => {
-                if let Some(f) = v(&a.file_system_id) {
-                    push(
-                        out,
-                        start,
-                        canon::regional("elasticfilesystem", "efs", "file-system", f, &ctx),
-                    );
-                }
-            }
-            "aws_secretsmanager_secret_policy"
-            | "aws_secretsmanager_secret_version"
-            | "aws_secretsmanager_secret_rotation" => {
-                if let Some(s) = v(&a.secret_id) {
-                    push(out, start, canon::secret(s));
-                }
-            }
-            _ if t.starts_with("aws_api_gateway_") => {
-                if let Some(r) = v(&a.rest_api_id) {
-                    push(out, start, canon::apigw_rest_api(r, &ctx));
-                }
-            }
-            _ if t.starts_with("aws_s3_") => {
-                if let Some(b) = v(&a.bucket) {
-                    push(out, start, canon::s3_bucket(b, &ctx));
-                }
-            }
-            _ => {}
-        }
+        parents_of(t, &a, out);
     }
 
     fn account(&self, instance: &StateInstance<'_>) -> Option<String> {
@@ -446,21 +156,334 @@ impl StateIdentity for AwsIdentity {
         if !self.handles(instance.resource_type) {
             return Placement::default();
         }
-        let Some(a) = parse(instance) else {
-            return Placement::default();
-        };
-        let arn = v(&a.arn).and_then(canon::parse_arn);
-        let from_arn = arn
-            .as_ref()
-            .map(|arn| arn.account)
-            .filter(|acct| !acct.is_empty() && *acct != "aws");
-        Placement {
-            account: from_arn.or(v(&a.owner_id)).map(str::to_owned),
-            region: arn
-                .map(|arn| arn.region)
-                .filter(|r| !r.is_empty())
-                .map(str::to_owned),
+        parse(instance).map_or_else(Placement::default, |a| placement_of(&a))
+    }
+
+    /// One parse of the attributes answers identities, parents and placement; the
+    /// owned sub-objects ([`crate::owned`]) are read only for the types that have them.
+    fn index(&self, instance: &StateInstance<'_>, out: &mut Indexed) {
+        let t = instance.resource_type;
+        if !self.handles(t) {
+            return;
         }
+        let Some(a) = parse(instance) else { return };
+        identities_of(t, &a, &mut out.identities);
+        if has_parents(t) {
+            parents_of(t, &a, &mut out.parents);
+        }
+        crate::owned::owned(instance, &mut out.owned);
+        out.placement = placement_of(&a);
+    }
+}
+
+/// [`StateIdentity::identities`] of an instance of type `t` with attributes `a`.
+fn identities_of(t: &str, a: &Attrs<'_>, out: &mut Vec<String>) {
+    let start = out.len();
+    let ctx = ctx_of(a);
+    if let Some(arn) = v(&a.arn) {
+        push(out, start, canon::from_arn(arn));
+    }
+    let id = v(&a.id);
+    let name = v(&a.name);
+    match t {
+        "aws_lb_target_group_attachment" | "aws_alb_target_group_attachment" => {
+            if let (Some(tg), Some(target)) = (
+                v(&a.target_group_arn).and_then(canon::from_arn),
+                v(&a.target_id),
+            ) {
+                push(out, start, canon::lb_target(&tg, target));
+            }
+        }
+        "aws_s3_bucket" => {
+            if let Some(b) = v(&a.bucket).or(id) {
+                push(out, start, canon::s3_bucket(b, &ctx));
+            }
+        }
+        "aws_iam_role"
+        | "aws_iam_user"
+        | "aws_iam_group"
+        | "aws_iam_instance_profile"
+        | "aws_iam_policy" => {
+            let kind = match t {
+                "aws_iam_role" => "role",
+                "aws_iam_user" => "user",
+                "aws_iam_group" => "group",
+                "aws_iam_instance_profile" => "instance-profile",
+                _ => "policy",
+            };
+            if let Some(n) = name.or(if kind == "policy" { None } else { id }) {
+                push(out, start, canon::iam(kind, n, &ctx));
+            }
+        }
+        "aws_iam_access_key" => {
+            if let Some(k) = id {
+                push(out, start, canon::plain(&["iam", "access-key", k]));
+            }
+        }
+        "aws_iam_user_login_profile" => {
+            if let Some(u) = v(&a.user).or(id) {
+                push(out, start, canon::plain(&["iam", "login-profile", u]));
+            }
+        }
+        "aws_db_instance" => {
+            for i in [v(&a.identifier), id.filter(|i| !i.starts_with("db-"))]
+                .into_iter()
+                .flatten()
+            {
+                push(out, start, canon::rds("db", i, &ctx));
+            }
+        }
+        "aws_rds_cluster" => {
+            if let Some(i) = v(&a.cluster_identifier).or(id) {
+                push(out, start, canon::rds("cluster", i, &ctx));
+            }
+        }
+        "aws_db_snapshot" => {
+            if let Some(i) = v(&a.db_snapshot_identifier).or(id) {
+                push(out, start, canon::rds("snapshot", i, &ctx));
+            }
+        }
+        "aws_lambda_function" => {
+            if let Some(f) = v(&a.function_name).or(id) {
+                push(out, start, canon::lambda_function(f, &ctx));
+            }
+        }
+        "aws_kms_key" | "aws_kms_replica_key" | "aws_kms_external_key" => {
+            if let Some(k) = v(&a.key_id).or(id) {
+                push(out, start, canon::kms(k, &ctx));
+            }
+        }
+        "aws_kms_alias" => {
+            if let Some(n) = name.or(id) {
+                push(out, start, canon::kms(n, &ctx));
+            }
+        }
+        "aws_cloudwatch_log_group" => {
+            if let Some(n) = name.or(id) {
+                push(out, start, canon::log_group(n, &ctx));
+            }
+        }
+        "aws_ecs_cluster" => {
+            if let Some(n) = name {
+                push(
+                    out,
+                    start,
+                    canon::regional("ecs", "ecs", "cluster", n, &ctx),
+                );
+            }
+        }
+        "aws_ecs_service" => {
+            if let Some(n) = name {
+                push(out, start, canon::ecs_service(v(&a.cluster), n, &ctx));
+            }
+        }
+        "aws_ecs_task_definition" => {
+            if let Some(f) = v(&a.family).or(id) {
+                push(out, start, canon::ecs_task_definition(f));
+            }
+        }
+        "aws_cloudtrail" => {
+            if let Some(n) = name.or(id) {
+                push(
+                    out,
+                    start,
+                    canon::regional("cloudtrail", "cloudtrail", "trail", n, &ctx),
+                );
+            }
+        }
+        "aws_cloudfront_distribution" => {
+            if let Some(i) = id {
+                push(out, start, canon::cloudfront_distribution(i, &ctx));
+            }
+        }
+        "aws_eks_cluster" => {
+            if let Some(n) = name.or(id) {
+                push(
+                    out,
+                    start,
+                    canon::regional("eks", "eks", "cluster", n, &ctx),
+                );
+            }
+        }
+        "aws_api_gateway_rest_api" => {
+            if let Some(i) = id {
+                push(out, start, canon::apigw_rest_api(i, &ctx));
+            }
+        }
+        "aws_efs_file_system" => {
+            if let Some(i) = id {
+                push(
+                    out,
+                    start,
+                    canon::regional("elasticfilesystem", "efs", "file-system", i, &ctx),
+                );
+            }
+        }
+        "aws_efs_mount_target" => {
+            if let Some(i) = id {
+                push(out, start, canon::plain(&["efs", "mount-target", i]));
+            }
+        }
+        "aws_secretsmanager_secret" => {
+            if let Some(n) = name {
+                push(out, start, canon::secret(n));
+            }
+        }
+        "aws_key_pair" => {
+            if let Some(k) = v(&a.key_name).or(id) {
+                push(out, start, canon::ec2_key_pair(k));
+            }
+        }
+        _ => {}
+    }
+    // Generic: EC2-style ids (`sg-…`, `i-…`, `sgr-…`, `rtbassoc-…`) and ARN ids.
+    if let Some(i) = id {
+        if canon::ec2_kind(i).is_some() {
+            push(out, start, canon::ec2(i, &ctx));
+        } else if i.starts_with("arn:") {
+            push(out, start, canon::from_arn(i));
+        }
+    }
+}
+
+/// [`StateIdentity::parents`] of an instance of type `t` with attributes `a`.
+fn parents_of(t: &str, a: &Attrs<'_>, out: &mut Vec<String>) {
+    let start = out.len();
+    let ctx = ctx_of(a);
+    let none = Ctx::new(None, None);
+    let ec2 = |s: &Str<'_>| v(s).and_then(|i| canon::ec2(i, &none));
+    let arn = |s: &Str<'_>| v(s).and_then(canon::from_arn);
+    match t {
+        "aws_security_group_rule"
+        | "aws_vpc_security_group_ingress_rule"
+        | "aws_vpc_security_group_egress_rule"
+        | "aws_network_interface_sg_attachment" => {
+            push(out, start, ec2(&a.security_group_id));
+            push(out, start, ec2(&a.network_interface_id));
+        }
+        "aws_iam_role_policy_attachment"
+        | "aws_iam_role_policy"
+        | "aws_iam_instance_profile"
+        | "aws_iam_role_policies_exclusive"
+        | "aws_iam_role_policy_attachments_exclusive" => {
+            if let Some(r) = v(&a.role) {
+                push(out, start, canon::iam("role", r, &none));
+            }
+        }
+        "aws_iam_user_policy_attachment"
+        | "aws_iam_user_policy"
+        | "aws_iam_access_key"
+        | "aws_iam_user_login_profile"
+        | "aws_iam_user_ssh_key"
+        | "aws_iam_user_group_membership" => {
+            if let Some(u) = v(&a.user) {
+                push(out, start, canon::iam("user", u, &none));
+            }
+        }
+        "aws_iam_group_membership" | "aws_iam_group_policy" | "aws_iam_group_policy_attachment" => {
+            if let Some(g) = v(&a.group) {
+                push(out, start, canon::iam("group", g, &none));
+            }
+        }
+        "aws_iam_policy_attachment" => {
+            for (kind, list) in [("role", &a.roles), ("user", &a.users), ("group", &a.groups)] {
+                for n in list.0.iter().filter_map(Str::nonempty) {
+                    push(out, start, canon::iam(kind, n, &none));
+                }
+            }
+        }
+        "aws_route" | "aws_route_table_association" | "aws_main_route_table_association" => {
+            push(out, start, ec2(&a.route_table_id));
+        }
+        "aws_volume_attachment" => {
+            push(out, start, ec2(&a.volume_id));
+            push(out, start, ec2(&a.instance_id));
+        }
+        "aws_eip_association" => {
+            push(out, start, ec2(&a.allocation_id));
+            push(out, start, ec2(&a.instance_id));
+        }
+        "aws_lambda_permission"
+        | "aws_lambda_alias"
+        | "aws_lambda_function_url"
+        | "aws_lambda_provisioned_concurrency_config"
+        | "aws_lambda_function_event_invoke_config" => {
+            if let Some(f) = v(&a.function_name) {
+                push(out, start, canon::lambda_function(f, &ctx));
+            }
+        }
+        "aws_kms_alias" | "aws_kms_key_policy" | "aws_kms_grant" => {
+            if let Some(k) = v(&a.target_key_id).or(v(&a.key_id)) {
+                push(out, start, canon::kms(k, &ctx));
+            }
+        }
+        "aws_lb_listener" | "aws_alb_listener" => push(out, start, arn(&a.load_balancer_arn)),
+        "aws_lb_listener_rule" | "aws_alb_listener_rule" => push(out, start, arn(&a.listener_arn)),
+        "aws_lb_target_group_attachment" | "aws_alb_target_group_attachment" => {
+            push(out, start, arn(&a.target_group_arn));
+        }
+        "aws_ecs_service" => {
+            if let Some(c) = v(&a.cluster) {
+                push(
+                    out,
+                    start,
+                    canon::regional("ecs", "ecs", "cluster", c, &ctx),
+                );
+            }
+        }
+        "aws_cloudwatch_log_stream"
+        | "aws_cloudwatch_log_subscription_filter"
+        | "aws_cloudwatch_log_metric_filter" => {
+            if let Some(g) = v(&a.log_group_name) {
+                push(out, start, canon::log_group(g, &ctx));
+            }
+        }
+        "aws_efs_mount_target"
+        | "aws_efs_access_point"
+        | "aws_efs_file_system_policy"
+        | "aws_efs_backup_policy" => {
+            if let Some(f) = v(&a.file_system_id) {
+                push(
+                    out,
+                    start,
+                    canon::regional("elasticfilesystem", "efs", "file-system", f, &ctx),
+                );
+            }
+        }
+        "aws_secretsmanager_secret_policy"
+        | "aws_secretsmanager_secret_version"
+        | "aws_secretsmanager_secret_rotation" => {
+            if let Some(s) = v(&a.secret_id) {
+                push(out, start, canon::secret(s));
+            }
+        }
+        _ if t.starts_with("aws_api_gateway_") => {
+            if let Some(r) = v(&a.rest_api_id) {
+                push(out, start, canon::apigw_rest_api(r, &ctx));
+            }
+        }
+        _ if t.starts_with("aws_s3_") => {
+            if let Some(b) = v(&a.bucket) {
+                push(out, start, canon::s3_bucket(b, &ctx));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// [`StateIdentity::placement`] of an instance with attributes `a`.
+fn placement_of(a: &Attrs<'_>) -> Placement {
+    let arn = v(&a.arn).and_then(canon::parse_arn);
+    let from_arn = arn
+        .as_ref()
+        .map(|arn| arn.account)
+        .filter(|acct| !acct.is_empty() && *acct != "aws");
+    Placement {
+        account: from_arn.or(v(&a.owner_id)).map(str::to_owned),
+        region: arn
+            .map(|arn| arn.region)
+            .filter(|r| !r.is_empty())
+            .map(str::to_owned),
     }
 }
 

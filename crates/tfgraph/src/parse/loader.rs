@@ -3,6 +3,7 @@
 //! ([`Loaded`]) until the whole state has been read, then committed by the builder.
 
 use std::sync::Arc;
+use driftreactor_event::Indexed;
 
 use super::address::{ModuleStep, dependency_config_key, push_index_key, split_modules};
 use super::raw::{RawResource, empty_object};
@@ -96,7 +97,7 @@ pub(crate) struct Loader<'b> {
     dep_ids: Map<String, u32>,
     /// (dependent node, its module, dependency string id).
     pending: Vec<(u32, u32, u32)>,
-    buf: Vec<String>,
+    buf: Indexed,
     addr: String,
     cfg: String,
     /// Provider configuration string → accounts of its instances.
@@ -131,7 +132,7 @@ impl<'b> Loader<'b> {
             deps: Vec::new(),
             dep_ids: Map::default(),
             pending: Vec::new(),
-            buf: Vec::new(),
+            buf: Indexed::default(),
             addr: String::new(),
             cfg: String::new(),
             provider_accounts: Map::default(),
@@ -287,7 +288,7 @@ impl<'b> Loader<'b> {
     }
 
     /// Asks every plug-in for the instance's identities, parents, owned sub-objects and
-    /// account.
+    /// placement, in one [`StateIdentity::index`] call each.
     fn index_instance(
         &mut self,
         id: u32,
@@ -296,37 +297,33 @@ impl<'b> Loader<'b> {
     ) {
         for plugin in plugins {
             self.buf.clear();
-            plugin.identities(instance, &mut self.buf);
+            plugin.index(instance, &mut self.buf);
             let node = &mut self.out.nodes[id as usize];
-            for ident in self.buf.drain(..) {
+            for ident in self.buf.identities.drain(..) {
                 if !ident.is_empty() && !node.identities.iter().any(|i| **i == *ident) {
                     node.identities.push(Arc::from(ident));
                 }
             }
-            plugin.parents(instance, &mut self.buf);
-            for parent in self.buf.drain(..) {
+            for parent in self.buf.parents.drain(..) {
                 if !parent.is_empty() {
                     self.out.related.push((parent, id));
                 }
             }
-            plugin.owned(instance, &mut self.buf);
-            for owned in self.buf.drain(..) {
+            for owned in self.buf.owned.drain(..) {
                 if !owned.is_empty() && !node.identities.iter().any(|i| **i == *owned) {
                     self.out.owned.push((owned, id));
                 }
             }
-            if node.account.is_none() || node.region.is_none() {
-                let place = plugin.placement(instance);
-                if node.account.is_none()
-                    && let Some(account) = place.account.filter(|a| !a.is_empty())
-                {
-                    node.account = Some(self.interner.get(&account));
-                }
-                if node.region.is_none()
-                    && let Some(region) = place.region.filter(|r| !r.is_empty())
-                {
-                    node.region = Some(self.interner.get(&region));
-                }
+            let place = std::mem::take(&mut self.buf.placement);
+            if node.account.is_none()
+                && let Some(account) = place.account.filter(|a| !a.is_empty())
+            {
+                node.account = Some(self.interner.get(&account));
+            }
+            if node.region.is_none()
+                && let Some(region) = place.region.filter(|r| !r.is_empty())
+            {
+                node.region = Some(self.interner.get(&region));
             }
         }
     }
