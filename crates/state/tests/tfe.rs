@@ -256,10 +256,10 @@ async fn handle(State(fake): State<Fake>, req: Request) -> Response {
 
     // The archivist: signed URLs, no token needed.
     if let ["v1", "object", object] = parts.as_slice() {
-        if let Some(sv) = object.strip_prefix("raw-") {
-            if let Some(ws) = inner.workspaces.iter().find(|w| w.sv == sv) {
-                return (StatusCode::OK, Body::from(ws.state.clone())).into_response();
-            }
+        if let Some(sv) = object.strip_prefix("raw-")
+            && let Some(ws) = inner.workspaces.iter().find(|w| w.sv == sv)
+        {
+            return (StatusCode::OK, Body::from(ws.state.clone())).into_response();
         }
         if object.starts_with("json-") {
             // The `terraform show -json` format: not what the graph reads.
