@@ -193,9 +193,9 @@ impl CommandSource {
             Ok(out) => out,
             Err(OutputError::TooLarge) => {
                 return Err(self.error(format!(
-                    "`{}` printed more than {} MiB",
+                    "`{}` printed more than {}",
                     self.program(),
-                    max / (1024 * 1024)
+                    size(max)
                 )));
             }
             Err(OutputError::Io(e)) => {
@@ -362,6 +362,16 @@ fn check_state(out: &[u8]) -> Result<(), String> {
             "is a state of format version {v}; only format version 4 (Terraform 0.12 and later) is read"
         )),
         None => Err("has no \"version\": not a Terraform state".into()),
+    }
+}
+
+/// `n` bytes as "N MiB" when a whole number of MiB, else "N bytes".
+fn size(n: usize) -> String {
+    const MIB: usize = 1024 * 1024;
+    if n >= MIB && n % MIB == 0 {
+        format!("{} MiB", n / MIB)
+    } else {
+        format!("{n} bytes")
     }
 }
 
