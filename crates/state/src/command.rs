@@ -368,7 +368,7 @@ fn check_state(out: &[u8]) -> Result<(), String> {
 /// `n` bytes as "N MiB" when a whole number of MiB, else "N bytes".
 fn size(n: usize) -> String {
     const MIB: usize = 1024 * 1024;
-    if n >= MIB && n % MIB == 0 {
+    if n >= MIB && n.is_multiple_of(MIB) {
         format!("{} MiB", n / MIB)
     } else {
         format!("{n} bytes")
