@@ -418,6 +418,76 @@ impl Api {
         })
     }
 
+    /// Puts a request failure in a [`SourceError`] for `location`; `what` names what
+    /// was asked for.
+    fn failed(&self, location: &str, what: &str, f: Failure) -> SourceError {
+        let (kind, message) = match f {
+            Failure::Status { status, detail, .. } => {
+                let detail = if detail.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {detail}")
+                };
+                match status {
+                    StatusCode::UNAUTHORIZED => (
+                        ErrorKind::AccessDenied,
+                        format!(
+                            "{what}: HCP Terraform refused the token from {} (401 Unauthorized{detail}); check that the token is valid",
+                            self.token_var
+                        ),
+                    ),
+                    StatusCode::FORBIDDEN => (
+                        ErrorKind::AccessDenied,
+                        format!(
+                            "{what}: the token from {} has no permission (403 Forbidden{detail})",
+                            self.token_var
+                        ),
+                    ),
+                    StatusCode::NOT_FOUND => (
+                        ErrorKind::NotFound,
+                        format!(
+                            "{what}: not found (404{detail}); HCP Terraform also answers 404 when the token from {} may not read it",
+                            self.token_var
+                        ),
+                    ),
+                    s if s == StatusCode::TOO_MANY_REQUESTS || s.is_server_error() => (
+                        ErrorKind::Unreachable,
+                        format!(
+                            "{what}: HCP Terraform answered {s} after {RETRIES} retries{detail}"
+                        ),
+                    ),
+                    s => (
+                        ErrorKind::Other,
+                        format!("{what}: HCP Terraform answered {s}{detail}"),
+                    ),
+                }
+            }
+            Failure::Transport(m) => (
+                ErrorKind::Unreachable,
+                format!("{what}: {m} (after {RETRIES} retries)"),
+            ),
+            Failure::TooLarge(max) => (
+                ErrorKind::Other,
+                format!(
+                    "{what}: the answer is larger than {} MiB",
+                    max / (1024 * 1024)
+                ),
+            ),
+            Failure::Decode(m) => (
+                ErrorKind::Other,
+                format!(
+                    "{what}: the answer is not the documented JSON:API document: {}",
+                    one_line(&m, 200)
+                ),
+            ),
+        };
+        SourceError {
+            kind,
+            location: location.to_owned(),
+            message,
+        }
+    }
+
     /// `base` joined with `path` (segments already escaped).
     fn url(&self, path: &str) -> Url {
         // The base ends with `/` and `path` is relative: joining cannot fail.
@@ -771,67 +841,7 @@ impl TfeSource {
 
     /// Puts a request failure in a [`SourceError`]; `what` names what was asked for.
     fn failed(&self, what: &str, f: Failure) -> SourceError {
-        let (kind, message) = match f {
-            Failure::Status { status, detail, .. } => {
-                let detail = if detail.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {detail}")
-                };
-                match status {
-                    StatusCode::UNAUTHORIZED => (
-                        ErrorKind::AccessDenied,
-                        format!(
-                            "{what}: HCP Terraform refused the token from {} (401 Unauthorized{detail}); check that the token is valid",
-                            self.api.token_var
-                        ),
-                    ),
-                    StatusCode::FORBIDDEN => (
-                        ErrorKind::AccessDenied,
-                        format!(
-                            "{what}: the token from {} has no permission (403 Forbidden{detail})",
-                            self.api.token_var
-                        ),
-                    ),
-                    StatusCode::NOT_FOUND => (
-                        ErrorKind::NotFound,
-                        format!(
-                            "{what}: not found (404{detail}); HCP Terraform also answers 404 when the token from {} may not read it",
-                            self.api.token_var
-                        ),
-                    ),
-                    s if s == StatusCode::TOO_MANY_REQUESTS || s.is_server_error() => (
-                        ErrorKind::Unreachable,
-                        format!(
-                            "{what}: HCP Terraform answered {s} after {RETRIES} retries{detail}"
-                        ),
-                    ),
-                    s => (
-                        ErrorKind::Other,
-                        format!("{what}: HCP Terraform answered {s}{detail}"),
-                    ),
-                }
-            }
-            Failure::Transport(m) => (
-                ErrorKind::Unreachable,
-                format!("{what}: {m} (after {RETRIES} retries)"),
-            ),
-            Failure::TooLarge(max) => (
-                ErrorKind::Other,
-                format!(
-                    "{what}: the answer is larger than {} MiB",
-                    max / (1024 * 1024)
-                ),
-            ),
-            Failure::Decode(m) => (
-                ErrorKind::Other,
-                format!(
-                    "{what}: the answer is not the documented JSON:API document: {}",
-                    one_line(&m, 200)
-                ),
-            ),
-        };
-        self.error(kind, message)
+        self.api.failed(&self.location, what, f)
     }
 
     async fn workspace(&self) -> Result<Workspace, SourceError> {
@@ -1085,16 +1095,11 @@ impl TfeLister {
         let mut found = Vec::new();
         let mut page = 1;
         loop {
-            let doc: ListDoc = self.api.get_json(&self.page_url(page)).await.map_err(|f| {
-                // Reuse the workspace error wording with the listing's label.
-                let probe = TfeSource {
-                    api: self.api.clone(),
-                    organization: self.loc.organization.clone(),
-                    workspace: String::new(),
-                    location: self.pattern.clone(),
-                };
-                probe.failed(&what, f)
-            })?;
+            let doc: ListDoc = self
+                .api
+                .get_json(&self.page_url(page))
+                .await
+                .map_err(|f| self.api.failed(&self.pattern, &what, f))?;
             for ws in &doc.data {
                 let Some(name) = ws.attributes.name.as_deref() else {
                     continue;
