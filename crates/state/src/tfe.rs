@@ -357,6 +357,15 @@ enum Failure {
 }
 
 impl Failure {
+    /// A short description for logs (status or transport error; no URL, no token).
+    fn summary(&self) -> String {
+        match self {
+            Failure::Status { status, .. } => status.to_string(),
+            Failure::Transport(m) | Failure::Decode(m) => m.clone(),
+            Failure::TooLarge(max) => format!("answer larger than {max} bytes"),
+        }
+    }
+
     fn retryable(&self) -> bool {
         match self {
             Failure::Status { status, .. } => {
@@ -510,6 +519,15 @@ impl Api {
             .retry(backoff())
             .sleep(tokio::time::sleep)
             .when(Failure::retryable)
+            .notify(|failure, wait| {
+                // The URL stays out of the log: a download URL is a secret.
+                tracing::debug!(
+                    host = %self.host,
+                    error = %failure.summary(),
+                    wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                    "HCP Terraform request failed, retrying."
+                );
+            })
             .adjust(|failure, planned| match (failure, planned) {
                 (
                     Failure::Status {
