@@ -1358,6 +1358,53 @@ mod tests {
         assert_eq!(retry_after(&h), None);
     }
 
+    fn source(url: &str) -> TfeSource {
+        let loc = TfeLocation::parse(url, false).unwrap();
+        // CARGO_PKG_NAME: a variable every cargo test run has (tests set none).
+        let api = Api::new(&loc, Some("CARGO_PKG_NAME"), url).unwrap();
+        TfeSource {
+            api: Arc::new(api),
+            organization: loc.organization,
+            workspace: loc.name,
+            location: url.to_owned(),
+        }
+    }
+
+    #[test]
+    fn download_urls_must_be_https_and_stay_out_of_errors() {
+        let s = source("tfe://tfe.example.com/acme/prod");
+        let ok = s
+            .download_url("https://archivist.terraform.io/v1/object/SECRET", "w")
+            .unwrap();
+        assert!(
+            !s.api.same_origin(&ok),
+            "archivist is another host: no token"
+        );
+        let rel = s.download_url("/_archivist/v1/object/SECRET", "w").unwrap();
+        assert_eq!(
+            rel.as_str(),
+            "https://tfe.example.com/_archivist/v1/object/SECRET"
+        );
+        assert!(
+            s.api.same_origin(&rel),
+            "on the API host: the token goes along"
+        );
+        let e = s
+            .download_url("http://archivist.example/v1/object/SECRET", "w")
+            .unwrap_err();
+        assert!(e.message.contains("only https://"), "{e}");
+        assert!(!e.message.contains("SECRET"), "{e}");
+        let other_port = Url::parse("https://tfe.example.com:8443/x").unwrap();
+        assert!(!s.api.same_origin(&other_port));
+
+        let local = source("tfe://127.0.0.1:9/acme/prod");
+        assert!(
+            local
+                .download_url("http://localhost:9/v1/object/x", "w")
+                .is_ok()
+        );
+    }
+
     #[test]
     fn token_debug_shows_nothing() {
         let t = Token("s3cr3t-token".into());

@@ -41,6 +41,9 @@ struct Ws {
     locked_reason: Option<String>,
     /// The host the download URL names: `127.0.0.1` (the API host) or `localhost`.
     download_host: &'static str,
+    /// The download URL redirects (307) from the API host to `localhost`.
+    download_redirect: bool,
+    can_read_state: bool,
     always_500: bool,
 }
 
@@ -57,6 +60,8 @@ impl Ws {
             locked_by: None,
             locked_reason: None,
             download_host: "127.0.0.1",
+            download_redirect: false,
+            can_read_state: true,
             always_500: false,
         }
     }
@@ -187,7 +192,7 @@ fn workspace_doc(ws: &Ws, port: u16) -> Value {
             "locked": ws.locked_by.is_some(),
             "locked-reason": ws.locked_reason,
             "name": ws.name,
-            "permissions": {"can-read-state-versions": true, "can-lock": true},
+            "permissions": {"can-read-state-versions": ws.can_read_state, "can-lock": true},
             "resource-count": 1,
             "tag-names": ws.tags,
             "terraform-version": "1.9.4",
@@ -212,7 +217,11 @@ fn state_version_doc(ws: &Ws, port: u16) -> Value {
             "attributes": {
                 "created-at": "2021-06-08T01:22:03.794Z",
                 "size": ws.state.len(),
-                "hosted-state-download-url": format!("http://{}:{port}/v1/object/raw-{}", ws.download_host, ws.sv),
+                "hosted-state-download-url": if ws.download_redirect {
+                    format!("http://127.0.0.1:{port}/redirect/raw-{}", ws.sv)
+                } else {
+                    format!("http://{}:{port}/v1/object/raw-{}", ws.download_host, ws.sv)
+                },
                 "hosted-state-upload-url": null,
                 "hosted-json-state-download-url": format!("http://{}:{port}/v1/object/json-{}", ws.download_host, ws.sv),
                 "hosted-json-state-upload-url": null,
@@ -270,6 +279,15 @@ async fn handle(State(fake): State<Fake>, req: Request) -> Response {
                 .into_response();
         }
         return (StatusCode::NOT_FOUND, "no such object").into_response();
+    }
+
+    if let ["redirect", object] = parts.as_slice() {
+        let mut r = StatusCode::TEMPORARY_REDIRECT.into_response();
+        r.headers_mut().insert(
+            header::LOCATION,
+            HeaderValue::from_str(&format!("http://localhost:{port}/v1/object/{object}")).unwrap(),
+        );
+        return r;
     }
 
     if auth.as_deref() != Some(&format!("Bearer {TOKEN}")) {
@@ -440,6 +458,58 @@ async fn a_download_url_on_another_host_gets_no_token() {
     for s in seen.iter().filter(|s| s.path.starts_with("/api/")) {
         assert_eq!(s.auth.as_deref(), Some(format!("Bearer {TOKEN}").as_str()));
     }
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_host_drops_the_token() {
+    let mut ws = Ws::new("prod", &[]);
+    ws.download_redirect = true;
+    let fake = Fake::start(vec![ws]).await;
+    let source = tfe::open(&fake.url("acme", "prod"), Some(TOKEN_VAR)).unwrap();
+    let (bytes, _) = changed(source.read(None).await.unwrap());
+    assert_eq!(bytes, state_doc("prod", 1));
+    let seen = fake.seen();
+    let hop = seen
+        .iter()
+        .find(|s| s.path.starts_with("/redirect/"))
+        .unwrap();
+    assert_eq!(
+        hop.auth.as_deref(),
+        Some(format!("Bearer {TOKEN}").as_str())
+    );
+    let target = seen
+        .iter()
+        .find(|s| s.path.starts_with("/v1/object/"))
+        .unwrap();
+    assert_eq!(target.host, format!("localhost:{}", fake.port()));
+    assert_eq!(
+        target.auth, None,
+        "the redirect to another host carries no token"
+    );
+}
+
+#[tokio::test]
+async fn a_token_without_state_permission_is_access_denied() {
+    let mut ws = Ws::new("secret", &[]);
+    ws.can_read_state = false;
+    let fake = Fake::start(vec![ws]).await;
+    let e = tfe::open(&fake.url("acme", "secret"), Some(TOKEN_VAR))
+        .unwrap()
+        .read(None)
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::AccessDenied, "{e}");
+    assert!(
+        e.message.contains("can-read-state-versions") && e.message.contains("acme/secret"),
+        "{e}"
+    );
+    assert!(
+        fake.seen()
+            .iter()
+            .all(|s| !s.path.contains("current-state-version")),
+        "no state request without the permission"
+    );
+    assert_clean(&e);
 }
 
 #[tokio::test]
