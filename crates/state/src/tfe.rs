@@ -1015,7 +1015,8 @@ pub fn open(url: &str, token_env: Option<&str>) -> Result<Box<dyn StateSource>, 
 /// `tfe://[HOST/]ORG/*` (or a glob on the workspace name) with an optional tag filter (all tags must match).
 ///
 /// [`StateLister::list`] pages through `GET /api/v2/organizations/{org}/workspaces`
-/// ([`PAGE_SIZE`] a page, `search[tags]` = the tags joined by `,`), keeps the names the
+/// ([`PAGE_SIZE`] a page, `search[tags]` = the tags joined by `,`, and
+/// `search[wildcard-name]` for a `prefix-*` / `*-suffix` / `*-infix-*` glob), keeps the names the
 /// glob matches (and, when the answer lists `tag-names`, those carrying every tag), and
 /// returns one [`TfeSource`] per workspace, named after the workspace, sorted by name.
 ///
@@ -1062,6 +1063,18 @@ pub fn lister(
     }))
 }
 
+/// The glob as the API's `search[wildcard-name]` when the API can express it: `X*`,
+/// `*X` or `*X*` with a non-empty `X` free of glob characters. Other globs (and `*`)
+/// are matched here only.
+fn wildcard_name(glob: &str) -> Option<&str> {
+    let inner = glob.strip_prefix('*').unwrap_or(glob);
+    let inner = inner.strip_suffix('*').unwrap_or(inner);
+    let plain = !inner.is_empty()
+        && !inner.contains(['*', '?', '[', ']', '{', '}', ',', '!'])
+        && inner.len() < glob.len();
+    plain.then_some(glob)
+}
+
 /// The workspaces of an organization matching a glob and tags ([`lister`]).
 #[derive(Debug)]
 pub struct TfeLister {
@@ -1084,6 +1097,9 @@ impl TfeLister {
             q.append_pair("page[size]", &PAGE_SIZE.to_string());
             if !self.tags.is_empty() {
                 q.append_pair("search[tags]", &self.tags.join(","));
+            }
+            if let Some(w) = wildcard_name(&self.loc.name) {
+                q.append_pair("search[wildcard-name]", w);
             }
         }
         url
@@ -1403,6 +1419,16 @@ mod tests {
                 .download_url("http://localhost:9/v1/object/x", "w")
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn wildcard_name_only_for_what_the_api_matches() {
+        assert_eq!(wildcard_name("prod-*"), Some("prod-*"));
+        assert_eq!(wildcard_name("*-prod"), Some("*-prod"));
+        assert_eq!(wildcard_name("*-prod-*"), Some("*-prod-*"));
+        for g in ["*", "**", "prod", "a*b", "{a,b}-*", "pr?d-*", "*x*y*"] {
+            assert_eq!(wildcard_name(g), None, "{g}");
+        }
     }
 
     #[test]

@@ -114,7 +114,7 @@ impl Fake {
         let fake = Fake(Arc::new(Mutex::new(Inner {
             port,
             workspaces,
-            page_size: 2,
+            page_size: 1,
             ..Inner::default()
         })));
         let app = Router::new().fallback(handle).with_state(fake.clone());
@@ -323,10 +323,21 @@ async fn handle(State(fake): State<Fake>, req: Request) -> Response {
             let tags: Vec<String> = get("search[tags]")
                 .map(|t| t.split(',').map(str::to_owned).collect())
                 .unwrap_or_default();
+            // `search[wildcard-name]`: `*` on prefix, suffix or both.
+            let wildcard = get("search[wildcard-name]").unwrap_or_else(|| "*".into());
+            let (lead, trail) = (wildcard.starts_with('*'), wildcard.ends_with('*'));
+            let core = wildcard.trim_matches('*').to_owned();
+            let name_ok = |n: &str| match (lead, trail) {
+                _ if core.is_empty() => true,
+                (true, true) => n.contains(&core),
+                (true, false) => n.ends_with(&core),
+                (false, true) => n.starts_with(&core),
+                (false, false) => n == core,
+            };
             let matching: Vec<&Ws> = inner
                 .workspaces
                 .iter()
-                .filter(|w| tags.iter().all(|t| w.tags.contains(t)))
+                .filter(|w| tags.iter().all(|t| w.tags.contains(t)) && name_ok(&w.name))
                 .collect();
             let size = inner.page_size;
             let pages = matching.len().div_ceil(size).max(1);
@@ -719,7 +730,7 @@ async fn a_workspace_set_lists_by_glob_and_tags_across_pages() {
         .into_iter()
         .filter(|s| s.path == "/api/v2/organizations/acme/workspaces")
         .collect();
-    assert_eq!(lists.len(), 2, "3 tagged workspaces, 2 a page: {lists:?}");
+    assert_eq!(lists.len(), 2, "2 matching workspaces, 1 a page: {lists:?}");
     for (i, s) in lists.iter().enumerate() {
         let q = |k: &str| {
             s.query
@@ -728,6 +739,7 @@ async fn a_workspace_set_lists_by_glob_and_tags_across_pages() {
                 .map(|(_, v)| v.as_str())
         };
         assert_eq!(q("search[tags]"), Some("prod,app"));
+        assert_eq!(q("search[wildcard-name]"), Some("*-prod"));
         assert_eq!(q("page[number]"), Some((i + 1).to_string().as_str()));
         assert_eq!(q("page[size]"), Some("100"));
     }
