@@ -28,6 +28,23 @@
 //! else the last line), with every value of the extra environment (of 4 characters or
 //! more) replaced by `***`. Environment values never appear in errors or in `Debug`.
 //!
+//! ```no_run
+//! use std::collections::BTreeMap;
+//! use std::time::Duration;
+//!
+//! # async fn reload() -> Result<(), driftreactor_state::source::SourceError> {
+//! let source = driftreactor_state::command::open(
+//!     vec!["terraform".into(), "state".into(), "pull".into()],
+//!     "/srv/infra/envs/prod".into(),
+//!     BTreeMap::from([("TF_IN_AUTOMATION".to_owned(), "1".to_owned())]),
+//!     Duration::from_secs(120),
+//! )?;
+//! let first = source.read(None).await?; // Fetch::Changed with the state
+//! # let _ = first;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! A command cannot see Terraform's state lock: [`StateSource::lock`] always answers
 //! `Ok(None)`, so "no remediation plan while the lock is held" does not apply to such a
 //! workspace (Terraform's own lock still guards the plan and apply).

@@ -41,6 +41,26 @@
 //! Plain `http://` is used for loopback hosts only (`localhost`, `127.0.0.0/8`,
 //! `[::1]`, for tests against a local server); every other host is `https://`.
 //!
+//! ```no_run
+//! use driftreactor_state::source::Fetch;
+//!
+//! # async fn reload() -> Result<(), driftreactor_state::source::SourceError> {
+//! // Token from TF_TOKEN_app_terraform_io.
+//! let source = driftreactor_state::tfe::open("tfe://acme/prod", None)?;
+//! let mut current = None;
+//! if let Fetch::Changed { bytes, version } = source.read(current.as_ref()).await? {
+//!     // `bytes`: the state (format version 4); `version`: "SERIAL:STATE-VERSION-ID".
+//!     # let _ = bytes;
+//!     current = Some(version);
+//! }
+//! if let Some(lock) = source.lock().await? {
+//!     println!("locked by {:?}", lock.id);
+//! }
+//! # let _ = current;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Not supported: Terraform's service discovery (`/.well-known/terraform.json`; the API
 //! is always at `/api/v2/`), tokens from `credentials.tfrc.json` (`terraform login`) or
 //! credential helpers, and key-value tags in the tag filter (flat tags only, as
