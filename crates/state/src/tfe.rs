@@ -36,7 +36,8 @@
 //!
 //! Requests time out after [`REQUEST_TIMEOUT`] and are retried with exponential
 //! backoff on 429 and 5xx answers and on connection failures (at most [`RETRIES`]
-//! retries), waiting what `Retry-After` says, bounded by [`MAX_RETRY_AFTER`].
+//! retries), waiting what `Retry-After` says; an answer asking for more than
+//! [`MAX_RETRY_AFTER`] fails the read at once (the next reload asks again).
 //!
 //! Plain `http://` is used for loopback hosts only (`localhost`, `127.0.0.0/8`,
 //! `[::1]`, for tests against a local server); every other host is `https://`.
@@ -101,7 +102,8 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Retries of a request after the first attempt (429, 5xx, connection failures).
 pub const RETRIES: usize = 3;
 
-/// The longest wait a `Retry-After` answer is honoured for; longer ones are cut to it.
+/// The longest wait a `Retry-After` answer is honoured for; an answer asking for more
+/// is not retried.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
 /// Workspaces asked for per page when listing (the API's maximum is 100).
@@ -370,6 +372,8 @@ enum Failure {
     },
     /// The request could not be sent or its answer not read (URL removed).
     Transport(String),
+    /// A redirect was refused (too many, or to plain http).
+    Refused(String),
     /// The answer was bigger than allowed.
     TooLarge(usize),
     /// The answer was not the JSON document expected.
@@ -381,7 +385,7 @@ impl Failure {
     fn summary(&self) -> String {
         match self {
             Failure::Status { status, .. } => status.to_string(),
-            Failure::Transport(m) | Failure::Decode(m) => m.clone(),
+            Failure::Transport(m) | Failure::Refused(m) | Failure::Decode(m) => m.clone(),
             Failure::TooLarge(max) => format!("answer larger than {max} bytes"),
         }
     }
@@ -392,7 +396,7 @@ impl Failure {
                 *status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
             }
             Failure::Transport(_) => true,
-            Failure::TooLarge(_) | Failure::Decode(_) => false,
+            Failure::Refused(_) | Failure::TooLarge(_) | Failure::Decode(_) => false,
         }
     }
 }
@@ -430,8 +434,7 @@ impl Api {
             .user_agent(concat!("driftreactor/", env!("CARGO_PKG_VERSION")))
             .timeout(REQUEST_TIMEOUT)
             .connect_timeout(CONNECT_TIMEOUT)
-            // reqwest drops `Authorization` on a redirect to another host.
-            .redirect(reqwest::redirect::Policy::limited(5))
+            .redirect(redirect_policy())
             .build()
             .map_err(|e| SourceError {
                 kind: ErrorKind::Other,
@@ -451,12 +454,19 @@ impl Api {
     /// was asked for.
     fn failed(&self, location: &str, what: &str, f: Failure) -> SourceError {
         let (kind, message) = match f {
-            Failure::Status { status, detail, .. } => {
+            Failure::Status {
+                status,
+                detail,
+                retry_after,
+            } => {
                 let detail = if detail.is_empty() {
                     String::new()
                 } else {
                     format!(": {detail}")
                 };
+                let asked = retry_after
+                    .map(|w| format!(", Retry-After {} s", w.as_secs()))
+                    .unwrap_or_default();
                 match status {
                     StatusCode::UNAUTHORIZED => (
                         ErrorKind::AccessDenied,
@@ -482,7 +492,7 @@ impl Api {
                     s if s == StatusCode::TOO_MANY_REQUESTS || s.is_server_error() => (
                         ErrorKind::Unreachable,
                         format!(
-                            "{what}: HCP Terraform answered {s} after {RETRIES} retries{detail}"
+                            "{what}: HCP Terraform answered {s}{detail} (retried up to {RETRIES} times{asked})"
                         ),
                     ),
                     s => (
@@ -493,8 +503,9 @@ impl Api {
             }
             Failure::Transport(m) => (
                 ErrorKind::Unreachable,
-                format!("{what}: {m} (after {RETRIES} retries)"),
+                format!("{what}: {m} (retried {RETRIES} times)"),
             ),
+            Failure::Refused(m) => (ErrorKind::Other, format!("{what}: {m}")),
             Failure::TooLarge(max) => (
                 ErrorKind::Other,
                 format!(
@@ -513,7 +524,8 @@ impl Api {
         SourceError {
             kind,
             location: location.to_owned(),
-            message,
+            // A server echoing the request must not put the token in an error.
+            message: message.replace(&*self.token.0, "***"),
         }
     }
 
@@ -549,13 +561,21 @@ impl Api {
                 );
             })
             .adjust(|failure, planned| match (failure, planned) {
+                // Asked to wait longer than we would: give up now, the next reload asks again.
                 (
                     Failure::Status {
                         retry_after: Some(wait),
                         ..
                     },
                     Some(_),
-                ) => Some((*wait).min(MAX_RETRY_AFTER)),
+                ) if *wait > MAX_RETRY_AFTER => None,
+                (
+                    Failure::Status {
+                        retry_after: Some(wait),
+                        ..
+                    },
+                    Some(_),
+                ) => Some(*wait),
                 (_, planned) => planned,
             })
             .await
@@ -571,10 +591,13 @@ impl Api {
             value.set_sensitive(true);
             req = req.header(header::AUTHORIZATION, value);
         }
-        let mut resp = req
-            .send()
-            .await
-            .map_err(|e| Failure::Transport(transport_message(e)))?;
+        let mut resp = req.send().await.map_err(|e| {
+            if e.is_redirect() {
+                Failure::Refused(transport_message(e))
+            } else {
+                Failure::Transport(transport_message(e))
+            }
+        })?;
         let status = resp.status();
         if !status.is_success() {
             let retry_after = retry_after(resp.headers());
@@ -592,6 +615,21 @@ impl Api {
         let body = self.get(url, MAX_API_BYTES).await?;
         serde_json::from_slice(&body).map_err(|e| Failure::Decode(e.to_string()))
     }
+}
+
+/// At most 5 redirects, never from https to plain http (loopback hosts excepted).
+/// reqwest itself drops `Authorization` on a redirect to another host, port or scheme.
+fn redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let url = attempt.url();
+        if attempt.previous().len() >= 5 {
+            attempt.error("more than 5 redirects")
+        } else if url.scheme() != "https" && !url.host_str().is_some_and(is_loopback_host) {
+            attempt.error("a redirect to a URL that is not https://")
+        } else {
+            attempt.follow()
+        }
+    })
 }
 
 fn backoff() -> ExponentialBuilder {

@@ -665,6 +665,29 @@ async fn rate_limits_and_server_errors_are_retried() {
 }
 
 #[tokio::test]
+async fn a_retry_after_beyond_the_bound_is_not_waited_for() {
+    let fake = Fake::start(vec![Ws::new("prod", &[])]).await;
+    fake.fault(429, Some(3600));
+    let source = tfe::open(&fake.url("acme", "prod"), Some(TOKEN_VAR)).unwrap();
+    let started = std::time::Instant::now();
+    let e = source.read(None).await.unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(e.kind, ErrorKind::Unreachable, "{e}");
+    assert!(
+        e.message.contains("429") && e.message.contains("Retry-After 3600 s"),
+        "{e}"
+    );
+    assert_eq!(fake.seen().len(), 1, "no retry");
+    // The next read (the next reload) asks again and gets the state.
+    let (bytes, _) = changed(source.read(None).await.unwrap());
+    assert_eq!(bytes, state_doc("prod", 1));
+}
+
+#[tokio::test]
 async fn lasting_server_errors_and_a_dead_host_are_unreachable() {
     let mut broken = Ws::new("broken", &[]);
     broken.always_500 = true;
