@@ -62,7 +62,7 @@ use crate::source::{
 const EMULATOR_ACCOUNT: &str = "devstoreaccount1";
 /// Azurite's well-known development account key (documented by Microsoft, public).
 const EMULATOR_KEY: &str =
-    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IxN0GS7SK0t0rlPKu7c7pXz5KwfyXuSVhM5A1/eA==";
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
 /// Where the stores take their settings from.
 #[derive(Debug, Clone)]
