@@ -74,8 +74,21 @@ pub enum Error {
 pub struct WorkspaceConfig {
     /// Workspace name, unique in the file (shown in reports, used in policy globs).
     pub name: String,
-    /// The state file (Terraform state format version 4), absolute after loading.
+    /// Where the state (Terraform state format version 4) is: a local path (absolute
+    /// after loading: relative paths are resolved against the config file's folder)
+    /// or a URL kept as written (`s3://BUCKET/KEY`, `gs://BUCKET/OBJECT`,
+    /// `az://CONTAINER/BLOB`, `https://ACCOUNT.blob.core.windows.net/CONTAINER/BLOB`,
+    /// `tfe://[HOST/]ORG/WORKSPACE`; see [`is_url`]). Empty when `state_command` is set.
+    #[serde(default)]
     pub state: PathBuf,
+    /// A command whose standard output is the state (`["terraform", "state",
+    /// "pull"]`), run in `dir` with `env`: instead of `state`.
+    #[serde(default)]
+    pub state_command: Option<Vec<String>>,
+    /// The environment variable holding the HCP Terraform / Terraform Enterprise API
+    /// token for a `tfe://` state (default: `TF_TOKEN_<host>`, as Terraform's CLI).
+    #[serde(default)]
+    pub tfe_token_env: Option<String>,
     /// The Terraform / OpenTofu root directory to plan and apply in (remediation).
     #[serde(default)]
     pub dir: Option<PathBuf>,
@@ -89,6 +102,89 @@ pub struct WorkspaceConfig {
     /// Extra environment for the tool (e.g. `TF_CLI_CONFIG_FILE`, `AWS_PROFILE`).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+}
+
+/// True when a `state` value is a URL (`SCHEME://…` with a plain scheme), not a path.
+pub fn is_url(state: &Path) -> bool {
+    state
+        .to_str()
+        .and_then(|s| s.split_once("://"))
+        .is_some_and(|(scheme, _)| {
+            !scheme.is_empty()
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '+')
+        })
+}
+
+/// The default of `[[workspace_sets]] list_interval_secs`: 5 minutes.
+pub const fn default_list_interval_secs() -> u64 {
+    300
+}
+
+/// One `[[workspace_sets]]` entry: many workspaces found by listing a store, one per
+/// state object matching `state`, each named `prefix` + the differing path part, with
+/// the same per-workspace settings.
+///
+/// ```toml
+/// [[workspace_sets]]
+/// name = "envs"
+/// prefix = "aws-"                              # workspace names: aws-prod, aws-staging, …
+/// state = "s3://tfstate/env/*/terraform.tfstate"
+/// list_interval_secs = 300
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceSetConfig {
+    /// The set's name, unique among sets (logs, `/readyz`).
+    pub name: String,
+    /// Put before each workspace's name (default empty).
+    #[serde(default)]
+    pub prefix: String,
+    /// The pattern: an object-store URL whose key holds a glob
+    /// (`s3://tfstate/env/*/terraform.tfstate`, the S3 backend's
+    /// `s3://tfstate/env:/*/app.tfstate`, `gs://b/prefix/*.tfstate`), or
+    /// `tfe://[HOST/]ORG/GLOB`.
+    pub state: String,
+    /// `tfe://` only: every tag must be on the workspace.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// How often the store is listed again (new workspaces appear, deleted ones go),
+    /// in seconds; at least 1 (default 300).
+    #[serde(default = "default_list_interval_secs")]
+    pub list_interval_secs: u64,
+    /// The Terraform / OpenTofu root of every workspace of the set (remediation).
+    #[serde(default)]
+    pub dir: Option<PathBuf>,
+    /// The IaC tool (as `[[workspaces]] tool`).
+    #[serde(default)]
+    pub tool: Option<IacTool>,
+    /// Path of the tool's executable.
+    #[serde(default)]
+    pub tool_path: Option<PathBuf>,
+    /// Extra environment for the tool.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The API token's environment variable for `tfe://` (as `[[workspaces]]`).
+    #[serde(default)]
+    pub tfe_token_env: Option<String>,
+}
+
+impl WorkspaceSetConfig {
+    /// The `[[workspaces]]` entry of one workspace the set found: `prefix` + `name`,
+    /// reading `state` (the object's URL), with the set's settings.
+    pub fn workspace(&self, name: &str, state: &str) -> WorkspaceConfig {
+        WorkspaceConfig {
+            name: format!("{}{name}", self.prefix),
+            state: PathBuf::from(state),
+            state_command: None,
+            tfe_token_env: self.tfe_token_env.clone(),
+            dir: self.dir.clone(),
+            tool: self.tool,
+            tool_path: self.tool_path.clone(),
+            env: self.env.clone(),
+        }
+    }
 }
 
 /// The IaC tool of a workspace (`[[workspaces]] tool`).
@@ -119,6 +215,9 @@ pub struct Config {
     /// The workspaces, each a state file.
     #[serde(default)]
     pub workspaces: Vec<WorkspaceConfig>,
+    /// `[[workspace_sets]]`: workspaces found by listing a store.
+    #[serde(default)]
+    pub workspace_sets: Vec<WorkspaceSetConfig>,
     /// `[principals]`.
     #[serde(default)]
     pub principals: PrincipalsConfig,
@@ -210,9 +309,16 @@ impl Config {
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
         for ws in &mut cfg.workspaces {
-            ws.state = base.join(&ws.state);
+            if !ws.state.as_os_str().is_empty() && !is_url(&ws.state) {
+                ws.state = base.join(&ws.state);
+            }
             if let Some(dir) = &ws.dir {
                 ws.dir = Some(base.join(dir));
+            }
+        }
+        for set in &mut cfg.workspace_sets {
+            if let Some(dir) = &set.dir {
+                set.dir = Some(base.join(dir));
             }
         }
         cfg.path = Some(path.to_owned());
@@ -238,6 +344,61 @@ impl Config {
                     reason: format!("workspace `{}` is defined twice", ws.name),
                 });
             }
+            let has_state = !ws.state.as_os_str().is_empty();
+            match (&ws.state_command, has_state) {
+                (Some(_), true) => {
+                    return Err(Error::Invalid {
+                        path,
+                        field: format!("workspaces[{i}].state_command"),
+                        reason: "give `state` or `state_command`, not both".into(),
+                    });
+                }
+                (None, false) => {
+                    return Err(Error::Invalid {
+                        path,
+                        field: format!("workspaces[{i}].state"),
+                        reason: "is missing (a path, a URL, or `state_command`)".into(),
+                    });
+                }
+                (Some(argv), false) if argv.first().is_none_or(|p| p.trim().is_empty()) => {
+                    return Err(Error::Invalid {
+                        path,
+                        field: format!("workspaces[{i}].state_command"),
+                        reason: "is empty (expected e.g. [\"terraform\", \"state\", \"pull\"])"
+                            .into(),
+                    });
+                }
+                _ => {}
+            }
+        }
+        let mut sets = std::collections::BTreeSet::new();
+        for (i, set) in self.workspace_sets.iter().enumerate() {
+            let invalid = |field: &str, reason: String| Error::Invalid {
+                path: path.clone(),
+                field: format!("workspace_sets[{i}].{field}"),
+                reason,
+            };
+            if set.name.trim().is_empty() {
+                return Err(invalid("name", "is empty".into()));
+            }
+            if !sets.insert(set.name.as_str()) {
+                return Err(invalid(
+                    "name",
+                    format!("workspace set `{}` is defined twice", set.name),
+                ));
+            }
+            if set.list_interval_secs == 0 {
+                return Err(invalid("list_interval_secs", "must be at least 1".into()));
+            }
+            if !is_url(Path::new(&set.state)) {
+                return Err(invalid(
+                    "state",
+                    format!(
+                        "`{}` is not a URL pattern (s3://, gs://, az://, https://ACCOUNT.blob.core.windows.net/ or tfe://)",
+                        set.state
+                    ),
+                ));
+            }
         }
         let policy = Policy::compile(&self.policy_config()).map_err(|e| match e {
             PolicyError::Glob {
@@ -259,10 +420,12 @@ impl Config {
         known.extend(extra_workspaces.iter().map(String::as_str));
         known.sort_unstable();
         known.dedup();
+        // Workspace sets' names are only known once listed: no check then.
         if let Some((i, glob)) = policy
             .rules_matching_no_workspace(&known)
             .into_iter()
             .next()
+            .filter(|_| self.workspace_sets.is_empty())
         {
             let known = if known.is_empty() {
                 "no workspace is configured".to_owned()
@@ -482,6 +645,70 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("principals.iac"), "{err}");
+    }
+
+    #[test]
+    fn urls_are_kept_and_sets_are_read() {
+        let cfg = Config::parse(
+            "[[workspaces]]\nname = \"prod\"\nstate = \"s3://tfstate/env/prod/terraform.tfstate\"\n\
+             [[workspaces]]\nname = \"hcp\"\nstate_command = [\"terraform\", \"state\", \"pull\"]\ndir = \"infra\"\n\
+             [[workspace_sets]]\nname = \"envs\"\nprefix = \"aws-\"\nstate = \"s3://tfstate/env/*/terraform.tfstate\"\ndir = \"infra\"\n\
+             [[policy]]\nworkspace = \"aws-*\"\naction = \"revert\"\n",
+            Path::new("/etc/dr/c.toml"),
+        )
+        .unwrap();
+        assert_eq!(
+            cfg.workspaces[0].state,
+            Path::new("s3://tfstate/env/prod/terraform.tfstate")
+        );
+        assert!(is_url(&cfg.workspaces[0].state));
+        assert!(cfg.workspaces[1].state.as_os_str().is_empty());
+        let set = &cfg.workspace_sets[0];
+        assert_eq!(set.list_interval_secs, 300);
+        let ws = set.workspace("prod", "s3://tfstate/env/prod/terraform.tfstate");
+        assert_eq!(ws.name, "aws-prod");
+        assert_eq!(ws.dir.as_deref(), Some(Path::new("/etc/dr/infra")));
+    }
+
+    #[test]
+    fn state_and_sets_are_checked_with_the_field() {
+        for (text, field, why) in [
+            (
+                "[[workspaces]]\nname = \"a\"\n",
+                "workspaces[0].state",
+                "is missing",
+            ),
+            (
+                "[[workspaces]]\nname = \"a\"\nstate = \"x\"\nstate_command = [\"tf\"]\n",
+                "workspaces[0].state_command",
+                "not both",
+            ),
+            (
+                "[[workspaces]]\nname = \"a\"\nstate_command = []\n",
+                "workspaces[0].state_command",
+                "is empty",
+            ),
+            (
+                "[[workspace_sets]]\nname = \"s\"\nstate = \"states/*.tfstate\"\n",
+                "workspace_sets[0].state",
+                "not a URL pattern",
+            ),
+            (
+                "[[workspace_sets]]\nname = \"s\"\nstate = \"s3://b/*\"\nlist_interval_secs = 0\n",
+                "workspace_sets[0].list_interval_secs",
+                "at least 1",
+            ),
+        ] {
+            let err = Config::parse(text, Path::new("c.toml")).unwrap_err();
+            let Error::Invalid {
+                field: f, reason, ..
+            } = &err
+            else {
+                panic!("{err}");
+            };
+            assert_eq!(f, field, "{err}");
+            assert!(reason.contains(why), "{err}");
+        }
     }
 
     #[test]

@@ -8,9 +8,11 @@
 //! the matching `DRIFTREACTOR_SKIP_<WHAT>=1` is set (then the test skips itself).
 
 pub mod aws_e2e;
+pub mod azurite;
 pub mod corpus;
 pub mod docs;
 pub mod eventgrid_ns;
+pub mod gcs;
 pub mod golden;
 pub mod identity;
 pub mod logs;
