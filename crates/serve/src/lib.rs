@@ -476,6 +476,11 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
             }))
             .collect::<Vec<_>>(),
     );
+    // deploy (issue 13): the states just loaded are current.
+    metrics.mark_states_checked(
+        loaded.states.iter().map(|s| s.workspace.as_str()),
+        std::time::SystemTime::now(),
+    );
     if pushes.is_empty() && pulls.is_empty() {
         tracing::warn!(
             "No [[sources]] configured: nothing will be received (the HTTP API still answers)."

@@ -194,6 +194,15 @@ pub struct RemediationLabels {
     pub outcome: RemediationOutcome,
 }
 
+// --- deploy (issue 13) ---
+/// `{workspace}`: `state_last_check_timestamp_seconds`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct WorkspaceLabels {
+    /// A configured workspace name.
+    pub workspace: String,
+}
+// --- end deploy ---
+
 /// `{result}` of a hand-off.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct HandoffLabels {
@@ -286,6 +295,14 @@ pub mod names {
     pub const REMEDIATIONS: &str = "remediations";
     /// Addresses whose automatic remediation is paused (escalated) now.
     pub const ESCALATED_ADDRESSES: &str = "escalated_addresses";
+    // --- deploy (issue 13, observability): journal commit latency, state freshness ---
+    /// Seconds one journal append took, from the request to its commit (the wait for
+    /// the group commit included), successful or not.
+    pub const JOURNAL_COMMIT: &str = "journal_commit_seconds";
+    /// Unix time, in seconds, of the last successful check of a workspace's state
+    /// (read at start, found unchanged, or reloaded), by workspace.
+    pub const STATE_LAST_CHECK: &str = "state_last_check_timestamp_seconds";
+    // --- end deploy ---
 }
 
 fn histogram() -> Histogram {
@@ -316,6 +333,10 @@ pub struct Metrics {
     pub(crate) source_receive_errors: Family<SourceLabels, Counter>,
     pub(crate) remediations: Family<RemediationLabels, Counter>,
     pub(crate) escalated: Gauge,
+    // --- deploy (issue 13) ---
+    pub(crate) journal_commit: Histogram,
+    pub(crate) state_last_check: Family<WorkspaceLabels, Gauge>,
+    // --- end deploy ---
     /// The `operation` label values admitted so far, per provider (at most
     /// `max_operations` each).
     operations:
@@ -364,6 +385,8 @@ impl Metrics {
             source_receive_errors: Family::default(),
             remediations: Family::default(),
             escalated: Gauge::default(),
+            journal_commit: histogram(),
+            state_last_check: Family::default(),
             operations: std::sync::Mutex::new(std::collections::HashMap::new()),
             max_operations: max,
             registry: Registry::default(),
@@ -464,8 +487,48 @@ impl Metrics {
             "Addresses whose automatic remediation is paused (escalated)",
             m.escalated.clone(),
         );
+        // --- deploy (issue 13) ---
+        registry.register(
+            JOURNAL_COMMIT,
+            "Seconds from a journal append request to its commit (group commit wait included)",
+            m.journal_commit.clone(),
+        );
+        registry.register(
+            STATE_LAST_CHECK,
+            "Unix time of the last successful check of the workspace's state (read at start, unchanged, or reloaded)",
+            m.state_last_check.clone(),
+        );
+        // --- end deploy ---
         Self { registry, ..m }
     }
+
+    // --- deploy (issue 13) ---
+    /// Records one journal append's duration (request to commit, or to its failure),
+    /// in `journal_commit_seconds`.
+    pub fn observe_journal_commit(&self, took: std::time::Duration) {
+        self.journal_commit.observe(took.as_secs_f64());
+    }
+
+    /// Sets `state_last_check_timestamp_seconds` of each of `workspaces` to `at` (a
+    /// successful read of their states: at start, a check that found them unchanged,
+    /// or a reload).
+    pub fn mark_states_checked<'a>(
+        &self,
+        workspaces: impl IntoIterator<Item = &'a str>,
+        at: std::time::SystemTime,
+    ) {
+        let secs = at
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        for workspace in workspaces {
+            self.state_last_check
+                .get_or_create(&WorkspaceLabels {
+                    workspace: workspace.to_owned(),
+                })
+                .set(secs);
+        }
+    }
+    // --- end deploy ---
 
     /// Creates `remediations_total` at 0 for every outcome of each of `workspaces`.
     pub fn init_remediations<'a>(&self, workspaces: impl IntoIterator<Item = &'a str>) {
@@ -580,6 +643,35 @@ impl Default for Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // --- deploy (issue 13) ---
+    #[test]
+    fn journal_commit_latency_and_state_check_time_are_exported() {
+        let m = Metrics::new();
+        m.observe_journal_commit(std::time::Duration::from_millis(3));
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+        m.mark_states_checked(["prod", "staging"], at);
+        let text = m.encode();
+        assert!(
+            text.contains("driftreactor_journal_commit_seconds_count 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("driftreactor_journal_commit_seconds_bucket{le=\"0.004\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("driftreactor_journal_commit_seconds_bucket{le=\"0.002\"} 0\n"),
+            "{text}"
+        );
+        for ws in ["prod", "staging"] {
+            let line = format!(
+                "driftreactor_state_last_check_timestamp_seconds{{workspace=\"{ws}\"}} 1700000000\n"
+            );
+            assert!(text.contains(&line), "{text}");
+        }
+    }
+    // --- end deploy ---
 
     #[test]
     fn operations_beyond_the_limit_are_counted_as_other_and_label_values_are_escaped() {

@@ -97,7 +97,14 @@ pub(crate) async fn run(ctx: Arc<Ctx>, interval: Duration, shutdown: Cancellatio
             .iter()
             .zip(&probes)
             .any(|(s, p)| s.serial != p.serial || s.lineage != p.lineage);
-        if !changed || failed.as_ref() == Some(&probes) {
+        if !changed {
+            ctx.metrics.mark_states_checked(
+                current.states.iter().map(|s| s.workspace.as_str()),
+                std::time::SystemTime::now(),
+            );
+            continue;
+        }
+        if failed.as_ref() == Some(&probes) {
             continue;
         }
         let loader = ctx.loader.clone();
@@ -111,6 +118,10 @@ pub(crate) async fn run(ctx: Arc<Ctx>, interval: Duration, shutdown: Cancellatio
                 }) {
                     tracing::info!(workspace = %s.workspace, serial = s.serial, lineage = %s.lineage, "Reloaded state graph.");
                 }
+                ctx.metrics.mark_states_checked(
+                    loaded.states.iter().map(|s| s.workspace.as_str()),
+                    std::time::SystemTime::now(),
+                );
                 ctx.state.store(Arc::new(loaded));
                 ctx.metrics.reloads.get_or_create(&RunLabels::OK).inc();
                 failed = None;

@@ -254,7 +254,10 @@ async fn journal(ctx: &Ctx, source: &str, entries: Vec<Entry>) -> (Delivery, Vec
         .iter()
         .map(|e| (e.provider, e.operation.clone(), e.id.clone()))
         .collect();
-    match ctx.journal.append(entries).await {
+    let started = std::time::Instant::now();
+    let appended = ctx.journal.append(entries).await;
+    ctx.metrics.observe_journal_commit(started.elapsed());
+    match appended {
         Ok(written) => {
             let mut all_duplicate = true;
             for ((provider, operation, event_id), w) in
