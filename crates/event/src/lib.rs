@@ -28,7 +28,9 @@ pub mod lenient;
 mod vocab;
 
 pub use error::{NormalizeError, Result};
-pub use identity::{Attributes, Indexed, Placement, StateIdentity, StateInstance, attribute_strings};
+pub use identity::{
+    Attributes, Indexed, Placement, StateIdentity, StateInstance, attribute_strings,
+};
 pub use vocab::{
     Action, Decided, MatchKind, MatchRecord, Reason, ResourceKey, UnknownName, Verdict,
 };

@@ -2,8 +2,8 @@
 //! (through the [`StateIdentity`] plug-ins) and dependency edges, kept local
 //! ([`Loaded`]) until the whole state has been read, then committed by the builder.
 
-use std::sync::Arc;
 use driftreactor_event::Indexed;
+use std::sync::Arc;
 
 use super::address::{ModuleStep, dependency_config_key, push_index_key, split_modules};
 use super::raw::{RawResource, empty_object};
