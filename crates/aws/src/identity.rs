@@ -160,7 +160,7 @@ impl StateIdentity for AwsIdentity {
     }
 
     /// One parse of the attributes answers identities, parents and placement; the
-    /// owned sub-objects ([`crate::owned`]) are read only for the types that have them.
+    /// owned sub-objects (the `owned` table) are read only for the types that have them.
     fn index(&self, instance: &StateInstance<'_>, out: &mut Indexed) {
         let t = instance.resource_type;
         if !self.handles(t) {
