@@ -9,7 +9,7 @@
 //!   while [`Leader::is_leader`] is true. With the embedded SQLite journal (one
 //!   process) no leader is needed: [`Leader::single`] always leads.
 //! * [`lease_observer`]: counts `driftreactor_lease_acquisitions_total{kind}` and
-//!   `driftreactor_lease_losses_total{kind}`; [`ping_loop`] observes
+//!   `driftreactor_lease_losses_total{kind}`; a periodic ping task observes
 //!   `driftreactor_journal_round_trip_seconds` from a periodic `ping`.
 //!
 //! The lease and round-trip metric families are process-wide (one service per
@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 /// The name of the leader lease.
 pub const LEADER_LEASE: &str = "leader";
 
-/// How often [`ping_loop`] measures the journal's round trip.
+/// How often the periodic ping task measures the journal's round trip.
 pub const PING_INTERVAL: Duration = Duration::from_secs(5);
 
 /// This process's identity as a lease holder: `DRIFTREACTOR_REPLICA_ID` when set
