@@ -184,6 +184,26 @@ pub(crate) async fn storage_contract(j: SharedJournal) {
     assert_eq!(rem[0].targets.len(), 1);
     assert_eq!(rem[0].targets[0].outcome.as_deref(), Some("refused"));
     assert!(!rem[0].targets[0].done);
+    // A second work item of the same event: finishing one leaves the event pending,
+    // listing the finished item (what a replica claiming the workspace skips).
+    let second = ResourceKey::new("prod", "aws_instance.app");
+    j.remediation_submitted(Provider::Aws, "seam-1".into(), vec![second.clone()])
+        .await
+        .unwrap();
+    assert_eq!(
+        j.remediation_finished(ws(), second.address.clone(), vec!["seam-1".into()])
+            .await
+            .unwrap(),
+        0
+    );
+    let pending = j.pending_remediations().await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].done, vec![second]);
+    assert!(
+        pending[0].received_at.ends_with('Z'),
+        "{}",
+        pending[0].received_at
+    );
     assert_eq!(
         j.remediation_finished(ws(), addr(), vec!["seam-1".into()])
             .await

@@ -986,7 +986,10 @@ impl PgJournal {
 
     async fn pending_remediations(&self) -> Result<Vec<PendingRemediation>> {
         let rows = query::<Postgres>(
-            "SELECT r.seq, e.provider, e.event_id, r.request FROM remediations r \
+            "SELECT r.seq, e.provider, e.event_id, r.request, e.received_at, \
+             (SELECT string_agg(t.workspace || chr(31) || t.address, chr(30)) \
+              FROM remediation_targets t WHERE t.seq = r.seq AND t.done = 1) \
+             FROM remediations r \
              JOIN events e ON e.seq = r.seq WHERE r.status = 'pending' ORDER BY r.seq",
         )
         .fetch_all(&self.inner.pool)
@@ -999,6 +1002,10 @@ impl PgJournal {
                     provider: r.try_get(1)?,
                     event_id: r.try_get(2)?,
                     request: r.try_get(3)?,
+                    received_at: r.try_get(4)?,
+                    done: crate::remediation::done_targets(
+                        r.try_get::<Option<String>, _>(5)?.as_deref(),
+                    ),
                 })
             })
             .collect::<sqlx_core::Result<_>>()

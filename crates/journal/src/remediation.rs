@@ -29,6 +29,27 @@ pub struct PendingRemediation {
     pub event_id: String,
     /// The request the hook stored with the event ([`crate::Entry::remediation`]).
     pub request: String,
+    /// When the event was received (RFC 3339, UTC; the receiving process's clock): the
+    /// start of a settle window keyed in the journal (several replicas).
+    pub received_at: String,
+    /// The work items of the event already finished (by any process sharing the
+    /// journal), in no particular order.
+    pub done: Vec<ResourceKey>,
+}
+
+/// Separates workspace from address, and one target from the next, in the aggregated
+/// `done` column of the pending query (ASCII unit and record separators: in neither a
+/// workspace name nor a Terraform address).
+pub(crate) const UNIT: char = '\u{1f}';
+pub(crate) const RECORD: char = '\u{1e}';
+
+/// Reads the aggregated `done` column of the pending query.
+pub(crate) fn done_targets(s: Option<&str>) -> Vec<ResourceKey> {
+    s.unwrap_or_default()
+        .split(RECORD)
+        .filter_map(|t| t.split_once(UNIT))
+        .map(|(w, a)| ResourceKey::new(w.to_owned(), a.to_owned()))
+        .collect()
 }
 
 impl Journal {
@@ -39,7 +60,10 @@ impl Journal {
     pub async fn pending_remediations(&self) -> Result<Vec<PendingRemediation>> {
         self.read("query pending remediations", |c| {
             let mut st = c.prepare_cached(
-                "SELECT r.seq, e.provider, e.event_id, r.request FROM remediations r \
+                "SELECT r.seq, e.provider, e.event_id, r.request, e.received_at, \
+                 (SELECT group_concat(t.workspace || char(31) || t.address, char(30)) \
+                  FROM remediation_targets t WHERE t.seq = r.seq AND t.done = 1) \
+                 FROM remediations r \
                  JOIN events e ON e.seq = r.seq WHERE r.status = 'pending' ORDER BY r.seq",
             )?;
             st.query_map([], |r| {
@@ -48,6 +72,8 @@ impl Journal {
                     provider: r.get(1)?,
                     event_id: r.get(2)?,
                     request: r.get(3)?,
+                    received_at: r.get(4)?,
+                    done: done_targets(r.get::<_, Option<String>>(5)?.as_deref()),
                 })
             })?
             .collect()

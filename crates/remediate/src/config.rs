@@ -24,6 +24,8 @@ use serde::Deserialize;
 /// recheck_secs = 3600                 # re-plan an open PR's addresses to close it when resolved (0: never)
 /// plan_dir = "/var/lib/driftreactor/plans"  # default (serve): `driftreactor-plans/` next to the journal
 /// unmanaged_workspace = "prod"        # where import blocks for unmanaged creates go
+/// lease_ttl_secs = 30                 # several replicas: a workspace lease lives this long unless renewed
+/// claim_interval_secs = 5             # several replicas: retry a held lease / look for a dead replica's work
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -69,6 +71,14 @@ pub struct RemediationConfig {
     pub unmanaged_workspace: Option<String>,
     /// Submissions buffered before `submit` waits (backpressure).
     pub queue_size: usize,
+    /// Several replicas on one journal (PostgreSQL): how long a workspace lease lives
+    /// unless renewed, seconds (renewed every third of it while a batch runs). A
+    /// replica that dies holds its workspaces at most this long.
+    pub lease_ttl_secs: u64,
+    /// Several replicas on one journal: how often work waiting for a workspace lease
+    /// held by another replica tries again, and how often pending work of a dead
+    /// replica is looked for, seconds.
+    pub claim_interval_secs: u64,
 }
 
 impl Default for RemediationConfig {
@@ -88,6 +98,8 @@ impl Default for RemediationConfig {
             plan_dir: None,
             unmanaged_workspace: None,
             queue_size: 256,
+            lease_ttl_secs: 30,
+            claim_interval_secs: 5,
         }
     }
 }

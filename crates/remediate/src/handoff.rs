@@ -49,6 +49,9 @@ pub struct Pending {
     pub event_id: String,
     /// What [`Hook::requeue_record`] gave for it (a [`Processed`] as JSON).
     pub request: String,
+    /// When the event was received, when the log knows it (several replicas: pending
+    /// work older than its settle window and three claim intervals is taken over).
+    pub received_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// The durable bookkeeping of unfinished remediations: what the [`Forwarder`] reads
@@ -113,6 +116,9 @@ impl RemediationLog for SharedJournal {
                 provider: serde_json::from_value(p.provider.into()).ok(),
                 event_id: p.event_id,
                 request: p.request,
+                received_at: chrono::DateTime::parse_from_rfc3339(&p.received_at)
+                    .ok()
+                    .map(|t| t.with_timezone(&chrono::Utc)),
             })
             .collect())
     }
@@ -350,7 +356,16 @@ impl Forwarder {
         let redactor = remediator.redactor().clone();
         let mut completed = remediator.subscribe_completed();
         let completed_tx = remediator.completed_sender();
+        // Several replicas: the runner records outcomes itself under the workspace's
+        // lease; this task looks for pending work of replicas that died.
+        let cluster = remediator
+            .cluster()
+            .map(|c| (c.claim_interval(), remediator_settle(&remediator, c)));
         let task = tokio::spawn(async move {
+            let mut sweep = tokio::time::interval(
+                cluster.map_or(std::time::Duration::from_secs(3600), |(every, _)| every),
+            );
+            sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             if !pending.is_empty() {
                 tracing::info!(
                     count = pending.len(),
@@ -369,7 +384,9 @@ impl Forwarder {
                     }
                 }
                 while let Ok(c) = completed.try_recv() {
-                    finished(&log, c).await;
+                    if cluster.is_none() {
+                        finished(&log, c).await;
+                    }
                 }
             }
             loop {
@@ -377,6 +394,7 @@ impl Forwarder {
                     biased;
                     _ = &mut stopped => break,
                     c = completed.recv() => match c {
+                        Ok(_) if cluster.is_some() => {}
                         Ok(c) => finished(&log, c).await,
                         Err(broadcast::error::RecvError::Lagged(n)) => tracing::warn!(
                             missed = n,
@@ -398,6 +416,11 @@ impl Forwarder {
                         }
                         None => break,
                     },
+                    _ = sweep.tick(), if cluster.is_some() => {
+                        if let Some((_, older_than)) = cluster {
+                            take_over(&remediator, &log, older_than).await;
+                        }
+                    }
                 }
             }
             let pending = rx.len();
@@ -414,11 +437,15 @@ impl Forwarder {
             loop {
                 tokio::select! {
                     () = &mut shutdown => break,
-                    Ok(c) = completed.recv() => finished(&log, c).await,
+                    Ok(c) = completed.recv() => if cluster.is_none() {
+                        finished(&log, c).await;
+                    },
                 }
             }
             while let Ok(c) = completed.try_recv() {
-                finished(&log, c).await;
+                if cluster.is_none() {
+                    finished(&log, c).await;
+                }
             }
             log.close().await;
             tracing::info!("Remediation stopped.");
@@ -452,6 +479,47 @@ impl Forwarder {
         if let Err(e) = self.task.await {
             tracing::error!(error = %e, "The remediation task ended unexpectedly.");
         }
+    }
+}
+
+/// How old a pending event must be before this replica takes it over from whoever
+/// received it: its settle window plus three claim intervals.
+fn remediator_settle(r: &Remediator, c: &crate::Cluster) -> std::time::Duration {
+    r.settle() + 3 * c.claim_interval()
+}
+
+/// Several replicas: submits the log's pending events received more than
+/// `older_than` ago to this replica's remediator (a replica that received them may
+/// have died); its batches take the workspace's lease, and work another replica
+/// finished meanwhile is dropped there.
+async fn take_over<L: RemediationLog>(
+    remediator: &Remediator,
+    log: &L,
+    older_than: std::time::Duration,
+) {
+    let pending = match log.pending().await {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::warn!(error = %e, "Cannot read the journal's pending remediations.");
+            return;
+        }
+    };
+    let cutoff = chrono::Utc::now() - chrono::Duration::from_std(older_than).unwrap_or_default();
+    let mut n = 0usize;
+    for p in pending {
+        if p.received_at.is_none_or(|t| t > cutoff) {
+            continue;
+        }
+        if let Ok(item) = serde_json::from_str::<Processed>(&p.request) {
+            submit(remediator, log, &item).await;
+            n += 1;
+        }
+    }
+    if n > 0 {
+        tracing::debug!(
+            events = n,
+            "Submitted pending journaled work older than its settle window."
+        );
     }
 }
 
@@ -519,6 +587,35 @@ async fn set_status<L: RemediationLog>(
     };
     if let Err(e) = log.drift_status(update).await {
         tracing::warn!(workspace, address, error = %e, "Cannot record the drift's status.");
+    }
+}
+
+/// Records an attempt's outcome on the drift row and the work items of its events,
+/// and marks the events of a finished work item finished in the journal: what
+/// [`finished`] does, for the runner, which records it itself under the workspace's
+/// lease when several replicas share the journal.
+pub(crate) async fn record_completed(journal: &SharedJournal, c: Completed) {
+    let key = c.key.to_string();
+    let update = DriftUpdate {
+        workspace: c.key.workspace.to_string(),
+        address: c.key.address.to_string(),
+        status: c.status,
+        reason: c.reason.clone(),
+        outcome: Some(c.result.as_str().to_owned()),
+        event_ids: c.event_ids.clone(),
+        started: Some(c.started),
+        only_from: Vec::new(),
+    };
+    if let Err(e) = journal.set_drift_status(update).await {
+        tracing::warn!(key = %key, error = %e, "Cannot record the drift's status.");
+    }
+    if !c.finished {
+        return;
+    }
+    let (ws, addr) = (c.key.workspace.to_string(), c.key.address.to_string());
+    if let Err(e) = journal.remediation_finished(ws, addr, c.event_ids).await {
+        tracing::warn!(key = %key, error = %e,
+            "Cannot mark the remediation finished; its events stay pending and are taken over later.");
     }
 }
 

@@ -23,6 +23,10 @@
 //!   `serve`, the journal ([`driftreactor_journal::SharedJournal`] implements it), which owns
 //!   the database.
 //!
+//! * Several replicas on one journal ([`Cluster`], module [`cluster`]): a batch runs
+//!   under its workspace's journal lease with a fencing token checked before each
+//!   state-changing step, and takes over the workspace's pending work from the journal.
+//!
 //! Entry points: [`Remediator::builder`] (or [`Remediator::from_config`] with the
 //! secrets of `driftreactor_pipeline::estate::load`),
 //! [`Remediator::submit`], [`Remediator::run_until_idle`] (replay),
@@ -30,6 +34,7 @@
 //! journal → remediator hand-off with its durable requeue (used by `serve`), and
 //! [`drain`] (used by `replay --remediate`).
 
+pub mod cluster;
 mod config;
 mod drain;
 pub mod guard;
@@ -44,6 +49,7 @@ mod setup;
 mod store;
 mod tf;
 
+pub use cluster::{Cluster, Fence, LeaseChange, LeaseObserver};
 pub use config::{RemediationConfig, Workspace};
 pub use drain::{Drained, drain};
 pub use guard::{GuardError, GuardReport, PlanVerdict, guard};

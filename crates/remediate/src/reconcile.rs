@@ -72,6 +72,9 @@ pub enum Error {
     /// A GitHub call failed.
     #[error(transparent)]
     GitHub(#[from] GitHubError),
+    /// The workspace lease was lost (several replicas): the step did not run.
+    #[error("the workspace lease was lost to another replica")]
+    LeaseLost,
     /// The plan folder could not be prepared.
     #[error("plan folder {path}: {reason}")]
     PlanDir {
@@ -88,6 +91,7 @@ impl Error {
         match self {
             Error::Tf(e) => e.is_transient(),
             Error::GitHub(e) => e.is_transient(),
+            Error::LeaseLost => true,
             Error::Guard(_) | Error::PlanDir { .. } => false,
         }
     }
@@ -107,6 +111,20 @@ pub struct Batch {
     pub fresh: bool,
     /// True when this is a scheduled re-check of an open PR.
     pub recheck: bool,
+    /// The workspace lease it runs under (several replicas, [`crate::Cluster`]):
+    /// checked before each state-changing step. `None`: one process.
+    pub fence: Option<Arc<crate::cluster::Fence>>,
+}
+
+impl Batch {
+    /// Fails with [`Error::LeaseLost`] when the batch runs under a workspace lease
+    /// that is no longer this replica's (checked with its fencing token).
+    async fn fenced(&self) -> Result<(), Error> {
+        match &self.fence {
+            Some(f) if !f.check().await => Err(Error::LeaseLost),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl Batch {
@@ -219,6 +237,10 @@ pub struct Context {
     pub plan_dir: PathBuf,
     /// Transition stream for callers.
     pub transitions: broadcast::Sender<Transition>,
+    /// Several replicas on one journal: the workspace leases ([`crate::Cluster`]).
+    pub cluster: Option<Arc<crate::Cluster>>,
+    /// Where import blocks for unmanaged creates go (as the remediator resolved it).
+    pub unmanaged_workspace: Option<String>,
     seq: AtomicU64,
     notes: std::sync::Mutex<BTreeMap<String, Note>>,
 }
@@ -251,6 +273,8 @@ impl Context {
             store,
             plan_dir,
             transitions,
+            cluster: None,
+            unmanaged_workspace: None,
             seq: AtomicU64::new(0),
             notes: std::sync::Mutex::new(BTreeMap::new()),
         }
@@ -322,6 +346,7 @@ impl Context {
             tracing::warn!(workspace = %batch.workspace, "No [github] configured; cannot open a pull request: the drift is only reported.");
             return Ok(false);
         };
+        batch.fenced().await?;
         let pr = gh.upsert(report).await?;
         let fp = report.fingerprint();
         recall("record pr", self.store.pr_opened(&fp).await);
@@ -340,6 +365,7 @@ impl Context {
         let Some(gh) = &self.github else {
             return Ok(());
         };
+        batch.fenced().await?;
         let mut fps = vec![batch.fingerprint()];
         for a in batch.addresses() {
             for fp in recall(
@@ -570,6 +596,7 @@ async fn plan_and_act(
                 .iter()
                 .map(|c| (c.address.clone(), c.actions.clone()))
                 .collect();
+            batch.fenced().await?;
             let apply = tf.apply(plan_file).await;
             let finished = Utc::now();
             // Record the apply window even when apply failed part-way: events it caused

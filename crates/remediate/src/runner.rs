@@ -206,9 +206,17 @@ pub struct RemediatorBuilder {
     redactor: Redactor,
     store: Option<Arc<dyn StateStore>>,
     default_plan_dir: Option<PathBuf>,
+    cluster: Option<Arc<crate::Cluster>>,
 }
 
 impl RemediatorBuilder {
+    /// Several replicas on one journal: every batch runs under its workspace's lease
+    /// and takes over the workspace's pending work from the journal
+    /// ([`crate::cluster`]). `None` (the default): one process.
+    pub fn cluster(mut self, cluster: Option<crate::Cluster>) -> Self {
+        self.cluster = cluster.map(Arc::new);
+        self
+    }
     /// The plan folder when `[remediation] plan_dir` is not set (serve: next to its
     /// journal, in the service's data directory).
     pub fn default_plan_dir(mut self, dir: impl Into<PathBuf>) -> Self {
@@ -262,7 +270,7 @@ impl RemediatorBuilder {
             .unmanaged_workspace
             .clone()
             .or_else(|| (self.workspaces.len() == 1).then(|| self.workspaces[0].name.clone()));
-        let ctx = Arc::new(Context::new(
+        let mut ctx = Context::new(
             self.cfg.clone(),
             self.workspaces,
             self.github,
@@ -270,7 +278,10 @@ impl RemediatorBuilder {
             self.redactor.clone(),
             store.clone(),
             ttx.clone(),
-        ));
+        );
+        ctx.cluster = self.cluster.clone();
+        ctx.unmanaged_workspace = unmanaged_workspace.clone();
+        let ctx = Arc::new(ctx);
         let (tx, rx) = mpsc::channel(self.cfg.queue_size.max(1));
         let runner = Runner::new(ctx, ctx_done.clone());
         let task = tokio::spawn(runner.run(rx));
@@ -287,6 +298,8 @@ impl RemediatorBuilder {
             slack: self.slack,
             task: Some(task),
             plan_dir,
+            cluster: self.cluster,
+            settle: self.cfg.settle(),
         }
     }
 }
@@ -316,6 +329,8 @@ pub struct Remediator {
     slack: Option<Slack>,
     task: Option<JoinHandle<()>>,
     plan_dir: PathBuf,
+    cluster: Option<Arc<crate::Cluster>>,
+    settle: Duration,
 }
 
 impl std::fmt::Debug for Msg {
@@ -335,6 +350,7 @@ impl Remediator {
             redactor: Redactor::default(),
             store: None,
             default_plan_dir: None,
+            cluster: None,
         }
     }
 
@@ -463,6 +479,16 @@ impl Remediator {
         crate::plans::remove_if_empty(&self.plan_dir);
     }
 
+    /// The settle window of `[remediation]`.
+    pub fn settle(&self) -> Duration {
+        self.settle
+    }
+
+    /// The coordination with other replicas, when several share the journal.
+    pub fn cluster(&self) -> Option<&Arc<crate::Cluster>> {
+        self.cluster.as_ref()
+    }
+
     /// The folder plan files are written to (resolved at spawn).
     pub fn plan_dir(&self) -> &std::path::Path {
         &self.plan_dir
@@ -479,6 +505,9 @@ struct Pending {
     /// The work is a scheduled re-check (no new events), possibly joined by events
     /// that arrived before it started.
     recheck: bool,
+    /// Asked for through the API ([`Remediator::reconcile`]): runs even when another
+    /// replica finished the events of its evidence (several replicas).
+    requested: bool,
 }
 
 /// Where one key's work stands. A running key has no re-check scheduled, and a
@@ -544,7 +573,7 @@ struct Runner {
     completed: broadcast::Sender<Completed>,
     slots: BTreeMap<WorkKey, Slot>,
     busy: BTreeSet<String>,
-    tasks: JoinSet<(Arc<Batch>, Requeue, Attempt)>,
+    tasks: JoinSet<TaskOut>,
     idle_waiters: Vec<oneshot::Sender<()>>,
     backoff: ExponentialBuilder,
 }
@@ -604,7 +633,7 @@ impl Runner {
                     }
                 },
                 Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => match done {
-                    Ok((batch, action, attempt)) => self.finish_with(&batch, action, attempt),
+                    Ok((batch, ran, result)) => self.finished(&batch, &ran, result),
                     Err(e) => tracing::error!(error = %e, "A remediation task ended unexpectedly."),
                 },
                 () = sleep_until_opt(wake) => {}
@@ -633,6 +662,7 @@ impl Runner {
                 item: WorkItem::new(s),
                 not_before: now + settle,
                 recheck: false,
+                requested: false,
             };
             match &mut slot.phase {
                 Phase::Running { next } => *next = Some(new),
@@ -673,6 +703,7 @@ impl Runner {
             }),
             not_before: now,
             recheck: false,
+            requested: true,
         };
         match &mut slot.phase {
             Phase::Running { next } => *next = Some(new),
@@ -702,6 +733,7 @@ impl Runner {
                     item,
                     not_before: now,
                     recheck: true,
+                    requested: false,
                 });
             }
         }
@@ -755,6 +787,7 @@ impl Runner {
             let mut items = Vec::with_capacity(keys.len());
             let mut fresh = false;
             let mut recheck = true;
+            let mut requested = BTreeSet::new();
             for key in keys {
                 let Some(slot) = self.slots.get_mut(&key) else {
                     continue;
@@ -765,11 +798,15 @@ impl Runner {
                 let Phase::Waiting(Pending {
                     mut item,
                     recheck: rechecking,
+                    requested: asked,
                     ..
                 }) = std::mem::replace(&mut slot.phase, Phase::Running { next: None })
                 else {
                     continue;
                 };
+                if asked || rechecking {
+                    requested.insert(key.clone());
+                }
                 fresh |= slot.fresh();
                 recheck &= rechecking;
                 item.absorb_history(&slot.history);
@@ -788,41 +825,23 @@ impl Runner {
                 items,
                 fresh,
                 recheck,
+                fence: None,
             });
             self.busy.insert(ws);
             let ctx = self.ctx.clone();
             let delay = self.next_backoff(&batch);
             self.tasks.spawn(async move {
-                let started = Utc::now();
-                // The reconcile runs in its own task so that a panic (a broken invariant)
-                // is contained: the batch is escalated and its workspace freed.
-                let inner = tokio::spawn({
-                    let (batch, ctx) = (batch.clone(), ctx.clone());
-                    async move {
-                        match reconcile(batch.clone(), ctx.clone()).await {
-                            Ok(a) => (a, None),
-                            Err(e) => {
-                                let error = ctx.redactor.text(&e.to_string()).into_owned();
-                                (error_policy(&batch, &e, delay), Some(error))
-                            }
-                        }
+                match ctx.cluster.clone() {
+                    None => {
+                        let (action, attempt) = run_batch(batch.clone(), ctx, delay).await;
+                        (batch.clone(), batch, Ok((action, attempt)))
                     }
-                });
-                let (action, error) = inner.await.unwrap_or_else(|e| {
-                    tracing::error!(error = %e, "A remediation task failed unexpectedly.");
-                    (
-                        Requeue::escalate("internal error while remediating (see the logs)"),
-                        None,
-                    )
-                });
-                if let Requeue::Escalate(reason) = &action {
-                    escalate(&batch, reason, &ctx).await;
+                    Some(cluster) => {
+                        let (ran, result) =
+                            run_claimed(batch.clone(), ctx, cluster, requested, delay).await;
+                        (batch, ran, result)
+                    }
                 }
-                let note = ctx.take_note(&batch.workspace);
-                let mut attempt = Attempt::from_parts(&action, error, note, started);
-                attempt.reason = attempt.reason.map(|r| ctx.redactor.text(&r).into_owned());
-                log_attempt(&batch, &attempt);
-                (batch, action, attempt)
             });
         }
     }
@@ -845,29 +864,113 @@ impl Runner {
         self.finish_with(batch, action, attempt);
     }
 
+    /// A batch task ended: `ran` is the batch it ran (several replicas: `batch` as
+    /// filtered and joined by the journal's pending work), `result` what it ended in.
+    fn finished(&mut self, batch: &Batch, ran: &Batch, result: Result<(Requeue, Attempt), Skip>) {
+        match result {
+            Ok((action, attempt)) => {
+                self.finish_with(ran, action, attempt);
+                // Work items of this replica that another replica had finished.
+                let skipped: Vec<WorkKey> = batch
+                    .items
+                    .iter()
+                    .filter(|i| !ran.items.iter().any(|r| r.key == i.key))
+                    .map(|i| i.key.clone())
+                    .collect();
+                self.skip(&skipped, Skip::Superseded);
+            }
+            Err(skip) => {
+                self.busy.remove(&batch.workspace);
+                let keys: Vec<WorkKey> = batch.items.iter().map(|i| i.key.clone()).collect();
+                if skip == Skip::Busy {
+                    self.wait_for_lease(batch);
+                } else {
+                    self.skip(&keys, skip);
+                }
+            }
+        }
+    }
+
+    /// The workspace's lease is held by another replica: the batch's work waits a
+    /// claim interval (merged with what arrived since) and tries again.
+    fn wait_for_lease(&mut self, batch: &Batch) {
+        let after = self
+            .ctx
+            .cluster
+            .as_ref()
+            .map_or(Duration::from_secs(1), |c| c.claim_interval());
+        let at = Instant::now() + after;
+        for item in &batch.items {
+            let Some(slot) = self.slots.get_mut(&item.key) else {
+                continue;
+            };
+            let next = match std::mem::replace(&mut slot.phase, Phase::Idle { recheck_at: None }) {
+                Phase::Running { next } => next,
+                other => {
+                    slot.phase = other;
+                    unreachable_phase(&item.key);
+                    continue;
+                }
+            };
+            let mut back = item.clone();
+            let mut requested = batch.recheck;
+            if let Some(newer) = next {
+                requested |= newer.requested;
+                for e in newer.item.evidence.iter().cloned() {
+                    back.merge(Submission {
+                        key: back.key.clone(),
+                        mode: newer.item.mode,
+                        matched: newer.item.matched,
+                        evidence: e,
+                        dependents: newer.item.dependents.clone(),
+                        unmanaged: newer.item.unmanaged.clone(),
+                    });
+                }
+            }
+            slot.phase = Phase::Waiting(Pending {
+                item: back,
+                not_before: at,
+                recheck: batch.recheck,
+                requested,
+            });
+        }
+    }
+
+    /// Work items another replica finished (or whose lease was lost to one): nothing
+    /// is recorded here; work that arrived meanwhile waits as usual.
+    fn skip(&mut self, keys: &[WorkKey], why: Skip) {
+        for key in keys {
+            let Some(slot) = self.slots.get_mut(key) else {
+                continue;
+            };
+            let next = match std::mem::replace(&mut slot.phase, Phase::Idle { recheck_at: None }) {
+                Phase::Running { next } => next,
+                other => {
+                    slot.phase = other;
+                    unreachable_phase(key);
+                    continue;
+                }
+            };
+            tracing::debug!(%key, why = ?why, "Work item left to another replica.");
+            slot.backoff = None;
+            if why == Skip::Superseded {
+                slot.history.clear();
+                slot.deps.clear();
+            }
+            slot.phase = next.map_or(Phase::Idle { recheck_at: None }, Phase::Waiting);
+        }
+    }
+
     fn finish_with(&mut self, batch: &Batch, action: Requeue, attempt: Attempt) {
         self.busy.remove(&batch.workspace);
         let now = Instant::now();
-        let outcome = match &action {
-            Requeue::Done => "done",
-            Requeue::Escalate(_) => "escalated",
-            Requeue::Recheck(_) => "pull_request",
-            Requeue::After(_) => "retry",
-        };
-        for item in &batch.items {
+        let outcome = outcome_of(&action);
+        let _ = outcome;
+        for c in completions(batch, &action, &attempt) {
             // No subscriber is fine (replay).
-            let _ = self.completed.send(Completed {
-                key: item.key.clone(),
-                event_ids: item.evidence.iter().map(|e| e.event_id.clone()).collect(),
-                outcome,
-                finished: !matches!(action, Requeue::After(_)),
-                result: attempt.result,
-                status: attempt.status,
-                verdict: attempt.verdict,
-                plan: attempt.plan.clone(),
-                reason: attempt.reason.clone(),
-                started: attempt.started,
-            });
+            let _ = self.completed.send(c);
+        }
+        for item in &batch.items {
             let Some(slot) = self.slots.get_mut(&item.key) else {
                 continue;
             };
@@ -900,6 +1003,7 @@ impl Runner {
                         item: back,
                         not_before: now + *after,
                         recheck: false,
+                        requested: false,
                     });
                 }
                 Requeue::Done => {
@@ -931,6 +1035,266 @@ impl Runner {
             });
         }
     }
+}
+
+/// What a batch task answers: the batch as dispatched, the batch it ran, and what it
+/// ended in (or why it did not run).
+type TaskOut = (Arc<Batch>, Arc<Batch>, Result<(Requeue, Attempt), Skip>);
+
+/// Why a batch did not run or record (several replicas).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Skip {
+    /// Another replica holds the workspace's lease: try again later.
+    Busy,
+    /// Another replica finished every work item of it.
+    Superseded,
+    /// The lease was lost while it ran: the new holder redoes what is pending.
+    Lost,
+}
+
+/// `done`, `escalated`, `pull_request` or `retry` ([`Completed::outcome`]).
+fn outcome_of(action: &Requeue) -> &'static str {
+    match action {
+        Requeue::Done => "done",
+        Requeue::Escalate(_) => "escalated",
+        Requeue::Recheck(_) => "pull_request",
+        Requeue::After(_) => "retry",
+    }
+}
+
+/// The [`Completed`] of every item of `batch`.
+fn completions(batch: &Batch, action: &Requeue, attempt: &Attempt) -> Vec<Completed> {
+    batch
+        .items
+        .iter()
+        .map(|item| Completed {
+            key: item.key.clone(),
+            event_ids: item.evidence.iter().map(|e| e.event_id.clone()).collect(),
+            outcome: outcome_of(action),
+            finished: !matches!(action, Requeue::After(_)),
+            result: attempt.result,
+            status: attempt.status,
+            verdict: attempt.verdict,
+            plan: attempt.plan.clone(),
+            reason: attempt.reason.clone(),
+            started: attempt.started,
+        })
+        .collect()
+}
+
+/// Runs one batch: reconcile, or the error policy; an escalation carried out.
+async fn run_batch(batch: Arc<Batch>, ctx: Arc<Context>, delay: Duration) -> (Requeue, Attempt) {
+    let started = Utc::now();
+    // The reconcile runs in its own task so that a panic (a broken invariant) is
+    // contained: the batch is escalated and its workspace freed.
+    let inner = tokio::spawn({
+        let (batch, ctx) = (batch.clone(), ctx.clone());
+        async move {
+            match reconcile(batch.clone(), ctx.clone()).await {
+                Ok(a) => (a, None),
+                Err(e) => {
+                    let error = ctx.redactor.text(&e.to_string()).into_owned();
+                    (error_policy(&batch, &e, delay), Some(error))
+                }
+            }
+        }
+    });
+    let (action, error) = inner.await.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "A remediation task failed unexpectedly.");
+        (
+            Requeue::escalate("internal error while remediating (see the logs)"),
+            None,
+        )
+    });
+    if let Requeue::Escalate(reason) = &action {
+        escalate(&batch, reason, &ctx).await;
+    }
+    let note = ctx.take_note(&batch.workspace);
+    let mut attempt = Attempt::from_parts(&action, error, note, started);
+    attempt.reason = attempt.reason.map(|r| ctx.redactor.text(&r).into_owned());
+    log_attempt(&batch, &attempt);
+    (action, attempt)
+}
+
+/// The journal's pending work of one workspace (several replicas).
+#[derive(Debug, Default)]
+struct Claimed {
+    /// Submissions of the batch's mode, not yet finished.
+    subs: Vec<Submission>,
+    /// Per work item of the workspace, the ids of its events not yet finished.
+    pending: BTreeMap<WorkKey, BTreeSet<String>>,
+    /// The events of `subs` with every work item they feed (recorded before the
+    /// outcome, so a later `submitted` of another replica keeps them finished).
+    events: Vec<(driftreactor_event::Provider, String, Vec<ResourceKey>)>,
+    /// When the latest event of `subs` was received.
+    latest: Option<DateTime<Utc>>,
+}
+
+/// Reads the journal's pending remediations that feed work items of `workspace`.
+async fn claim_pending(
+    ctx: &Context,
+    cluster: &crate::Cluster,
+    workspace: &str,
+    mode: Mode,
+) -> Result<Claimed, driftreactor_journal::Error> {
+    let grace = ChronoDuration::seconds(i64::try_from(ctx.cfg.own_change_grace_secs).unwrap_or(0));
+    let mut out = Claimed::default();
+    for p in cluster.journal().pending_remediations().await? {
+        let Ok(item) = serde_json::from_str::<driftreactor_pipeline::Processed>(&p.request) else {
+            continue;
+        };
+        let event = &item.event;
+        let all = submissions(
+            event,
+            &item.decision(),
+            &item.dependents,
+            &ctx.redactor,
+            ctx.unmanaged_workspace.as_deref(),
+        );
+        let keys: Vec<ResourceKey> = all
+            .iter()
+            .map(|s| ResourceKey::new(s.key.workspace.to_string(), s.key.address.to_string()))
+            .collect();
+        let mut ours = false;
+        for s in all {
+            if *s.key.workspace != *workspace
+                || p.done
+                    .iter()
+                    .any(|d| d.workspace == *s.key.workspace && d.address == *s.key.address)
+            {
+                continue;
+            }
+            let applies = recall(
+                "read applies",
+                ctx.store
+                    .applies_for(&s.key.workspace, &s.key.address)
+                    .await,
+            );
+            if is_own_echo(event, &s.key.address, &applies, grace) {
+                continue;
+            }
+            out.pending
+                .entry(s.key.clone())
+                .or_default()
+                .insert(event.id.clone());
+            if s.mode == mode && mode != Mode::Import {
+                ours = true;
+                out.subs.push(s);
+            }
+        }
+        if ours {
+            let at = DateTime::parse_from_rfc3339(&p.received_at)
+                .map(|t| t.with_timezone(&Utc))
+                .ok();
+            out.latest = out.latest.max(at);
+            out.events.push((event.provider, event.id.clone(), keys));
+        }
+    }
+    Ok(out)
+}
+
+/// Runs `batch` under its workspace's lease (several replicas; see
+/// [`crate::cluster`]): takes the lease, joins the journal's pending work of the
+/// workspace after its settle window, runs, records the outcome under the lease and
+/// releases it.
+async fn run_claimed(
+    batch: Arc<Batch>,
+    ctx: Arc<Context>,
+    cluster: Arc<crate::Cluster>,
+    requested: BTreeSet<WorkKey>,
+    delay: Duration,
+) -> (Arc<Batch>, Result<(Requeue, Attempt), Skip>) {
+    let Some(fence) = cluster.acquire(&batch.workspace).await else {
+        return (batch, Err(Skip::Busy));
+    };
+    let fence = Arc::new(fence);
+    let keep_alive = fence.keep_alive();
+    let settle = ChronoDuration::from_std(ctx.cfg.settle()).unwrap_or_default();
+    let step = cluster.ttl() / 3;
+    let wait_until = Instant::now() + ctx.cfg.settle() * 4;
+    let claimed = loop {
+        let claimed = match claim_pending(&ctx, &cluster, &batch.workspace, batch.mode).await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(workspace = %batch.workspace, error = %e,
+                    "Cannot read the journal's pending work; retrying later.");
+                keep_alive.abort();
+                fence.release().await;
+                return (batch, Err(Skip::Busy));
+            }
+        };
+        let left = claimed
+            .latest
+            .map(|l| l + settle - Utc::now())
+            .and_then(|d| d.to_std().ok())
+            .filter(|d| !d.is_zero());
+        match left {
+            Some(d) if Instant::now() < wait_until => {
+                tokio::time::sleep(d.min(step)).await;
+                if !fence.check().await {
+                    keep_alive.abort();
+                    return (batch, Err(Skip::Lost));
+                }
+            }
+            _ => break claimed,
+        }
+    };
+    let mut items: Vec<WorkItem> = batch
+        .items
+        .iter()
+        .filter(|i| {
+            batch.recheck
+                || requested.contains(&i.key)
+                || claimed
+                    .pending
+                    .get(&i.key)
+                    .is_some_and(|ids| i.evidence.iter().any(|e| ids.contains(&e.event_id)))
+        })
+        .cloned()
+        .collect();
+    for s in claimed.subs {
+        match items.iter_mut().find(|i| i.key == s.key) {
+            Some(i) => i.merge(s),
+            None => items.push(WorkItem::new(s)),
+        }
+    }
+    items.sort_by(|a, b| a.key.cmp(&b.key));
+    if items.is_empty() {
+        keep_alive.abort();
+        fence.release().await;
+        return (batch, Err(Skip::Superseded));
+    }
+    let ran = Arc::new(Batch {
+        items,
+        fence: Some(fence.clone()),
+        ..(*batch).clone()
+    });
+    let (action, attempt) = run_batch(ran.clone(), ctx.clone(), delay).await;
+    keep_alive.abort();
+    if !fence.check().await {
+        return (ran, Err(Skip::Lost));
+    }
+    // The outcome is written under the lease, then the lease is released.
+    let journal = cluster.journal().clone();
+    if !matches!(action, Requeue::After(_)) {
+        for (provider, id, keys) in claimed.events {
+            if let Err(e) = journal.remediation_submitted(provider, id, keys).await {
+                tracing::warn!(error = %e, "Cannot record a claimed event's work items.");
+            }
+        }
+    }
+    for mut c in completions(&ran, &action, &attempt) {
+        if let Some(ids) = claimed.pending.get(&c.key) {
+            for id in ids {
+                if !c.event_ids.contains(id) {
+                    c.event_ids.push(id.clone());
+                }
+            }
+        }
+        crate::handoff::record_completed(&journal, c).await;
+    }
+    fence.release().await;
+    (ran, Ok((action, attempt)))
 }
 
 /// The one `info` line of an attempt: the addresses, what it ended in, the drift's
@@ -1015,7 +1379,7 @@ mod tests {
 
     async fn run_one(r: &mut Runner) -> Arc<Batch> {
         assert_eq!(r.tasks.len(), 1, "one batch started");
-        let (batch, _, _) = r.tasks.join_next().await.unwrap().unwrap();
+        let (_, batch, _) = r.tasks.join_next().await.unwrap().unwrap();
         batch
     }
 

@@ -217,10 +217,33 @@ async fn start_remediation(
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_default();
+    // Several replicas share a PostgreSQL journal: one remediation per workspace at a
+    // time, under the workspace's lease (driftreactor_remediate::cluster).
+    let cluster = match crate::journal_config(config)?.url {
+        Some(_) => {
+            let cfg = driftreactor_remediate::RemediationConfig::from_config(config, false)
+                .unwrap_or_default();
+            Some(
+                driftreactor_remediate::Cluster::new(
+                    bookkeeping.clone(),
+                    crate::replica::replica_id(),
+                    std::time::Duration::from_secs(cfg.lease_ttl_secs.max(1)),
+                    std::time::Duration::from_secs(cfg.claim_interval_secs.max(1)),
+                )
+                .observe(crate::replica::lease_observer()),
+            )
+        }
+        None => None,
+    };
+    if cluster.is_some() {
+        tracing::info!(replica = %crate::replica::replica_id(),
+            "Shared journal: remediation runs under workspace leases.");
+    }
     let remediator = Remediator::builder_from_config(config, secrets, false)
         .map_err(AppError::Remediation)?
         .default_plan_dir(data_dir.join("driftreactor-plans"))
         .store(Arc::new(store))
+        .cluster(cluster)
         .spawn();
     Forwarder::start(remediator, bookkeeping)
         .await

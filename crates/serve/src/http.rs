@@ -151,6 +151,17 @@ struct Readiness {
     state_error: Option<String>,
     sources: Vec<crate::readiness::SourceReport>,
     journal: JournalReadiness,
+    /// This replica's identity as a lease holder and the leases it holds now
+    /// (several replicas on one journal; none on the embedded one).
+    replica: ReplicaReadiness,
+}
+
+/// `/readyz`'s `replica`: who this replica is and which leases it holds.
+#[derive(Serialize)]
+struct ReplicaReadiness {
+    id: &'static str,
+    leader: bool,
+    leases: Vec<driftreactor_journal::Lease>,
 }
 
 /// The journal on `/readyz`: where it is (no password) and whether it answers.
@@ -195,6 +206,23 @@ async fn readyz(State(s): State<AppState>) -> Response {
     let sources = crate::readiness::reports(&s.ctx, std::time::SystemTime::now());
     let sources_ok = sources.iter().all(|s| s.status == "running");
     let journal = journal_readiness(&s.ctx.journal).await;
+    let id = crate::replica::replica_id();
+    let leases = match journal.reachable {
+        true => tokio::time::timeout(
+            JOURNAL_PING_TIMEOUT,
+            s.ctx.journal.leases_held(id.to_owned()),
+        )
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default(),
+        false => Vec::new(),
+    };
+    let replica = ReplicaReadiness {
+        id,
+        leader: s.ctx.leader.is_leader(),
+        leases,
+    };
     let body = Readiness {
         ready: sources_ok && journal.reachable,
         graph_loaded: true,
@@ -202,6 +230,7 @@ async fn readyz(State(s): State<AppState>) -> Response {
         state_error: s.ctx.state_error.lock().ok().and_then(|e| e.clone()),
         sources,
         journal,
+        replica,
     };
     let status = if body.ready {
         StatusCode::OK

@@ -45,6 +45,7 @@ mod outcomes;
 mod push;
 mod readiness;
 pub mod reload;
+pub mod replica;
 mod retention;
 mod sources;
 mod state;
@@ -175,6 +176,9 @@ pub(crate) struct Ctx {
     /// Why the states on disk could not be reloaded (the graph in use is older than
     /// them), for `/readyz`; `None` while the graph is current.
     state_error: std::sync::Mutex<Option<String>>,
+    /// The leader lease singletons run under (journal pruning): always leading on
+    /// the embedded journal, [`replica::Leader::spawn`] on a shared one.
+    leader: replica::Leader,
 }
 
 /// Everything [`start`] needs.
@@ -325,6 +329,14 @@ pub async fn shutdown_on_signal(token: CancellationToken) {
             token.cancel();
         }
     }
+}
+
+/// The lease time to live of `[remediation] lease_ttl_secs` (its default when the
+/// section is absent or does not fit: `check` reports that).
+pub(crate) fn lease_ttl(config: &Config) -> Duration {
+    let cfg =
+        driftreactor_remediate::RemediationConfig::from_config(config, false).unwrap_or_default();
+    Duration::from_secs(cfg.lease_ttl_secs.max(1))
 }
 
 /// The `[journal]` section with its path resolved against the config file's directory
@@ -505,6 +517,19 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
             },
         );
     }
+    let token = CancellationToken::new();
+    // Several replicas share a PostgreSQL journal: singletons run on the leader.
+    let leader = match journal_cfg.url {
+        Some(_) => replica::Leader::spawn(
+            journal.clone(),
+            replica::LEADER_LEASE,
+            replica::replica_id(),
+            lease_ttl(&config),
+            token.clone(),
+        ),
+        None => replica::Leader::single(),
+    };
+    tokio::spawn(replica::ping_loop(journal.clone(), token.clone()));
     let ctx = Arc::new(Ctx {
         journal: journal.clone(),
         state: ArcSwap::from_pointee(loaded),
@@ -515,8 +540,8 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         after_commit,
         redactor,
         state_error: std::sync::Mutex::new(None),
+        leader,
     });
-    let token = CancellationToken::new();
     let (tx, rx) = mpsc::channel(server.queue_capacity.max(1));
     let worker = tokio::spawn(worker::run(rx, ctx.clone()));
     outcomes::spawn(ctx.clone(), token.clone());

@@ -254,6 +254,12 @@ pub struct KnownSource {
 /// Metric names (without the `driftreactor_` prefix and `_total` suffix the registry
 /// adds), kept in one place so dashboards and the docs can be checked against them.
 pub mod names {
+    /// Leases this replica took, by kind (`workspace`, `leader`).
+    pub const LEASE_ACQUISITIONS: &str = "lease_acquisitions";
+    /// Leases this replica lost while holding them, by kind.
+    pub const LEASE_LOSSES: &str = "lease_losses";
+    /// Seconds of one journal round trip (a periodic `SELECT 1`).
+    pub const JOURNAL_ROUND_TRIP: &str = "journal_round_trip_seconds";
     /// Messages received from sources and push endpoints, by source and provider.
     pub const MESSAGES_RECEIVED: &str = "messages_received";
     /// Events decided and journaled, by provider and verdict.
@@ -392,6 +398,24 @@ impl Metrics {
             registry: Registry::default(),
         };
         use names::*;
+        // Leases and the journal's round trip (several replicas; process-wide
+        // families, see `crate::replica`).
+        let leases = &crate::replica::LEASE_METRICS;
+        registry.register(
+            LEASE_ACQUISITIONS,
+            "Leases this replica took, by kind (workspace, leader)",
+            leases.acquisitions.clone(),
+        );
+        registry.register(
+            LEASE_LOSSES,
+            "Leases this replica lost while holding them (expired or taken over), by kind",
+            leases.losses.clone(),
+        );
+        registry.register(
+            JOURNAL_ROUND_TRIP,
+            "Seconds of one journal round trip (a periodic SELECT 1)",
+            leases.round_trip.clone(),
+        );
         registry.register(
             MESSAGES_RECEIVED,
             "Messages received, by source and provider",

@@ -1,4 +1,5 @@
-//! Journal retention: prune the journal every interval, the first run at start-up.
+//! Journal retention: prune the journal every interval, the first run at start-up;
+//! with several replicas on one journal, only on the one holding the leader lease.
 
 use std::sync::Arc;
 
@@ -25,6 +26,11 @@ pub(crate) async fn run(ctx: Arc<Ctx>, retention: Retention, shutdown: Cancellat
 }
 
 async fn prune_once(ctx: &Ctx, retention: Retention, shutdown: &CancellationToken) {
+    // Several replicas: one prunes (the leader).
+    if !ctx.leader.is_leader() {
+        tracing::debug!("Not the leader: the journal is pruned by another replica.");
+        return;
+    }
     let Some(cutoff) = Utc::now().checked_sub_signed(retention.retain) else {
         // Only with a clock before year 0 + retention: nothing can be old enough.
         return;
