@@ -354,6 +354,14 @@ impl GitSource {
         }))
     }
 
+    /// The same source authenticating with `token` (https), as `token_env` would: for
+    /// embedders that hold the token themselves, and tests.
+    #[must_use]
+    pub fn with_token(mut self, token: String) -> Self {
+        self.auth = Auth::Token(token);
+        self
+    }
+
     /// The repository URL.
     pub fn url(&self) -> &str {
         &self.url
