@@ -125,7 +125,7 @@ async fn finished(
         .expect("remediation finished");
     let mut last = None;
     while let Ok(c) = done.try_recv() {
-        if c.key.workspace == workspace {
+        if &*c.key.workspace == workspace {
             last = Some(c);
         }
     }
