@@ -69,7 +69,7 @@ pub enum Error {
 }
 
 /// One `[[workspaces]]` entry: a Terraform state and, for remediation, its root.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkspaceConfig {
     /// Workspace name, unique in the file (shown in reports, used in policy globs).
@@ -102,6 +102,10 @@ pub struct WorkspaceConfig {
     /// Extra environment for the tool (e.g. `TF_CLI_CONFIG_FILE`, `AWS_PROFILE`).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// `[workspaces.git]`: the Terraform root in a Git repository instead of `dir`
+    /// (read and checked by the remediator, `driftreactor_remediate::GitConfig`).
+    #[serde(default)]
+    pub git: Option<toml::Table>,
 }
 
 /// True when a `state` value is a URL (`SCHEME://…` with a plain scheme), not a path.

@@ -32,6 +32,8 @@ pub struct FakePr {
     pub number: u64,
     /// Head branch.
     pub head: String,
+    /// Base branch (what it would merge into).
+    pub base: String,
     /// Title.
     pub title: String,
     /// Body.
@@ -202,6 +204,7 @@ async fn gh(State(st): State<Shared>, method: Method, uri: Uri, body: Bytes) -> 
             let pr = FakePr {
                 number: s.seq,
                 head,
+                base: body["base"].as_str().unwrap_or_default().to_owned(),
                 title: body["title"].as_str().unwrap_or_default().to_owned(),
                 body: body["body"].as_str().unwrap_or_default().to_owned(),
                 state: "open".into(),
@@ -297,6 +300,11 @@ impl FakeGitHub {
             .files
             .get(&(branch.to_owned(), path.to_owned()))
             .cloned()
+    }
+
+    /// The commit `branch` points at (`main` starts at `base0`), if it exists.
+    pub fn branch_sha(&self, branch: &str) -> Option<String> {
+        self.state.lock().unwrap().refs.get(branch).cloned()
     }
 
     /// Every committed (branch, path).

@@ -253,7 +253,14 @@ impl GitHub {
 
     /// The files a PR for `report` commits: (repository path, content).
     pub fn files_for(&self, report: &DriftReport) -> Vec<(String, String)> {
-        let base = self.workspace_path(&report.workspace);
+        // The root inside the repository a `[workspaces.git]` plan ran in, unless
+        // `workspace_paths` names the folder.
+        let base = match &report.code {
+            Some(code) if !self.paths.contains_key(&report.workspace) => {
+                code.path.trim_matches('/').to_owned()
+            }
+            _ => self.workspace_path(&report.workspace),
+        };
         let join = |name: &str| {
             if base.is_empty() {
                 name.to_owned()
@@ -277,7 +284,10 @@ impl GitHub {
     }
 
     /// Opens the PR for `report`'s fingerprint, or updates the open one in place (body,
-    /// title and committed files).
+    /// title and committed files). A new branch starts from the commit the plan was
+    /// made in ([`DriftReport::code`]) and the PR targets the branch that commit was
+    /// fetched from, when it was; otherwise the branch starts from `base_branch`'s
+    /// head and the PR targets `base_branch`.
     ///
     /// # Errors
     /// [`GitHubError::Request`] when an API call fails after retries.
@@ -288,8 +298,14 @@ impl GitHub {
         let body = self.redactor.text(&report::pr_body(report)).into_owned();
         let existing = self.find_open(&branch).await?;
         if existing.is_none() {
-            self.ensure_branch(&branch).await?;
+            self.ensure_branch(&branch, report.code.as_ref().map(|c| c.commit.as_str()))
+                .await?;
         }
+        let base = report
+            .code
+            .as_ref()
+            .and_then(|c| c.branch.as_deref())
+            .unwrap_or(&self.base);
         for (path, content) in self.files_for(report) {
             let content = self.redactor.text(&content).into_owned();
             self.put_file(&branch, &path, &content, &title).await?;
@@ -309,7 +325,7 @@ impl GitHub {
             .call(
                 Method::POST,
                 &format!("/repos/{}/{}/pulls", self.owner, self.repo),
-                Some(json!({"title": title, "head": branch, "base": self.base, "body": body})),
+                Some(json!({"title": title, "head": branch, "base": base, "body": body})),
                 &[StatusCode::CREATED, StatusCode::UNPROCESSABLE_ENTITY],
             )
             .await?;
@@ -389,7 +405,9 @@ impl GitHub {
         }))
     }
 
-    async fn ensure_branch(&self, branch: &str) -> Result<(), GitHubError> {
+    /// Creates `branch` unless it exists: at `commit` when given, else at the head of
+    /// `base_branch`.
+    async fn ensure_branch(&self, branch: &str, commit: Option<&str>) -> Result<(), GitHubError> {
         let (status, _) = self
             .call(
                 Method::GET,
@@ -403,6 +421,9 @@ impl GitHub {
             .await?;
         if status == StatusCode::OK {
             return Ok(());
+        }
+        if let Some(sha) = commit {
+            return self.create_ref(branch, sha).await;
         }
         let (_, base) = self
             .call(
@@ -419,6 +440,10 @@ impl GitHub {
             .as_str()
             .unwrap_or_default()
             .to_owned();
+        self.create_ref(branch, &sha).await
+    }
+
+    async fn create_ref(&self, branch: &str, sha: &str) -> Result<(), GitHubError> {
         self.call(
             Method::POST,
             &format!("/repos/{}/{}/git/refs", self.owner, self.repo),

@@ -264,6 +264,32 @@ pub struct DriftReport {
     /// Why this is a pull request and not a revert, one sentence
     /// ("policy says pull_request", "the guard refused to apply: …", "escalated: …").
     pub reason: String,
+    /// The commit of the IaC repository the plan was made in (`[workspaces.git]`);
+    /// the PR branch is created from it. `None` for a workspace planned in a local
+    /// `dir` (the branch starts from `[github] base_branch`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<CodeVersion>,
+}
+
+/// The version of the Terraform code a plan was made from: a fetched commit of the
+/// workspace's Git repository (`[workspaces.git]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeVersion {
+    /// The repository URL as configured (it never holds credentials: they are refused
+    /// in the URL when the config is read).
+    pub repository: String,
+    /// The configured `ref` (a branch, a tag, a full ref name or `HEAD`).
+    #[serde(rename = "ref")]
+    pub git_ref: String,
+    /// The branch the ref named on the remote, when it named one: pull requests are
+    /// opened against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// The fetched commit, 40 (SHA-1) or 64 (SHA-256) hex digits.
+    pub commit: String,
+    /// The Terraform root's folder inside the repository (`envs/prod`; empty: the
+    /// repository root).
+    pub path: String,
 }
 
 impl DriftReport {
@@ -407,6 +433,20 @@ pub fn pr_body(report: &DriftReport) -> String {
         b.push('\n');
     }
 
+    if let Some(code) = &report.code {
+        let _ = writeln!(b, "### Code\n");
+        let folder = if code.path.is_empty() {
+            "the repository root".to_owned()
+        } else {
+            format!("folder `{}`", code.path)
+        };
+        let _ = writeln!(
+            b,
+            "Planned in a clean checkout of commit `{}` (`{}` of `{}`, {folder}); this branch starts from that commit.\n",
+            code.commit, code.git_ref, code.repository
+        );
+    }
+
     if let Some(plan) = &report.plan {
         let _ = writeln!(b, "### Targeted plan\n");
         let targets = plan
@@ -540,6 +580,7 @@ mod tests {
             }],
             plan: None,
             reason: String::new(),
+            code: None,
         };
         assert_eq!(
             pr_title(&r),

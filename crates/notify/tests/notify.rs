@@ -7,9 +7,9 @@ use chrono::{TimeZone, Utc};
 use driftreactor_event::{Change, DriftEvent, Principal, Provider, ResourceRef, Via};
 use driftreactor_notify::fake::{FakeGitHub, FakeSlack};
 use driftreactor_notify::{
-    AttributeChange, DriftKind, DriftReport, DriftedAddress, Evidence, GitHub, GitHubConfig,
-    Matched, PlanSummary, PlannedChange, Redactor, Slack, SlackConfig, Transition, TransitionKind,
-    import_block_for, pr_body,
+    AttributeChange, CodeVersion, DriftKind, DriftReport, DriftedAddress, Evidence, GitHub,
+    GitHubConfig, Matched, PlanSummary, PlannedChange, Redactor, Slack, SlackConfig, Transition,
+    TransitionKind, import_block_for, pr_body,
 };
 use serde_json::value::RawValue;
 
@@ -61,6 +61,7 @@ fn report(redactor: &Redactor) -> DriftReport {
             refusals: vec![],
         }),
         reason: "The policy says `pull_request`.".into(),
+        code: None,
     }
 }
 
@@ -113,6 +114,7 @@ fn pr_body_for_an_unmanaged_create_offers_the_import() {
         evidence: vec![Evidence::from_event(&e, &Redactor::default())],
         plan: None,
         reason: String::new(),
+        code: None,
     };
     golden("pr_body_unmanaged.md", &pr_body(&r));
 }
@@ -176,6 +178,55 @@ async fn one_pr_per_fingerprint_updated_in_place_then_closed_when_resolved() {
         );
         assert!(!req.body.contains("ghp_test_token_value"), "{req:?}");
     }
+}
+
+/// A plan made in a fetched commit of `[workspaces.git]`: the PR branch starts at that
+/// commit, the PR targets the branch it was fetched from, the body names the commit,
+/// and the drift record lands in the root's folder of the repository.
+#[tokio::test]
+async fn a_pr_of_a_git_workspace_starts_at_the_fetched_commit() {
+    let fake = FakeGitHub::start().await;
+    let client = GitHub::new(
+        &GitHubConfig {
+            repo: Some("acme/infra".into()),
+            api_url: fake.url().into(),
+            retries: 1,
+            ..GitHubConfig::default()
+        },
+        "ghp_test_token_value".into(),
+        Redactor::default(),
+    )
+    .unwrap();
+    let commit = "0123456789abcdef0123456789abcdef01234567";
+    let mut r = report(&Redactor::default());
+    r.code = Some(CodeVersion {
+        repository: "https://github.com/acme/infra.git".into(),
+        git_ref: "release".into(),
+        branch: Some("release".into()),
+        commit: commit.into(),
+        path: "envs/prod".into(),
+    });
+    client.upsert(&r).await.unwrap();
+    let pulls = fake.pulls();
+    assert_eq!(pulls.len(), 1);
+    assert_eq!(pulls[0].base, "release");
+    assert_eq!(fake.branch_sha(&pulls[0].head).as_deref(), Some(commit));
+    assert!(
+        pulls[0]
+            .body
+            .contains(&format!("Planned in a clean checkout of commit `{commit}`")),
+        "{}",
+        pulls[0].body
+    );
+    assert!(
+        fake.file(
+            &pulls[0].head,
+            "envs/prod/.driftreactor/aws_security_group-web.json"
+        )
+        .is_some(),
+        "{:?}",
+        fake.files()
+    );
 }
 
 #[tokio::test]

@@ -7,6 +7,8 @@ use std::time::Duration;
 use driftreactor_config::WorkspaceConfig;
 use serde::Deserialize;
 
+use crate::git::GitSource;
+
 /// `[remediation]`: how the remediator coalesces, runs, retries and stops.
 ///
 /// ```toml
@@ -23,6 +25,7 @@ use serde::Deserialize;
 /// backoff_max_secs = 30
 /// recheck_secs = 3600                 # re-plan an open PR's addresses to close it when resolved (0: never)
 /// plan_dir = "/var/lib/driftreactor/plans"  # default (serve): `driftreactor-plans/` next to the journal
+/// git_dir = "/var/lib/driftreactor/git"      # default (serve): `driftreactor-git/` next to the journal
 /// unmanaged_workspace = "prod"        # where import blocks for unmanaged creates go
 /// lease_ttl_secs = 30                 # several replicas: a workspace lease lives this long unless renewed
 /// claim_interval_secs = 5             # several replicas: retry a held lease / look for a dead replica's work
@@ -66,6 +69,11 @@ pub struct RemediationConfig {
     /// --remediate`) a private folder under the system temporary folder, removed on
     /// shutdown.
     pub plan_dir: Option<PathBuf>,
+    /// Folder of the cache clones and plan worktrees of `[workspaces.git]` (created
+    /// 0700; one subfolder per workspace). Default: `serve` uses `driftreactor-git/`
+    /// in the journal's folder; otherwise a private folder under the system
+    /// temporary folder, removed on shutdown.
+    pub git_dir: Option<PathBuf>,
     /// Workspace whose folder receives `import` blocks for unmanaged creates; default:
     /// the only workspace when there is exactly one.
     pub unmanaged_workspace: Option<String>,
@@ -96,6 +104,7 @@ impl Default for RemediationConfig {
             backoff_max_secs: 30,
             recheck_secs: 3600,
             plan_dir: None,
+            git_dir: None,
             unmanaged_workspace: None,
             queue_size: 256,
             lease_ttl_secs: 30,
@@ -136,12 +145,16 @@ impl RemediationConfig {
 pub struct Workspace {
     /// Workspace name.
     pub name: String,
-    /// The Terraform / OpenTofu root directory.
+    /// The Terraform / OpenTofu root directory; for a workspace with `git`, the
+    /// root's folder inside the repository (each plan runs in a fresh worktree).
     pub dir: PathBuf,
     /// The executable (`terraform`, `tofu`, or a path).
     pub program: PathBuf,
     /// Extra environment for the tool.
     pub env: BTreeMap<String, String>,
+    /// `[workspaces.git]`: plan in a clean worktree of the fetched commit instead of
+    /// `dir`.
+    pub git: Option<GitSource>,
 }
 
 impl Workspace {
@@ -159,7 +172,24 @@ impl Workspace {
             dir,
             program,
             env: ws.env.clone(),
+            git: None,
         })
+    }
+
+    /// The remediation settings of a `[[workspaces]]` entry whose root is in Git
+    /// (`source`, from [`GitSource::from_config`]).
+    pub fn from_git(ws: &WorkspaceConfig, source: GitSource) -> Self {
+        let program = ws
+            .tool_path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(ws.tool.unwrap_or_default().as_str()));
+        Self {
+            name: ws.name.clone(),
+            dir: PathBuf::from(source.path()),
+            program,
+            env: ws.env.clone(),
+            git: Some(source),
+        }
     }
 }
 

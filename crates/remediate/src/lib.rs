@@ -10,6 +10,9 @@
 //! * [`reconcile`] + [`error_policy`] (kube-runtime style) return a small
 //!   `#[must_use]` [`Requeue`]: done, requeue with backoff (exponential with jitter,
 //!   `backon`), recheck later, or escalate.
+//! * A workspace's Terraform root is its `dir`, or a fresh worktree of the commit
+//!   just fetched from its `[workspaces.git]` repository ([`GitSource`]; a failed
+//!   fetch fails the attempt, it never plans on older code).
 //! * Revert = `init` when needed, `plan -detailed-exitcode -target=… -out=…`,
 //!   `show -json`, the pure [`guard()`] over the plan JSON, then `apply <planfile>`
 //!   ([`TfRunner`]). Exit 0 resolves the drift; a refused plan becomes a PR.
@@ -37,6 +40,7 @@
 pub mod cluster;
 mod config;
 mod drain;
+mod git;
 pub mod guard;
 pub mod handoff;
 mod item;
@@ -52,6 +56,7 @@ mod tf;
 pub use cluster::{Cluster, Fence, LeaseChange, LeaseObserver};
 pub use config::{RemediationConfig, Workspace};
 pub use drain::{Drained, drain};
+pub use git::{GitConfig, GitError, GitSource, check_config as check_git_config};
 pub use guard::{GuardError, GuardReport, PlanVerdict, guard};
 pub use item::{MAX_EVIDENCE, Mode, Submission, WorkItem, is_own_echo, submissions};
 pub use key::WorkKey;

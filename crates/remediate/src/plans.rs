@@ -44,3 +44,9 @@ pub(crate) fn remove_if_empty(dir: &Path) {
 pub(crate) fn private_default() -> PathBuf {
     std::env::temp_dir().join(format!("driftreactor-plans-{}", std::process::id()))
 }
+
+/// The private default folder of Git caches and worktrees (no `git_dir`, no default
+/// given): per process, under the system temporary folder.
+pub(crate) fn private_git_default() -> PathBuf {
+    std::env::temp_dir().join(format!("driftreactor-git-{}", std::process::id()))
+}

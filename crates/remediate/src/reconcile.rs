@@ -75,6 +75,10 @@ pub enum Error {
     /// The workspace lease was lost (several replicas): the step did not run.
     #[error("the workspace lease was lost to another replica")]
     LeaseLost,
+    /// The workspace's Git repository could not be fetched or checked out
+    /// (`[workspaces.git]`): nothing was planned.
+    #[error(transparent)]
+    Git(#[from] crate::git::GitError),
     /// The plan folder could not be prepared.
     #[error("plan folder {path}: {reason}")]
     PlanDir {
@@ -92,6 +96,7 @@ impl Error {
             Error::Tf(e) => e.is_transient(),
             Error::GitHub(e) => e.is_transient(),
             Error::LeaseLost => true,
+            Error::Git(e) => e.is_transient(),
             Error::Guard(_) | Error::PlanDir { .. } => false,
         }
     }
@@ -186,6 +191,7 @@ impl Batch {
             evidence,
             plan,
             reason,
+            code: None,
         }
     }
 }
@@ -241,6 +247,8 @@ pub struct Context {
     pub cluster: Option<Arc<crate::Cluster>>,
     /// Where import blocks for unmanaged creates go (as the remediator resolved it).
     pub unmanaged_workspace: Option<String>,
+    /// The Git repositories of the workspaces with `[workspaces.git]`, by name.
+    pub(crate) repos: BTreeMap<String, Arc<crate::git::Repo>>,
     seq: AtomicU64,
     notes: std::sync::Mutex<BTreeMap<String, Note>>,
 }
@@ -261,6 +269,30 @@ impl Context {
             .plan_dir
             .clone()
             .unwrap_or_else(crate::plans::private_default);
+        let git_dir = cfg
+            .git_dir
+            .clone()
+            .unwrap_or_else(crate::plans::private_git_default);
+        // Tokens of the repositories are redacted everywhere, as state secrets are.
+        redactor.add_secrets(
+            workspaces
+                .iter()
+                .filter_map(|w| w.git.as_ref()?.secret().map(str::to_owned)),
+        );
+        let repos = workspaces
+            .iter()
+            .filter_map(|w| {
+                let source = w.git.clone()?;
+                let repo = crate::git::Repo::new(
+                    &w.name,
+                    source,
+                    &git_dir,
+                    Duration::from_secs(cfg.command_timeout_secs.max(1)),
+                    redactor.clone(),
+                );
+                Some((w.name.clone(), Arc::new(repo)))
+            })
+            .collect();
         Self {
             cfg,
             workspaces: workspaces
@@ -275,6 +307,7 @@ impl Context {
             transitions,
             cluster: None,
             unmanaged_workspace: None,
+            repos,
             seq: AtomicU64::new(0),
             notes: std::sync::Mutex::new(BTreeMap::new()),
         }
@@ -526,10 +559,36 @@ pub async fn reconcile(batch: Arc<Batch>, ctx: Arc<Context>) -> Result<Requeue, 
         recall("record stamp", ctx.store.record_attempt(&i.key, now).await);
     }
     let targets = batch.addresses();
-    let plan_file = ctx.plan_file(&batch.workspace).await?;
-    let result = plan_and_act(&batch, &ctx, &tf, &targets, &plan_file).await;
+    // `[workspaces.git]`: fetch now and plan in a clean worktree of that commit; a
+    // failed fetch fails the attempt (never a plan on older code).
+    let repo = ctx.repos.get(&batch.workspace);
+    let checkout = match repo {
+        Some(repo) => Some(repo.checkout().await?),
+        None => None,
+    };
+    let (tf, code) = match (&checkout, repo) {
+        (Some(c), Some(repo)) => {
+            tracing::info!(commit = %c.version().commit, git_ref = %c.version().git_ref, "Planning in a clean worktree of the fetched commit.");
+            let tf = tf
+                .in_dir(c.dir())
+                .with_default_env("TF_PLUGIN_CACHE_DIR", repo.plugin_cache());
+            (tf, Some(c.version().clone()))
+        }
+        _ => (tf, None),
+    };
+    let plan_file = ctx.plan_file(&batch.workspace).await;
+    let result = match &plan_file {
+        Ok(file) => plan_and_act(&batch, &ctx, &tf, &targets, file, code.as_ref()).await,
+        Err(_) => Ok(Requeue::done()),
+    };
     // The plan file may hold secrets: never leave it behind.
-    let _ = tokio::fs::remove_file(&plan_file).await;
+    if let Ok(file) = &plan_file {
+        let _ = tokio::fs::remove_file(file).await;
+    }
+    if let (Some(c), Some(repo)) = (checkout, repo) {
+        c.remove(repo).await;
+    }
+    plan_file?;
     result
 }
 
@@ -539,6 +598,7 @@ async fn plan_and_act(
     tf: &TfRunner,
     targets: &[String],
     plan_file: &std::path::Path,
+    code: Option<&driftreactor_notify::CodeVersion>,
 ) -> Result<Requeue, Error> {
     tf.init(false).await?;
     let exit = match tf.plan(targets, plan_file).await {
@@ -574,7 +634,8 @@ async fn plan_and_act(
                 n.outcome = Some(crate::Outcome::Refused);
                 n.reason = Some(reason.clone());
             });
-            let r = batch.report(Some(summary.clone()), reason.clone());
+            let mut r = batch.report(Some(summary.clone()), reason.clone());
+            r.code = code.cloned();
             if ctx.open_pr(batch, &r).await? {
                 Ok(ctx.recheck_action())
             } else {
@@ -582,10 +643,11 @@ async fn plan_and_act(
             }
         }
         PlanVerdict::Pass if batch.mode == Mode::PullRequest => {
-            let r = batch.report(
+            let mut r = batch.report(
                 Some(summary),
                 "The policy for these resources is `pull_request`.".into(),
             );
+            r.code = code.cloned();
             ctx.open_pr(batch, &r).await?;
             Ok(ctx.recheck_action())
         }

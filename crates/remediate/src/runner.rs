@@ -207,6 +207,7 @@ pub struct RemediatorBuilder {
     store: Option<Arc<dyn StateStore>>,
     default_plan_dir: Option<PathBuf>,
     cluster: Option<Arc<crate::Cluster>>,
+    default_git_dir: Option<PathBuf>,
 }
 
 impl RemediatorBuilder {
@@ -215,6 +216,12 @@ impl RemediatorBuilder {
     /// ([`crate::cluster`]). `None` (the default): one process.
     pub fn cluster(mut self, cluster: Option<crate::Cluster>) -> Self {
         self.cluster = cluster.map(Arc::new);
+        self
+    }
+    /// The folder of Git caches and worktrees when `[remediation] git_dir` is not set
+    /// (serve: next to its journal, in the service's data directory).
+    pub fn default_git_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.default_git_dir = Some(dir.into());
         self
     }
     /// The plan folder when `[remediation] plan_dir` is not set (serve: next to its
@@ -260,6 +267,15 @@ impl RemediatorBuilder {
             .unwrap_or_else(crate::plans::private_default);
         crate::plans::remove_leftovers(&plan_dir);
         self.cfg.plan_dir = Some(plan_dir.clone());
+        // A private temporary Git folder (no `git_dir`, no default) goes on shutdown.
+        let private_git_dir = (self.cfg.git_dir.is_none() && self.default_git_dir.is_none())
+            .then(crate::plans::private_git_default);
+        self.cfg.git_dir = self
+            .cfg
+            .git_dir
+            .clone()
+            .or(self.default_git_dir.take())
+            .or(private_git_dir.clone());
         let (ttx, _) = broadcast::channel(TRANSITION_BUFFER);
         let (ctx_done, _) = broadcast::channel(TRANSITION_BUFFER);
         let store = self
@@ -282,6 +298,12 @@ impl RemediatorBuilder {
         ctx.cluster = self.cluster.clone();
         ctx.unmanaged_workspace = unmanaged_workspace.clone();
         let ctx = Arc::new(ctx);
+        let fetchers = ctx
+            .repos
+            .values()
+            .filter(|r| !r.source().fetch_interval().is_zero())
+            .map(|r| tokio::spawn(fetch_periodically(r.clone())))
+            .collect();
         let (tx, rx) = mpsc::channel(self.cfg.queue_size.max(1));
         let runner = Runner::new(ctx, ctx_done.clone());
         let task = tokio::spawn(runner.run(rx));
@@ -300,7 +322,27 @@ impl RemediatorBuilder {
             plan_dir,
             cluster: self.cluster,
             settle: self.cfg.settle(),
+            fetchers,
+            private_git_dir,
         }
+    }
+}
+
+/// The background fetch of one `[workspaces.git]` repository: at once (the first
+/// clone), then every `fetch_interval_secs`. Failures are logged; a plan fetches
+/// again anyway and fails on its own if the remote is still unreachable.
+async fn fetch_periodically(repo: Arc<crate::git::Repo>) {
+    let every = repo.source().fetch_interval();
+    loop {
+        match repo.fetch().await {
+            Ok(v) => {
+                tracing::debug!(workspace = %repo.workspace(), commit = %v.commit, "Fetched the IaC repository.");
+            }
+            Err(e) => {
+                tracing::warn!(workspace = %repo.workspace(), error = %e, "Background fetch of the IaC repository failed.");
+            }
+        }
+        tokio::time::sleep(every).await;
     }
 }
 
@@ -331,6 +373,18 @@ pub struct Remediator {
     plan_dir: PathBuf,
     cluster: Option<Arc<crate::Cluster>>,
     settle: Duration,
+    /// The background fetches of `[workspaces.git]` repositories.
+    fetchers: Vec<JoinHandle<()>>,
+    /// The Git folder to remove on shutdown (a private temporary one).
+    private_git_dir: Option<PathBuf>,
+}
+
+impl Drop for Remediator {
+    fn drop(&mut self) {
+        for f in &self.fetchers {
+            f.abort();
+        }
+    }
 }
 
 impl std::fmt::Debug for Msg {
@@ -351,6 +405,7 @@ impl Remediator {
             store: None,
             default_plan_dir: None,
             cluster: None,
+            default_git_dir: None,
         }
     }
 
@@ -477,6 +532,13 @@ impl Remediator {
         // Nothing runs any more: no plan file is needed.
         crate::plans::remove_leftovers(&self.plan_dir);
         crate::plans::remove_if_empty(&self.plan_dir);
+        for f in self.fetchers.drain(..) {
+            f.abort();
+            let _ = f.await;
+        }
+        if let Some(dir) = self.private_git_dir.take() {
+            let _ = tokio::fs::remove_dir_all(&dir).await;
+        }
     }
 
     /// The settle window of `[remediation]`.

@@ -26,7 +26,8 @@ pub enum SetupError {
 
 impl Remediator {
     /// Builds and starts a remediator from the config file: `[remediation]` (for
-    /// `replay`, `settle_secs` defaults to 0), workspaces with a `dir`, `[github]` when
+    /// `replay`, `settle_secs` defaults to 0), workspaces with a `dir` or a
+    /// `[workspaces.git]` (its token read from `token_env`), `[github]` when
     /// `repo` is set (token from `token_env`), `[slack]` when the variable named by
     /// `webhook_env` is set. `secrets` are the values to redact: the
     /// states' sensitive values as the state loader collected them while reading the
@@ -59,11 +60,14 @@ impl Remediator {
         let gcfg: GitHubConfig = cfg.section("github", cfg.github.as_ref())?;
         let scfg: SlackConfig = cfg.section("slack", cfg.slack.as_ref())?;
         let redactor = Redactor::new(secrets);
-        let workspaces: Vec<Workspace> = cfg
-            .workspaces
-            .iter()
-            .filter_map(Workspace::from_config)
-            .collect();
+        crate::git::check_config(cfg)?;
+        let mut workspaces: Vec<Workspace> = Vec::new();
+        for (i, w) in cfg.workspaces.iter().enumerate() {
+            match crate::git::GitSource::from_config(cfg, i)? {
+                Some(source) => workspaces.push(Workspace::from_git(w, source)),
+                None => workspaces.extend(Workspace::from_config(w)),
+            }
+        }
         let github = GitHub::from_config(&gcfg, redactor.clone())?.map(|g| {
             g.with_workspace_dirs(
                 cfg.workspaces

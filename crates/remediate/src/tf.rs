@@ -141,6 +141,24 @@ impl TfRunner {
         }
     }
 
+    /// The same runner in another working directory (a worktree of
+    /// `[workspaces.git]`).
+    #[must_use]
+    pub fn in_dir(mut self, dir: &Path) -> Self {
+        self.dir = dir.to_owned();
+        self
+    }
+
+    /// Sets `key` in the tool's environment unless the workspace's `env` or the
+    /// service's own environment sets it.
+    #[must_use]
+    pub(crate) fn with_default_env(mut self, key: &str, value: &Path) -> Self {
+        if !self.env.contains_key(key) && std::env::var_os(key).is_none() {
+            self.env.insert(key.to_owned(), value.display().to_string());
+        }
+        self
+    }
+
     /// The working directory.
     pub fn dir(&self) -> &Path {
         &self.dir

@@ -79,6 +79,7 @@ impl FakeTf {
             dir: self.dir.clone(),
             program: self.dir.join("terraform"),
             env: Default::default(),
+            git: None,
         }
     }
     fn calls(&self) -> Vec<String> {

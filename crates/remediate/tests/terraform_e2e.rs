@@ -128,6 +128,7 @@ async fn real_terraform_against_moto_reverts_opens_a_pr_recreates_and_waits_for_
         dir: dir.clone(),
         program: tf.binary.clone(),
         env: tf.env().into_iter().collect(),
+        git: None,
     }])
     .github(Some(github))
     .redactor(redactor)

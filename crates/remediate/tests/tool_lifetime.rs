@@ -42,6 +42,7 @@ async fn an_iac_tool_past_its_timeout_is_killed_with_its_whole_process_group() {
         dir: dir.path().to_path_buf(),
         program,
         env: Default::default(),
+        git: None,
     };
     let cfg = RemediationConfig {
         command_timeout_secs: 1,

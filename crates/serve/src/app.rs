@@ -86,10 +86,14 @@ impl App {
     }
 }
 
-/// Remediation runs when some workspace can be planned (`dir`) or `[remediation]` is
-/// present; otherwise serve is detect-only.
+/// Remediation runs when some workspace can be planned (`dir` or `[workspaces.git]`)
+/// or `[remediation]` is present; otherwise serve is detect-only.
 pub fn remediation_enabled(config: &Config) -> bool {
-    config.remediation.is_some() || config.workspaces.iter().any(|w| w.dir.is_some())
+    config.remediation.is_some()
+        || config
+            .workspaces
+            .iter()
+            .any(|w| w.dir.is_some() || w.git.is_some())
 }
 
 /// Starts the sidecar from `config`: states, remediation (when
@@ -242,6 +246,8 @@ async fn start_remediation(
     let remediator = Remediator::builder_from_config(config, secrets, false)
         .map_err(AppError::Remediation)?
         .default_plan_dir(data_dir.join("driftreactor-plans"))
+        // `[workspaces.git]` cache clones and plan worktrees (wp-git).
+        .default_git_dir(data_dir.join("driftreactor-git"))
         .store(Arc::new(store))
         .cluster(cluster)
         .spawn();

@@ -17,7 +17,9 @@
 //! - `[[sources]]`: the type is a push endpoint or a compiled-in pull source, and its
 //!   table reads into that source's config; with [`CheckMode::Build`] the push
 //!   endpoints are also built (their secret variables or files must be there);
-//! - `[remediation]`, `[github]`, `[slack]`: every key known and well typed.
+//! - `[remediation]`, `[github]`, `[slack]`: every key known and well typed;
+//! - `[workspaces.git]`: the URL (https://, ssh://, file://), `ref`, `path`, and that
+//!   `token_env` / `ssh_key_file` fit the URL; not both `dir` and `git`.
 //!
 //! The states themselves are read by the commands (they need them anyway);
 //! [`state_error`] names the workspace's field when one cannot be read.
@@ -180,6 +182,8 @@ pub fn check(
     }
 
     driftreactor_remediate::RemediationConfig::from_config(config, false)?;
+    // `[workspaces.git]`: shape, URL and credential kind (the token is read at start).
+    driftreactor_remediate::check_git_config(config)?;
     let _: driftreactor_notify::GitHubConfig = config.section("github", config.github.as_ref())?;
     let _: driftreactor_notify::SlackConfig = config.section("slack", config.slack.as_ref())?;
     Ok(Checked {
