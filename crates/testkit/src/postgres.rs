@@ -35,6 +35,8 @@ pub struct Server {
     bin: PathBuf,
     port: u16,
     as_postgres: bool,
+    /// `fsync` on (PostgreSQL's default) rather than off; see [`Server::start_durable`].
+    durable: bool,
 }
 
 fn find(program: &str) -> Option<PathBuf> {
@@ -71,6 +73,21 @@ impl Server {
     /// exist); [`StartError::Spawn`] / [`StartError::NotReady`] when a step fails (its
     /// output is in the message's tool name).
     pub fn start() -> Result<Self, StartError> {
+        Self::start_with(false)
+    }
+
+    /// Like [`Server::start`], but with PostgreSQL's default durability (`fsync = on`,
+    /// so every commit waits for its WAL flush) where [`Server::start`] turns `fsync`
+    /// off (tests throw the data away). For benchmarks whose figures are compared with
+    /// a SQLite journal that syncs every commit (`synchronous=FULL`).
+    ///
+    /// # Errors
+    /// As [`Server::start`].
+    pub fn start_durable() -> Result<Self, StartError> {
+        Self::start_with(true)
+    }
+
+    fn start_with(durable: bool) -> Result<Self, StartError> {
         let mut bin = None;
         for program in ["initdb", "pg_ctl", "postgres"] {
             let path = find(program).ok_or_else(|| StartError::Missing {
@@ -110,6 +127,7 @@ impl Server {
             bin,
             port: free_port(),
             as_postgres,
+            durable,
         };
         let data = server.data();
         server.run(
@@ -176,8 +194,10 @@ impl Server {
     pub fn resume(&self) -> Result<(), StartError> {
         let socket_dir = self.dir.path().display().to_string();
         let opts = format!(
-            "-h 127.0.0.1 -p {} -k {} -c fsync=off -c max_connections=200",
-            self.port, socket_dir
+            "-h 127.0.0.1 -p {} -k {} -c fsync={} -c max_connections=200",
+            self.port,
+            socket_dir,
+            if self.durable { "on" } else { "off" }
         );
         self.run(
             "pg_ctl start",
