@@ -137,7 +137,7 @@ pub const fn default_list_interval_secs() -> u64 {
 /// state = "s3://tfstate/env/*/terraform.tfstate"
 /// list_interval_secs = 300
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkspaceSetConfig {
     /// The set's name, unique among sets (logs, `/readyz`).
@@ -172,6 +172,10 @@ pub struct WorkspaceSetConfig {
     /// The API token's environment variable for `tfe://` (as `[[workspaces]]`).
     #[serde(default)]
     pub tfe_token_env: Option<String>,
+    /// `[workspace_sets.git]`: the Terraform root of every workspace of the set in a Git
+    /// repository (as `[workspaces.git]`).
+    #[serde(default)]
+    pub git: Option<toml::Table>,
 }
 
 impl WorkspaceSetConfig {
@@ -187,6 +191,7 @@ impl WorkspaceSetConfig {
             tool: self.tool,
             tool_path: self.tool_path.clone(),
             env: self.env.clone(),
+            git: self.git.clone(),
         }
     }
 }
