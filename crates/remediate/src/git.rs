@@ -447,14 +447,37 @@ pub enum GitError {
     },
 }
 
+/// Git's answers (stderr, lower-cased) to a fetch that no retry can fix: the
+/// repository is not there, the ref does not exist, or the credentials were refused
+/// (Git's own messages for `file://`, dumb and smart HTTP, and SSH).
+pub const PERMANENT_FETCH_ANSWERS: &[&str] = &[
+    "does not appear to be a git repository",
+    "repository not found",
+    "couldn't find remote ref",
+    "authentication failed",
+    "permission denied (publickey",
+    "could not read username",
+    "could not read password",
+    "the requested url returned error: 401",
+    "the requested url returned error: 403",
+    "the requested url returned error: 404",
+];
+
 impl GitError {
     /// True when a later attempt may succeed (the network, the remote, a lock in the
-    /// cache); not for a missing `git`, a folder the commit lacks, or the disk.
-    pub const fn is_transient(&self) -> bool {
-        matches!(
-            self,
-            GitError::Fetch { .. } | GitError::Timeout { .. } | GitError::Command { .. }
-        )
+    /// cache); not for a missing `git`, a folder the commit lacks, the disk, or a
+    /// fetch that Git refused for good: no repository at the URL, no such ref, refused
+    /// credentials ([`PERMANENT_FETCH_ANSWERS`]). Those need a person to change the
+    /// config or the credentials, so retrying them would only repeat the failure.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            GitError::Fetch { detail, .. } => {
+                let detail = detail.to_ascii_lowercase();
+                !PERMANENT_FETCH_ANSWERS.iter().any(|m| detail.contains(m))
+            }
+            GitError::Timeout { .. } | GitError::Command { .. } => true,
+            GitError::Spawn { .. } | GitError::NoPath { .. } | GitError::Io { .. } => false,
+        }
     }
 }
 
@@ -871,6 +894,39 @@ pub fn check_config(cfg: &Config) -> Result<(), driftreactor_config::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn fetch_error(detail: &str) -> GitError {
+        GitError::Fetch {
+            url: "https://git.example/acme/infra.git".into(),
+            git_ref: "main".into(),
+            detail: detail.into(),
+        }
+    }
+
+    /// Regression (git e2e): a fetch Git refused for good (no repository, refused
+    /// credentials) was retried with backoff until the attempt cap, so a workspace
+    /// with a wrong URL never settled to `failed`.
+    #[test]
+    fn fetch_refused_for_good_is_not_retried() {
+        for detail in [
+            "fatal: '/tmp/x/no-such-repo.git' does not appear to be a git repository",
+            "remote: Repository not found.",
+            "fatal: Authentication failed for 'http://127.0.0.1:1/infra.git/'",
+            "fatal: couldn't find remote ref refs/heads/nope",
+            "git@github.com: Permission denied (publickey).",
+            "fatal: unable to access '…': The requested URL returned error: 403",
+        ] {
+            assert!(!fetch_error(detail).is_transient(), "{detail}");
+        }
+        for detail in [
+            "fatal: unable to access '…': Could not resolve host: git.example",
+            "fatal: unable to access '…': Failed to connect to git.example port 443",
+            "error: RPC failed; curl 56 Recv failure: Connection reset by peer",
+            "fatal: the remote end hung up unexpectedly",
+        ] {
+            assert!(fetch_error(detail).is_transient(), "{detail}");
+        }
+    }
 
     fn cfg(git: &str) -> Result<Config, driftreactor_config::Error> {
         Config::parse(

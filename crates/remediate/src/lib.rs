@@ -56,7 +56,9 @@ mod tf;
 pub use cluster::{Cluster, Fence, LeaseChange, LeaseObserver};
 pub use config::{RemediationConfig, Workspace};
 pub use drain::{Drained, drain};
-pub use git::{GitConfig, GitError, GitSource, check_config as check_git_config};
+pub use git::{
+    GitConfig, GitError, GitSource, PERMANENT_FETCH_ANSWERS, check_config as check_git_config,
+};
 pub use guard::{GuardError, GuardReport, PlanVerdict, guard};
 pub use item::{MAX_EVIDENCE, Mode, Submission, WorkItem, is_own_echo, submissions};
 pub use key::WorkKey;
