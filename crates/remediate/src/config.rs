@@ -29,6 +29,7 @@ use crate::git::GitSource;
 /// unmanaged_workspace = "prod"        # where import blocks for unmanaged creates go
 /// lease_ttl_secs = 30                 # several replicas: a workspace lease lives this long unless renewed
 /// claim_interval_secs = 5             # several replicas: retry a held lease / look for a dead replica's work
+/// lock_wait_secs = 10                 # Terraform's state lock held: wait this long before trying again
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -87,6 +88,10 @@ pub struct RemediationConfig {
     /// held by another replica tries again, and how often pending work of a dead
     /// replica is looked for, seconds.
     pub claim_interval_secs: u64,
+    /// Terraform's state lock of a workspace is held (an apply is running;
+    /// [`crate::StateLocks`]): its work waits this many seconds and is tried again,
+    /// without counting as an attempt. At least 1 (default 10).
+    pub lock_wait_secs: u64,
 }
 
 impl Default for RemediationConfig {
@@ -109,6 +114,7 @@ impl Default for RemediationConfig {
             queue_size: 256,
             lease_ttl_secs: 30,
             claim_interval_secs: 5,
+            lock_wait_secs: 10,
         }
     }
 }
@@ -123,7 +129,8 @@ impl RemediationConfig {
     /// `settle_secs` means 0 (no waiting on recorded events).
     ///
     /// # Errors
-    /// The section does not fit (unknown field, wrong type), naming it.
+    /// The section does not fit (unknown field, wrong type), naming it;
+    /// `lock_wait_secs = 0`.
     pub fn from_config(
         cfg: &driftreactor_config::Config,
         replay: bool,
@@ -135,6 +142,13 @@ impl RemediationConfig {
             .is_some_and(|t| t.contains_key("settle_secs"));
         if replay && !explicit {
             out.settle_secs = 0;
+        }
+        if out.lock_wait_secs == 0 {
+            return Err(driftreactor_config::Error::Invalid {
+                path: cfg.path.clone().unwrap_or_default(),
+                field: "remediation.lock_wait_secs".into(),
+                reason: "must be at least 1 (seconds between checks of a held state lock)".into(),
+            });
         }
         Ok(out)
     }
@@ -232,6 +246,18 @@ mod tests {
             .to_string();
         assert!(
             err.contains("remediation") && err.contains("settle"),
+            "{err}"
+        );
+        let zero = driftreactor_config::Config::parse(
+            "[remediation]\nlock_wait_secs = 0\n",
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        let err = RemediationConfig::from_config(&zero, false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("c.toml") && err.contains("remediation.lock_wait_secs"),
             "{err}"
         );
     }

@@ -26,6 +26,13 @@
 //!   `serve`, the journal ([`driftreactor_journal::SharedJournal`] implements it), which owns
 //!   the database.
 //!
+//! * Terraform's state lock held on a workspace ([`StateLocks`], fed by `serve`'s
+//!   state reload): no plan starts there, and a plan during which the lock appeared
+//!   is not applied; the work waits ([`Requeue::Wait`], [`Waiting`]) and is not
+//!   counted as an attempt.
+//! * The workspaces can change while the remediator runs
+//!   ([`Remediator::set_workspaces`], e.g. `[[workspace_sets]]` re-listed).
+//!
 //! * Several replicas on one journal ([`Cluster`], module [`cluster`]): a batch runs
 //!   under its workspace's journal lease with a fencing token checked before each
 //!   state-changing step, and takes over the workspace's pending work from the journal.
@@ -46,6 +53,7 @@ pub mod handoff;
 mod item;
 mod journal_store;
 mod key;
+mod locks;
 mod plans;
 mod reconcile;
 mod runner;
@@ -62,8 +70,11 @@ pub use git::{
 pub use guard::{GuardError, GuardReport, PlanVerdict, guard};
 pub use item::{MAX_EVIDENCE, Mode, Submission, WorkItem, is_own_echo, submissions};
 pub use key::WorkKey;
+pub use locks::{LockTable, StateLock, StateLocks, WaitReason, Waiting};
 pub use reconcile::{Batch, Context, Error, Requeue, error_policy, escalate, reconcile};
-pub use runner::{Completed, Outcome, Remediator, RemediatorBuilder, SubmitError, Submitted};
+pub use runner::{
+    Completed, Outcome, Remediator, RemediatorBuilder, SubmitError, Submitted, WorkspaceChange,
+};
 pub use setup::SetupError;
 pub use store::{ApplyRecord, MemoryStore, StateStore, StoreError, StoreFuture};
 pub use tf::{PlanExit, TfError, TfRunner};

@@ -38,6 +38,14 @@ pub enum Requeue {
     /// Stop automatic remediation of these addresses and tell a human (the evidence is
     /// kept for the escalation PR).
     Escalate(String),
+    /// Not now, and not a failure: the work waits this long and is tried again (no
+    /// backoff step, no attempt counted, no escalation). Pending work meanwhile.
+    Wait {
+        /// Why it waits (e.g. Terraform's state lock is held).
+        reason: crate::WaitReason,
+        /// How long, before it is tried again.
+        after: Duration,
+    },
 }
 
 impl Requeue {
@@ -56,6 +64,10 @@ impl Requeue {
     /// [`Requeue::Escalate`].
     pub fn escalate(reason: impl Into<String>) -> Self {
         Requeue::Escalate(reason.into())
+    }
+    /// [`Requeue::Wait`].
+    pub const fn wait(reason: crate::WaitReason, after: Duration) -> Self {
+        Requeue::Wait { reason, after }
     }
 }
 
@@ -119,6 +131,26 @@ pub struct Batch {
     /// The workspace lease it runs under (several replicas, [`crate::Cluster`]):
     /// checked before each state-changing step. `None`: one process.
     pub fence: Option<Arc<crate::cluster::Fence>>,
+    /// The workspace's settings as they were when the runner started the batch, so
+    /// work in flight finishes even when [`crate::Remediator::set_workspaces`] removes
+    /// or changes the workspace meanwhile. `None`: looked up in the [`Context`].
+    pub(crate) target: Option<Arc<Target>>,
+}
+
+/// A workspace the remediator can plan in, with its Git repository when it has
+/// `[workspaces.git]`.
+#[derive(Debug)]
+pub(crate) struct Target {
+    pub(crate) workspace: Workspace,
+    pub(crate) repo: Option<Arc<crate::git::Repo>>,
+}
+
+/// The workspaces the remediator can plan and apply in now (replaced as a whole by
+/// [`crate::Remediator::set_workspaces`]) and the PR client that knows their folders.
+#[derive(Debug, Default)]
+pub(crate) struct Estate {
+    pub(crate) targets: BTreeMap<String, Arc<Target>>,
+    pub(crate) github: Option<GitHub>,
 }
 
 impl Batch {
@@ -229,10 +261,15 @@ pub(crate) fn plan_line(s: &PlanSummary) -> String {
 pub struct Context {
     /// `[remediation]`.
     pub cfg: RemediationConfig,
-    /// Workspaces that can be planned and applied, by name.
-    pub workspaces: BTreeMap<String, Workspace>,
-    /// The PR client, when `[github]` is configured.
-    pub github: Option<GitHub>,
+    /// The workspaces that can be planned and applied, by name, and the PR client
+    /// (swapped by [`crate::Remediator::set_workspaces`]; read with
+    /// [`Context::workspace`] and [`Context::github`]).
+    estate: std::sync::RwLock<Arc<Estate>>,
+    /// Terraform state locks per workspace ([`crate::StateLocks`]); `None`: no
+    /// workspace is ever held back.
+    pub(crate) state_locks: Option<crate::locks::SharedLocks>,
+    /// The folder of the Git caches (`[remediation] git_dir` or its default).
+    git_dir: PathBuf,
     /// The Slack notifier, when configured.
     pub slack: Option<Slack>,
     /// Applied to everything that leaves the process.
@@ -247,8 +284,6 @@ pub struct Context {
     pub cluster: Option<Arc<crate::Cluster>>,
     /// Where import blocks for unmanaged creates go (as the remediator resolved it).
     pub unmanaged_workspace: Option<String>,
-    /// The Git repositories of the workspaces with `[workspaces.git]`, by name.
-    pub(crate) repos: BTreeMap<String, Arc<crate::git::Repo>>,
     seq: AtomicU64,
     notes: std::sync::Mutex<BTreeMap<String, Note>>,
 }
@@ -273,33 +308,14 @@ impl Context {
             .git_dir
             .clone()
             .unwrap_or_else(crate::plans::private_git_default);
-        // Tokens of the repositories are redacted everywhere, as state secrets are.
-        redactor.add_secrets(
-            workspaces
-                .iter()
-                .filter_map(|w| w.git.as_ref()?.secret().map(str::to_owned)),
-        );
-        let repos = workspaces
-            .iter()
-            .filter_map(|w| {
-                let source = w.git.clone()?;
-                let repo = crate::git::Repo::new(
-                    &w.name,
-                    source,
-                    &git_dir,
-                    Duration::from_secs(cfg.command_timeout_secs.max(1)),
-                    redactor.clone(),
-                );
-                Some((w.name.clone(), Arc::new(repo)))
-            })
-            .collect();
-        Self {
+        let ctx = Self {
             cfg,
-            workspaces: workspaces
-                .into_iter()
-                .map(|w| (w.name.clone(), w))
-                .collect(),
-            github,
+            estate: std::sync::RwLock::new(Arc::new(Estate {
+                targets: BTreeMap::new(),
+                github,
+            })),
+            state_locks: None,
+            git_dir,
             slack,
             redactor,
             store,
@@ -307,10 +323,138 @@ impl Context {
             transitions,
             cluster: None,
             unmanaged_workspace: None,
-            repos,
             seq: AtomicU64::new(0),
             notes: std::sync::Mutex::new(BTreeMap::new()),
+        };
+        let _ = ctx.replace_workspaces(workspaces);
+        ctx
+    }
+
+    /// The workspaces and PR client now.
+    pub(crate) fn estate(&self) -> Arc<Estate> {
+        self.estate
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The settings of `workspace`, when the remediator can plan and apply in it now.
+    pub fn workspace(&self, workspace: &str) -> Option<Workspace> {
+        self.estate()
+            .targets
+            .get(workspace)
+            .map(|t| t.workspace.clone())
+    }
+
+    /// The names of the workspaces the remediator can plan and apply in now.
+    pub fn workspace_names(&self) -> Vec<String> {
+        self.estate().targets.keys().cloned().collect()
+    }
+
+    /// The PR client, when `[github]` is configured.
+    pub fn github(&self) -> Option<GitHub> {
+        self.estate().github.clone()
+    }
+
+    /// Replaces the set of workspaces: unchanged ones keep their Git repository (and
+    /// its cache), new or changed `[workspaces.git]` ones get a new one (their token
+    /// added to the redactor), and the PR client learns the `dir` of new ones.
+    /// Returns the repositories that are new (to start their background fetch) and
+    /// what changed, by name.
+    pub(crate) fn replace_workspaces(
+        &self,
+        workspaces: impl IntoIterator<Item = Workspace>,
+    ) -> (Vec<Arc<crate::git::Repo>>, crate::WorkspaceChange) {
+        let mut estate = self.estate.write().unwrap_or_else(|p| p.into_inner());
+        let old = estate.clone();
+        let mut targets = BTreeMap::new();
+        let mut new_repos = Vec::new();
+        let mut dirs = Vec::new();
+        let mut change = crate::WorkspaceChange::default();
+        for w in workspaces {
+            if targets.contains_key(&w.name) {
+                tracing::warn!(workspace = %w.name, "A workspace is listed twice; the first one is kept.");
+                continue;
+            }
+            match old.targets.get(&w.name) {
+                Some(t) if t.workspace == w => {
+                    targets.insert(w.name.clone(), t.clone());
+                    continue;
+                }
+                Some(_) => change.changed.push(w.name.clone()),
+                None => change.added.push(w.name.clone()),
+            }
+            // Tokens of the repositories are redacted everywhere, as state secrets are.
+            if let Some(secret) = w.git.as_ref().and_then(|g| g.secret()) {
+                self.redactor.add_secrets([secret.to_owned()]);
+            }
+            let repo = w.git.clone().map(|source| {
+                Arc::new(crate::git::Repo::new(
+                    &w.name,
+                    source,
+                    &self.git_dir,
+                    Duration::from_secs(self.cfg.command_timeout_secs.max(1)),
+                    self.redactor.clone(),
+                ))
+            });
+            new_repos.extend(repo.clone());
+            if w.git.is_none() {
+                dirs.push((w.name.clone(), w.dir.clone()));
+            }
+            targets.insert(w.name.clone(), Arc::new(Target { workspace: w, repo }));
         }
+        change.removed = old
+            .targets
+            .keys()
+            .filter(|n| !targets.contains_key(*n))
+            .cloned()
+            .collect();
+        change.added.sort();
+        change.changed.sort();
+        // The PR client was given the `dir`s of the workspaces of the config file
+        // when it was built (`Remediator::builder_from_config`): only workspaces added
+        // later are new to it.
+        let github = match &old.github {
+            Some(gh) if !dirs.is_empty() && !old.targets.is_empty() => {
+                Some(gh.clone().with_workspace_dirs(dirs))
+            }
+            other => other.clone(),
+        };
+        *estate = Arc::new(Estate { targets, github });
+        (new_repos, change)
+    }
+
+    /// The Git repositories of the workspaces with `[workspaces.git]` now.
+    pub(crate) fn repos(&self) -> Vec<Arc<crate::git::Repo>> {
+        self.estate()
+            .targets
+            .values()
+            .filter_map(|t| t.repo.clone())
+            .collect()
+    }
+
+    /// The workspace `batch` runs in: as resolved when it was started, else now.
+    pub(crate) fn target(&self, batch: &Batch) -> Option<Arc<Target>> {
+        batch
+            .target
+            .clone()
+            .or_else(|| self.estate().targets.get(&batch.workspace).cloned())
+    }
+
+    /// The state lock held on `workspace` now, per [`crate::StateLocks`].
+    fn state_lock(&self, workspace: &str) -> Option<crate::StateLock> {
+        self.state_locks.as_ref()?.0.lock(workspace)
+    }
+
+    /// The wait for a held state lock (`before_apply`: the lock appeared during the
+    /// plan), `lock_wait_secs` long.
+    fn lock_wait(&self, lock: crate::StateLock, before_apply: bool) -> Requeue {
+        let reason = if before_apply {
+            crate::WaitReason::StateLockedBeforeApply(lock)
+        } else {
+            crate::WaitReason::StateLocked(lock)
+        };
+        Requeue::wait(reason, Duration::from_secs(self.cfg.lock_wait_secs.max(1)))
     }
 
     /// Notes what the run of `workspace` ended in (merged with what it noted before).
@@ -340,10 +484,8 @@ impl Context {
         let _ = self.transitions.send(t);
     }
 
-    fn runner(&self, workspace: &str) -> Option<TfRunner> {
-        self.workspaces
-            .get(workspace)
-            .map(|w| TfRunner::new(w, &self.cfg, self.redactor.clone()))
+    fn runner(&self, target: Option<&Target>) -> Option<TfRunner> {
+        target.map(|t| TfRunner::new(&t.workspace, &self.cfg, self.redactor.clone()))
     }
 
     /// A PR is open and waits for a human: keep the evidence, re-plan after
@@ -375,7 +517,7 @@ impl Context {
 
     /// Opens or updates the PR; emits `PullRequestOpened` when it was created.
     async fn open_pr(&self, batch: &Batch, report: &DriftReport) -> Result<bool, Error> {
-        let Some(gh) = &self.github else {
+        let Some(gh) = self.github() else {
             tracing::warn!(workspace = %batch.workspace, "No [github] configured; cannot open a pull request: the drift is only reported.");
             return Ok(false);
         };
@@ -395,7 +537,7 @@ impl Context {
 
     /// Comments on and closes every open PR covering these addresses.
     async fn close_prs(&self, batch: &Batch, how: &str) -> Result<(), Error> {
-        let Some(gh) = &self.github else {
+        let Some(gh) = self.github() else {
             return Ok(());
         };
         batch.fenced().await?;
@@ -536,7 +678,8 @@ pub async fn reconcile(batch: Arc<Batch>, ctx: Arc<Context>) -> Result<Requeue, 
         ctx.open_pr(&batch, &report).await?;
         return Ok(ctx.recheck_action());
     }
-    let Some(tf) = ctx.runner(&batch.workspace) else {
+    let target = ctx.target(&batch);
+    let Some(tf) = ctx.runner(target.as_deref()) else {
         // No Terraform root configured: a PR with the evidence is all we can do.
         if batch.mode == Mode::Revert {
             tracing::warn!(
@@ -554,6 +697,11 @@ pub async fn reconcile(batch: Arc<Batch>, ctx: Arc<Context>) -> Result<Requeue, 
             Requeue::done()
         });
     };
+    // Terraform's state lock is held (an apply is running): no plan now; the work
+    // waits, and this is not an attempt.
+    if let Some(lock) = ctx.state_lock(&batch.workspace) {
+        return Ok(ctx.lock_wait(lock, false));
+    }
     let now = Utc::now();
     for i in &batch.items {
         recall("record stamp", ctx.store.record_attempt(&i.key, now).await);
@@ -561,7 +709,7 @@ pub async fn reconcile(batch: Arc<Batch>, ctx: Arc<Context>) -> Result<Requeue, 
     let targets = batch.addresses();
     // `[workspaces.git]`: fetch now and plan in a clean worktree of that commit; a
     // failed fetch fails the attempt (never a plan on older code).
-    let repo = ctx.repos.get(&batch.workspace);
+    let repo = target.as_ref().and_then(|t| t.repo.as_ref());
     let checkout = match repo {
         Some(repo) => Some(repo.checkout().await?),
         None => None,
@@ -653,6 +801,11 @@ async fn plan_and_act(
         }
         PlanVerdict::Pass => {
             let started = Utc::now();
+            // A lock taken while we planned: somebody else's apply runs; ours would
+            // apply a plan made before it. Not applied; planned again later.
+            if let Some(lock) = ctx.state_lock(&batch.workspace) {
+                return Ok(ctx.lock_wait(lock, true));
+            }
             let changes: BTreeMap<String, Vec<String>> = summary
                 .changes
                 .iter()

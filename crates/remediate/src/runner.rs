@@ -25,11 +25,31 @@ use crate::config::{RemediationConfig, Workspace};
 use crate::guard::PlanVerdict;
 use crate::item::{Mode, Submission, WorkItem, is_own_echo, submissions};
 use crate::key::WorkKey;
+use crate::locks::{SharedLocks, StateLocks, WaitReason, Waiting};
 use crate::reconcile::{Batch, Context, Note, Requeue, error_policy, escalate, reconcile};
 use crate::store::{MemoryStore, StateStore, recall};
 
 /// Transitions buffered per subscriber before it lags.
 const TRANSITION_BUFFER: usize = 1024;
+
+/// The reason given for work of a workspace that is no longer configured
+/// ([`Remediator::set_workspaces`]).
+const WORKSPACE_GONE: &str =
+    "the workspace is no longer configured: the remediation was not started";
+
+/// What [`Remediator::set_workspaces`] changed, by workspace name (sorted).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkspaceChange {
+    /// Workspaces that can be remediated from now on.
+    pub added: Vec<String>,
+    /// Workspaces whose settings changed (their next plan uses the new ones; a
+    /// `[workspaces.git]` one gets a new cache setup).
+    pub changed: Vec<String>,
+    /// Workspaces no longer remediated: work in flight finishes, pending work is not
+    /// started (reported as [`Outcome::Notified`] with the reason "the workspace is no
+    /// longer configured").
+    pub removed: Vec<String>,
+}
 
 /// Why a submission was not accepted.
 #[derive(Debug, thiserror::Error)]
@@ -157,6 +177,8 @@ impl Attempt {
             Outcome::Failed
         } else {
             match (note.outcome, action) {
+                // Never reported: a wait is not an attempt.
+                (_, Requeue::Wait { .. }) => Outcome::Failed,
                 (Some(Outcome::Refused), _) => Outcome::Refused,
                 (_, Requeue::Escalate(_)) => Outcome::Escalated,
                 (Some(o), _) => o,
@@ -176,6 +198,7 @@ impl Attempt {
         };
         let reason = match action {
             Requeue::Escalate(r) => Some(r.clone()),
+            Requeue::Wait { reason, .. } => Some(reason.to_string()),
             _ => error.or(note.reason),
         };
         Self {
@@ -194,6 +217,7 @@ enum Msg {
     Idle(oneshot::Sender<()>),
     Clear(WorkKey),
     Reconcile(WorkKey, Mode),
+    SetWorkspaces(Vec<Workspace>, oneshot::Sender<WorkspaceChange>),
 }
 
 /// Builds a [`Remediator`].
@@ -208,9 +232,23 @@ pub struct RemediatorBuilder {
     default_plan_dir: Option<PathBuf>,
     cluster: Option<Arc<crate::Cluster>>,
     default_git_dir: Option<PathBuf>,
+    state_locks: Option<SharedLocks>,
 }
 
 impl RemediatorBuilder {
+    /// Terraform's state locks per workspace ([`StateLocks`]): no plan starts on a
+    /// workspace whose lock is held, and a plan during which the lock appeared is
+    /// not applied; the work waits `[remediation] lock_wait_secs` and tries again,
+    /// not counted as an attempt ([`Remediator::subscribe_waiting`]). Default: none
+    /// (no workspace is held back; Terraform's `-lock-timeout` still applies).
+    ///
+    /// `serve` is meant to pass the snapshot its state reload keeps of each
+    /// workspace's lock object (`driftreactor_state::StateSource::lock`), e.g. a
+    /// [`crate::LockTable`] it updates on every reload.
+    pub fn state_locks(mut self, locks: Arc<dyn StateLocks>) -> Self {
+        self.state_locks = Some(SharedLocks(locks));
+        self
+    }
     /// Several replicas on one journal: every batch runs under its workspace's lease
     /// and takes over the workspace's pending work from the journal
     /// ([`crate::cluster`]). `None` (the default): one process.
@@ -297,15 +335,16 @@ impl RemediatorBuilder {
         );
         ctx.cluster = self.cluster.clone();
         ctx.unmanaged_workspace = unmanaged_workspace.clone();
+        ctx.state_locks = self.state_locks.clone();
         let ctx = Arc::new(ctx);
-        let fetchers = ctx
-            .repos
-            .values()
-            .filter(|r| !r.source().fetch_interval().is_zero())
-            .map(|r| tokio::spawn(fetch_periodically(r.clone())))
-            .collect();
         let (tx, rx) = mpsc::channel(self.cfg.queue_size.max(1));
-        let runner = Runner::new(ctx, ctx_done.clone());
+        let (waits, _) = broadcast::channel(TRANSITION_BUFFER);
+        let mut runner = Runner::new(ctx.clone(), ctx_done.clone());
+        runner.waits = waits.clone();
+        let waiting = runner.waiting.clone();
+        for repo in ctx.repos() {
+            runner.fetchers.start(repo);
+        }
         let task = tokio::spawn(runner.run(rx));
         Remediator {
             tx,
@@ -322,8 +361,49 @@ impl RemediatorBuilder {
             plan_dir,
             cluster: self.cluster,
             settle: self.cfg.settle(),
-            fetchers,
             private_git_dir,
+            waits,
+            waiting,
+        }
+    }
+}
+
+/// The background fetches of the `[workspaces.git]` repositories, by workspace;
+/// aborted when dropped (the runner owns them).
+#[derive(Debug, Default)]
+struct Fetchers(BTreeMap<String, JoinHandle<()>>);
+
+impl Fetchers {
+    /// Starts the background fetch of `repo` (none when its interval is zero),
+    /// replacing the workspace's earlier one.
+    fn start(&mut self, repo: Arc<crate::git::Repo>) {
+        let name = repo.workspace().to_owned();
+        self.stop(&name);
+        if !repo.source().fetch_interval().is_zero() {
+            self.0.insert(name, tokio::spawn(fetch_periodically(repo)));
+        }
+    }
+
+    /// Stops the background fetch of `workspace`, if any.
+    fn stop(&mut self, workspace: &str) {
+        if let Some(f) = self.0.remove(workspace) {
+            f.abort();
+        }
+    }
+
+    /// Stops every background fetch and waits until they are gone.
+    async fn stop_all(&mut self) {
+        for (_, f) in std::mem::take(&mut self.0) {
+            f.abort();
+            let _ = f.await;
+        }
+    }
+}
+
+impl Drop for Fetchers {
+    fn drop(&mut self) {
+        for f in self.0.values() {
+            f.abort();
         }
     }
 }
@@ -373,19 +453,17 @@ pub struct Remediator {
     plan_dir: PathBuf,
     cluster: Option<Arc<crate::Cluster>>,
     settle: Duration,
-    /// The background fetches of `[workspaces.git]` repositories.
-    fetchers: Vec<JoinHandle<()>>,
     /// The Git folder to remove on shutdown (a private temporary one).
     private_git_dir: Option<PathBuf>,
+    /// Work that waits (e.g. for Terraform's state lock), as it happens.
+    waits: broadcast::Sender<Waiting>,
+    /// The latest wait per workspace, while it lasts.
+    waiting: WaitingNow,
 }
 
-impl Drop for Remediator {
-    fn drop(&mut self) {
-        for f in &self.fetchers {
-            f.abort();
-        }
-    }
-}
+/// The latest [`Waiting`] per workspace, while it lasts (shared by the runner and the
+/// handle; never held across an `.await`).
+type WaitingNow = Arc<std::sync::Mutex<BTreeMap<String, Waiting>>>;
 
 impl std::fmt::Debug for Msg {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -406,7 +484,59 @@ impl Remediator {
             default_plan_dir: None,
             cluster: None,
             default_git_dir: None,
+            state_locks: None,
         }
+    }
+
+    /// Replaces the workspaces the remediator can plan and apply in (as
+    /// [`RemediatorBuilder::workspaces`] set them at start), while it runs: new ones
+    /// are remediated from now on (a `[workspaces.git]` one gets its cache clone and
+    /// background fetch as at start); one whose settings changed uses them from its
+    /// next plan; for a removed one, work in flight finishes, and work not started
+    /// is not started: each such work item is reported on
+    /// [`Remediator::subscribe_completed`] as finished with [`Outcome::Notified`],
+    /// the drift left [`DriftStatus::Open`] and the reason "the workspace is no
+    /// longer configured", and one log line names the workspace. Later events for a
+    /// removed workspace are reported the same way until it is added again.
+    ///
+    /// `serve` is meant to call it after each re-listing of `[[workspace_sets]]`
+    /// with every remediating workspace (the fixed `[[workspaces]]` ones and each
+    /// set's current expansion: [`Workspace::from_config`] / [`Workspace::from_git`]
+    /// of `WorkspaceSetConfig::workspace`), whether or not the listing changed.
+    /// Returns what changed, by name.
+    ///
+    /// # Errors
+    /// [`SubmitError::Stopped`] after shutdown.
+    pub async fn set_workspaces(
+        &self,
+        workspaces: impl IntoIterator<Item = Workspace>,
+    ) -> Result<WorkspaceChange, SubmitError> {
+        let (tx, rx) = oneshot::channel();
+        self.tx
+            .send(Msg::SetWorkspaces(workspaces.into_iter().collect(), tx))
+            .await
+            .map_err(|_| SubmitError::Stopped)?;
+        rx.await.map_err(|_| SubmitError::Stopped)
+    }
+
+    /// A stream of [`Waiting`]: work that did not start a plan, or did not apply
+    /// one, because Terraform's state lock of its workspace is held; it is tried
+    /// again after [`Waiting::retry_after`]. Subscribe before submitting to see them
+    /// all; a subscriber more than 1024 behind loses the oldest.
+    pub fn subscribe_waiting(&self) -> broadcast::Receiver<Waiting> {
+        self.waits.subscribe()
+    }
+
+    /// The workspaces whose work waits now (the latest [`Waiting`] of each, sorted
+    /// by workspace), for status pages: an entry lasts until the workspace's next
+    /// attempt ends or the workspace is removed.
+    pub fn waiting(&self) -> Vec<Waiting> {
+        self.waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect()
     }
 
     /// Submits one decided event with the router's dependents (blast radius). Events
@@ -532,10 +662,7 @@ impl Remediator {
         // Nothing runs any more: no plan file is needed.
         crate::plans::remove_leftovers(&self.plan_dir);
         crate::plans::remove_if_empty(&self.plan_dir);
-        for f in self.fetchers.drain(..) {
-            f.abort();
-            let _ = f.await;
-        }
+        // The runner stopped the background fetches when it ended.
         if let Some(dir) = self.private_git_dir.take() {
             let _ = tokio::fs::remove_dir_all(&dir).await;
         }
@@ -638,6 +765,15 @@ struct Runner {
     tasks: JoinSet<TaskOut>,
     idle_waiters: Vec<oneshot::Sender<()>>,
     backoff: ExponentialBuilder,
+    /// Background fetches of the `[workspaces.git]` repositories.
+    fetchers: Fetchers,
+    /// Workspaces removed by [`Remediator::set_workspaces`] (and not added again):
+    /// their work is not started.
+    retired: BTreeSet<String>,
+    /// Where [`Waiting`] goes.
+    waits: broadcast::Sender<Waiting>,
+    /// The latest wait per workspace.
+    waiting: WaitingNow,
 }
 
 impl Runner {
@@ -656,14 +792,24 @@ impl Runner {
             tasks: JoinSet::new(),
             idle_waiters: Vec::new(),
             backoff,
+            fetchers: Fetchers::default(),
+            retired: BTreeSet::new(),
+            waits: broadcast::channel(1).0,
+            waiting: WaitingNow::default(),
         }
     }
 
-    async fn run(mut self, mut rx: mpsc::Receiver<Msg>) {
+    async fn run(mut self, rx: mpsc::Receiver<Msg>) {
+        self.serve(rx).await;
+        self.fetchers.stop_all().await;
+    }
+
+    async fn serve(&mut self, mut rx: mpsc::Receiver<Msg>) {
         let mut open = true;
         loop {
             let now = Instant::now();
             self.fire_rechecks(now);
+            self.retire_pending();
             self.dispatch(now);
             if self.is_idle() {
                 for w in self.idle_waiters.drain(..) {
@@ -686,6 +832,9 @@ impl Runner {
                         recall("clear", self.ctx.store.clear(&key).await);
                     }
                     Some(Msg::Reconcile(key, mode)) => self.reconcile_now(key, mode),
+                    Some(Msg::SetWorkspaces(ws, reply)) => {
+                        let _ = reply.send(self.set_workspaces(ws));
+                    }
                     None => {
                         open = false;
                         // Drop work that has not started; finish what runs.
@@ -701,6 +850,96 @@ impl Runner {
                 () = sleep_until_opt(wake) => {}
             }
         }
+    }
+
+    /// [`Remediator::set_workspaces`]: swaps the workspaces in the context, starts
+    /// and stops background fetches, and retires removed workspaces (their pending
+    /// work is reported by [`Runner::retire_pending`]).
+    fn set_workspaces(&mut self, ws: Vec<Workspace>) -> WorkspaceChange {
+        let (new_repos, change) = self.ctx.replace_workspaces(ws);
+        for name in change.removed.iter().chain(&change.changed) {
+            self.fetchers.stop(name);
+        }
+        for repo in new_repos {
+            self.fetchers.start(repo);
+        }
+        for name in change.added.iter().chain(&change.changed) {
+            self.retired.remove(name);
+        }
+        for name in &change.removed {
+            self.retired.insert(name.clone());
+            self.waiting
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(name);
+        }
+        if change != WorkspaceChange::default() {
+            tracing::info!(
+                added = ?change.added,
+                changed = ?change.changed,
+                removed = ?change.removed,
+                "The remediated workspaces changed."
+            );
+        }
+        change
+    }
+
+    /// Work of removed workspaces that has not started is not started: each item is
+    /// reported finished ([`Outcome::Notified`], drift left open, the reason
+    /// [`WORKSPACE_GONE`]); scheduled re-checks are cancelled. Work in flight is left
+    /// to finish (what it queues next comes back here).
+    fn retire_pending(&mut self) {
+        if self.retired.is_empty() {
+            return;
+        }
+        let now = Utc::now();
+        let mut dropped: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (key, slot) in &mut self.slots {
+            if !self.retired.contains(&*key.workspace) {
+                continue;
+            }
+            match &mut slot.phase {
+                Phase::Idle { recheck_at } => *recheck_at = None,
+                Phase::Running { .. } => continue,
+                Phase::Waiting(_) => {
+                    let Phase::Waiting(p) =
+                        std::mem::replace(&mut slot.phase, Phase::Idle { recheck_at: None })
+                    else {
+                        continue;
+                    };
+                    let _ = self.completed.send(Completed {
+                        key: key.clone(),
+                        event_ids: p.item.evidence.iter().map(|e| e.event_id.clone()).collect(),
+                        outcome: "done",
+                        finished: true,
+                        result: Outcome::Notified,
+                        status: DriftStatus::Open,
+                        verdict: None,
+                        plan: None,
+                        reason: Some(WORKSPACE_GONE.to_owned()),
+                        started: now,
+                    });
+                    dropped
+                        .entry(key.workspace.to_string())
+                        .or_default()
+                        .push(key.address.to_string());
+                }
+            }
+            slot.backoff = None;
+            slot.history.clear();
+            slot.deps.clear();
+        }
+        for (workspace, addresses) in dropped {
+            tracing::warn!(
+                workspace = %workspace,
+                addresses = ?addresses,
+                reason = WORKSPACE_GONE,
+                "Work of a removed workspace was not started."
+            );
+        }
+        self.slots.retain(|_, s| {
+            !matches!(s.phase, Phase::Idle { recheck_at: None }) || !s.history.is_empty()
+        });
     }
 
     fn accept(&mut self, subs: Vec<Submission>) {
@@ -881,6 +1120,7 @@ impl Runner {
             if items.is_empty() {
                 continue;
             }
+            let target = self.ctx.estate().targets.get(&ws).cloned();
             let batch = Arc::new(Batch {
                 workspace: ws.clone(),
                 mode,
@@ -888,6 +1128,7 @@ impl Runner {
                 fresh,
                 recheck,
                 fence: None,
+                target,
             });
             self.busy.insert(ws);
             let ctx = self.ctx.clone();
@@ -961,6 +1202,13 @@ impl Runner {
             .cluster
             .as_ref()
             .map_or(Duration::from_secs(1), |c| c.claim_interval());
+        self.wait_again(batch, after, false);
+    }
+
+    /// The batch's work waits `after` (merged with what arrived since) and tries
+    /// again; no backoff step, nothing reported. `requested`: it runs then even when
+    /// another replica finished its events (several replicas).
+    fn wait_again(&mut self, batch: &Batch, after: Duration, requested_all: bool) {
         let at = Instant::now() + after;
         for item in &batch.items {
             let Some(slot) = self.slots.get_mut(&item.key) else {
@@ -975,7 +1223,7 @@ impl Runner {
                 }
             };
             let mut back = item.clone();
-            let mut requested = batch.recheck;
+            let mut requested = batch.recheck || requested_all;
             if let Some(newer) = next {
                 requested |= newer.requested;
                 for e in newer.item.evidence.iter().cloned() {
@@ -1023,8 +1271,47 @@ impl Runner {
         }
     }
 
+    /// Work of `batch` waits (not an attempt): announced on the wait stream, logged,
+    /// kept as the workspace's current wait.
+    fn waited(&mut self, batch: &Batch, reason: WaitReason, after: Duration) {
+        let lock = reason.lock();
+        tracing::info!(
+            workspace = %batch.workspace,
+            addresses = ?batch.addresses(),
+            reason = reason.as_str(),
+            lock_id = lock.id.as_deref().unwrap_or(""),
+            lock_who = lock.who.as_deref().unwrap_or(""),
+            lock_operation = lock.operation.as_deref().unwrap_or(""),
+            retry_after_secs = after.as_secs(),
+            "Terraform's state lock is held: the remediation waits (not counted as an attempt)."
+        );
+        let w = Waiting {
+            workspace: batch.workspace.clone(),
+            addresses: batch.addresses(),
+            reason,
+            retry_after: after,
+            at: Utc::now(),
+        };
+        self.waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(w.workspace.clone(), w.clone());
+        // No subscriber is fine.
+        let _ = self.waits.send(w);
+    }
+
     fn finish_with(&mut self, batch: &Batch, action: Requeue, attempt: Attempt) {
         self.busy.remove(&batch.workspace);
+        if let Requeue::Wait { reason, after } = action {
+            // Not an attempt: no completion, no backoff step; the same work again.
+            self.waited(batch, reason, after);
+            self.wait_again(batch, after, true);
+            return;
+        }
+        self.waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&batch.workspace);
         let now = Instant::now();
         let outcome = outcome_of(&action);
         let _ = outcome;
@@ -1088,6 +1375,7 @@ impl Runner {
                         },
                     };
                 }
+                Requeue::Wait { .. } => unreachable_phase(&item.key),
             }
         }
         if matches!(action, Requeue::Done) && !batch.recheck {
@@ -1120,7 +1408,7 @@ fn outcome_of(action: &Requeue) -> &'static str {
         Requeue::Done => "done",
         Requeue::Escalate(_) => "escalated",
         Requeue::Recheck(_) => "pull_request",
-        Requeue::After(_) => "retry",
+        Requeue::After(_) | Requeue::Wait { .. } => "retry",
     }
 }
 
@@ -1133,7 +1421,7 @@ fn completions(batch: &Batch, action: &Requeue, attempt: &Attempt) -> Vec<Comple
             key: item.key.clone(),
             event_ids: item.evidence.iter().map(|e| e.event_id.clone()).collect(),
             outcome: outcome_of(action),
-            finished: !matches!(action, Requeue::After(_)),
+            finished: !matches!(action, Requeue::After(_) | Requeue::Wait { .. }),
             result: attempt.result,
             status: attempt.status,
             verdict: attempt.verdict,
@@ -1174,7 +1462,10 @@ async fn run_batch(batch: Arc<Batch>, ctx: Arc<Context>, delay: Duration) -> (Re
     let note = ctx.take_note(&batch.workspace);
     let mut attempt = Attempt::from_parts(&action, error, note, started);
     attempt.reason = attempt.reason.map(|r| ctx.redactor.text(&r).into_owned());
-    log_attempt(&batch, &attempt);
+    // A wait is not an attempt: the runner logs it.
+    if !matches!(action, Requeue::Wait { .. }) {
+        log_attempt(&batch, &attempt);
+    }
     (action, attempt)
 }
 
@@ -1338,14 +1629,20 @@ async fn run_claimed(
     }
     // The outcome is written under the lease, then the lease is released.
     let journal = cluster.journal().clone();
-    if !matches!(action, Requeue::After(_)) {
+    if !matches!(action, Requeue::After(_) | Requeue::Wait { .. }) {
         for (provider, id, keys) in claimed.events {
             if let Err(e) = journal.remediation_submitted(provider, id, keys).await {
                 tracing::warn!(error = %e, "Cannot record a claimed event's work items.");
             }
         }
     }
-    for mut c in completions(&ran, &action, &attempt) {
+    // A wait is not an attempt: nothing is recorded, the events stay pending.
+    let recorded = if matches!(action, Requeue::Wait { .. }) {
+        Vec::new()
+    } else {
+        completions(&ran, &action, &attempt)
+    };
+    for mut c in recorded {
         if let Some(ids) = claimed.pending.get(&c.key) {
             for id in ids {
                 if !c.event_ids.contains(id) {
