@@ -115,10 +115,34 @@ impl GitConfig {
         cfg: &Config,
         index: usize,
     ) -> Result<Option<Self>, driftreactor_config::Error> {
-        let Some(table) = cfg.workspaces.get(index).and_then(|w| w.git.as_ref()) else {
+        let table = cfg.workspaces.get(index).and_then(|w| w.git.as_ref());
+        Self::from_table(cfg, table, format!("workspaces[{index}].git"))
+    }
+
+    /// The `[workspace_sets.git]` table of workspace set `index` of `cfg` (shared by
+    /// every workspace the set finds), read and checked as
+    /// [`GitConfig::from_workspace`] does; `Ok(None)` when the set has none.
+    ///
+    /// # Errors
+    /// [`driftreactor_config::Error::Invalid`] naming the file, the field
+    /// (`workspace_sets[0].git.url`) and the reason.
+    pub fn from_workspace_set(
+        cfg: &Config,
+        index: usize,
+    ) -> Result<Option<Self>, driftreactor_config::Error> {
+        let table = cfg.workspace_sets.get(index).and_then(|w| w.git.as_ref());
+        Self::from_table(cfg, table, format!("workspace_sets[{index}].git"))
+    }
+
+    /// Reads and checks `table` (named `field` in errors).
+    fn from_table(
+        cfg: &Config,
+        table: Option<&toml::Table>,
+        field: String,
+    ) -> Result<Option<Self>, driftreactor_config::Error> {
+        let Some(table) = table else {
             return Ok(None);
         };
-        let field = format!("workspaces[{index}].git");
         // `Option` for `section`'s `Default` bound: a table always reads as `Some`.
         let parsed: Option<Self> = cfg.section(&field, Some(table))?;
         let Some(parsed) = parsed else {
@@ -312,10 +336,37 @@ impl GitSource {
         cfg: &Config,
         index: usize,
     ) -> Result<Option<Self>, driftreactor_config::Error> {
-        let Some(git) = GitConfig::from_workspace(cfg, index)? else {
+        let git = GitConfig::from_workspace(cfg, index)?;
+        Self::from_git_config(cfg, git, &format!("workspaces[{index}].git"))
+    }
+
+    /// The source of every workspace that `[[workspace_sets]]` entry `index` of `cfg`
+    /// finds (`Ok(None)` without `[workspace_sets.git]`), read as
+    /// [`GitSource::from_config`] reads a workspace's: for
+    /// [`crate::Workspace::from_git`] of `WorkspaceSetConfig::workspace`, e.g. before
+    /// [`crate::Remediator::set_workspaces`].
+    ///
+    /// # Errors
+    /// [`driftreactor_config::Error::Invalid`] naming the file, the field
+    /// (`workspace_sets[0].git.token_env`) and the reason.
+    pub fn from_workspace_set(
+        cfg: &Config,
+        index: usize,
+    ) -> Result<Option<Self>, driftreactor_config::Error> {
+        let git = GitConfig::from_workspace_set(cfg, index)?;
+        Self::from_git_config(cfg, git, &format!("workspace_sets[{index}].git"))
+    }
+
+    /// The source of `git` (named `table` in errors): the credential read.
+    fn from_git_config(
+        cfg: &Config,
+        git: Option<GitConfig>,
+        table: &str,
+    ) -> Result<Option<Self>, driftreactor_config::Error> {
+        let Some(git) = git else {
             return Ok(None);
         };
-        let field = |f: &str| format!("workspaces[{index}].git.{f}");
+        let field = |f: &str| format!("{table}.{f}");
         let auth = match (&git.token_env, &git.ssh_key_file) {
             (Some(var), _) => match std::env::var(var) {
                 Ok(t) if !t.is_empty() => Auth::Token(t),
@@ -872,8 +923,9 @@ async fn write_askpass(path: &Path) -> Result<(), GitError> {
     tokio::fs::rename(&tmp, path).await.map_err(io_err(path))
 }
 
-/// Checks every `[workspaces.git]` of `cfg` ([`GitConfig::from_workspace`]), and that
-/// no workspace sets both `dir` and `git`; the environment is not read.
+/// Checks every `[workspaces.git]` and `[workspace_sets.git]` of `cfg`
+/// ([`GitConfig::from_workspace`], [`GitConfig::from_workspace_set`]), and that no
+/// workspace or set has both `dir` and `git`; the environment is not read.
 ///
 /// # Errors
 /// The first problem, naming the file, the field and the reason.
@@ -888,12 +940,47 @@ pub fn check_config(cfg: &Config) -> Result<(), driftreactor_config::Error> {
         }
         GitConfig::from_workspace(cfg, i)?;
     }
+    for (i, set) in cfg.workspace_sets.iter().enumerate() {
+        if set.dir.is_some() && set.git.is_some() {
+            return Err(invalid(
+                cfg,
+                format!("workspace_sets[{i}]"),
+                "set either `dir` or `[workspace_sets.git]`, not both".into(),
+            ));
+        }
+        GitConfig::from_workspace_set(cfg, i)?;
+    }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `[workspace_sets.git]` is read as `[workspaces.git]` is, for every workspace
+    /// the set finds; a bad table is named by its set.
+    #[test]
+    fn workspace_set_git_tables_are_read_and_checked() {
+        let cfg = Config::parse(
+            "[[workspace_sets]]\nname = \"envs\"\nstate = \"s3://tfstate/env/*/terraform.tfstate\"\n[workspace_sets.git]\nurl = \"file:///srv/infra.git\"\nref = \"main\"\npath = \"envs/app/\"\n",
+            Path::new("/etc/driftreactor/c.toml"),
+        )
+        .unwrap();
+        check_config(&cfg).unwrap();
+        let source = GitSource::from_workspace_set(&cfg, 0).unwrap().unwrap();
+        assert_eq!(
+            (source.url(), source.git_ref(), source.path()),
+            ("file:///srv/infra.git", "main", "envs/app")
+        );
+        assert!(GitSource::from_workspace_set(&cfg, 1).unwrap().is_none());
+        let bad = Config::parse(
+            "[[workspace_sets]]\nname = \"envs\"\nstate = \"s3://tfstate/env/*/terraform.tfstate\"\n[workspace_sets.git]\nurl = \"git@github.com:acme/infra.git\"\n",
+            Path::new("/etc/driftreactor/c.toml"),
+        )
+        .unwrap();
+        let err = check_config(&bad).unwrap_err().to_string();
+        assert!(err.contains("workspace_sets[0].git.url"), "{err}");
+    }
 
     fn fetch_error(detail: &str) -> GitError {
         GitError::Fetch {
