@@ -212,6 +212,10 @@ enum Cmd {
         mode: Mode,
         done: oneshot::Sender<()>,
     },
+    SetWorkspaces {
+        workspaces: Vec<crate::Workspace>,
+        done: oneshot::Sender<crate::WorkspaceChange>,
+    },
 }
 
 /// The service's side of the hand-off: queues decided events for the [`Forwarder`].
@@ -221,6 +225,8 @@ pub struct Hook {
     tx: mpsc::Sender<Cmd>,
     redactor: Redactor,
     completed: broadcast::Sender<Completed>,
+    waits: broadcast::Sender<crate::Waiting>,
+    waiting: crate::runner::WaitingNow,
 }
 
 impl std::fmt::Debug for Hook {
@@ -298,6 +304,45 @@ impl Hook {
         self.send(cmd, rx).await
     }
 
+    /// Replaces the remediated workspaces ([`Remediator::set_workspaces`]: added
+    /// ones are remediated, removed ones' pending work is not started), waiting at
+    /// most [`CLEAR_TIMEOUT_SECS`] for a place in the queue. `serve` is meant to call
+    /// it after each re-listing of `[[workspace_sets]]` with every remediating
+    /// workspace (fixed and listed).
+    ///
+    /// # Errors
+    /// [`ClearError::Stopped`] when the forwarder stopped, [`ClearError::Busy`] when the
+    /// queue stayed full.
+    pub async fn set_workspaces(
+        &self,
+        workspaces: impl IntoIterator<Item = crate::Workspace>,
+    ) -> Result<crate::WorkspaceChange, ClearError> {
+        let (done, rx) = oneshot::channel();
+        let cmd = Cmd::SetWorkspaces {
+            workspaces: workspaces.into_iter().collect(),
+            done,
+        };
+        let timeout = std::time::Duration::from_secs(CLEAR_TIMEOUT_SECS);
+        match tokio::time::timeout(timeout, self.tx.send(cmd)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => return Err(ClearError::Stopped),
+            Err(_) => return Err(ClearError::Busy),
+        }
+        rx.await.map_err(|_| ClearError::Stopped)
+    }
+
+    /// Work waiting for Terraform's state lock, as it happens
+    /// ([`Remediator::subscribe_waiting`]).
+    pub fn subscribe_waiting(&self) -> broadcast::Receiver<crate::Waiting> {
+        self.waits.subscribe()
+    }
+
+    /// The workspaces whose work waits now ([`Remediator::waiting`]), for
+    /// `/v1/resources` and `/readyz`.
+    pub fn waiting(&self) -> Vec<crate::Waiting> {
+        crate::runner::waiting_now(&self.waiting)
+    }
+
     /// Every attempt's outcome ([`Completed`], also for failed attempts that are
     /// retried), for metrics; subscribe once at start. A subscriber more than 1024
     /// behind loses the oldest.
@@ -356,6 +401,7 @@ impl Forwarder {
         let redactor = remediator.redactor().clone();
         let mut completed = remediator.subscribe_completed();
         let completed_tx = remediator.completed_sender();
+        let (waits, waiting) = remediator.wait_handles();
         // Several replicas: the runner records outcomes itself under the workspace's
         // lease; this task looks for pending work of replicas that died.
         let cluster = remediator
@@ -414,6 +460,11 @@ impl Forwarder {
                             set_status(&log, &workspace, &address, DriftStatus::Remediating, &[]).await;
                             let _ = done.send(());
                         }
+                        Some(Cmd::SetWorkspaces { workspaces, done }) => {
+                            if let Ok(change) = remediator.set_workspaces(workspaces).await {
+                                let _ = done.send(change);
+                            }
+                        }
                         None => break,
                     },
                     _ = sweep.tick(), if cluster.is_some() => {
@@ -455,6 +506,8 @@ impl Forwarder {
                 tx,
                 redactor,
                 completed: completed_tx,
+                waits,
+                waiting,
             },
             stop,
             task,

@@ -463,7 +463,16 @@ pub struct Remediator {
 
 /// The latest [`Waiting`] per workspace, while it lasts (shared by the runner and the
 /// handle; never held across an `.await`).
-type WaitingNow = Arc<std::sync::Mutex<BTreeMap<String, Waiting>>>;
+pub(crate) type WaitingNow = Arc<std::sync::Mutex<BTreeMap<String, Waiting>>>;
+
+/// The waits of `now`, sorted by workspace.
+pub(crate) fn waiting_now(now: &WaitingNow) -> Vec<Waiting> {
+    now.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .values()
+        .cloned()
+        .collect()
+}
 
 impl std::fmt::Debug for Msg {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -531,12 +540,14 @@ impl Remediator {
     /// by workspace), for status pages: an entry lasts until the workspace's next
     /// attempt ends or the workspace is removed.
     pub fn waiting(&self) -> Vec<Waiting> {
-        self.waiting
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .cloned()
-            .collect()
+        waiting_now(&self.waiting)
+    }
+
+    /// The wait stream's sender and the current waits (for the hand-off's [`Hook`]).
+    ///
+    /// [`Hook`]: crate::handoff::Hook
+    pub(crate) fn wait_handles(&self) -> (broadcast::Sender<Waiting>, WaitingNow) {
+        (self.waits.clone(), self.waiting.clone())
     }
 
     /// Submits one decided event with the router's dependents (blast radius). Events

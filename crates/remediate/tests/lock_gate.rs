@@ -504,3 +504,44 @@ async fn in_flight_work_of_a_removed_workspace_finishes() {
     idle(&r).await;
     r.shutdown().await;
 }
+
+/// What `serve` holds is the hand-off's `Hook`: it changes the workspaces and shows
+/// the waits too.
+#[tokio::test]
+async fn the_hand_off_hook_sets_workspaces_and_shows_waits() {
+    let (prod, staging) = (FakeTf::new(), FakeTf::new());
+    let locks = Arc::new(LockTable::new());
+    locks.set("staging", Some(apply_lock()));
+    let dir = tempfile::tempdir().unwrap();
+    let journal = driftreactor_journal::open(&driftreactor_journal::JournalConfig::at(
+        &dir.path().join("journal.db"),
+    ))
+    .unwrap();
+    let r = Remediator::builder(cfg())
+        .workspaces([prod.workspace("prod")])
+        .state_locks(locks.clone())
+        .spawn();
+    let forwarder = driftreactor_remediate::handoff::Forwarder::spawn(r, journal.clone(), vec![]);
+    let hook = forwarder.hook().clone();
+    let mut waits = hook.subscribe_waiting();
+    let mut completed = hook.subscribe_completed();
+    let change = hook
+        .set_workspaces([prod.workspace("prod"), staging.workspace("staging")])
+        .await
+        .unwrap();
+    assert_eq!(change.added, ["staging"]);
+    hook.reconcile("staging", ADDRESS, driftreactor_remediate::Mode::Revert)
+        .await
+        .unwrap();
+    let w = next(&mut waits, "wait").await;
+    assert_eq!(w.workspace, "staging");
+    assert_eq!(hook.waiting().len(), 1);
+    assert!(staging.calls().is_empty());
+    locks.set("staging", None);
+    let c = next(&mut completed, "completion").await;
+    assert_eq!((c.result, c.finished), (Outcome::Reverted, true));
+    assert_eq!(staging.applies(), 1);
+    assert!(hook.waiting().is_empty());
+    forwarder.stop().await;
+    journal.close().await;
+}
