@@ -514,7 +514,7 @@ async fn the_hand_off_hook_sets_workspaces_and_shows_waits() {
     locks.set("staging", Some(apply_lock()));
     let dir = tempfile::tempdir().unwrap();
     let journal = driftreactor_journal::open(&driftreactor_journal::JournalConfig::at(
-        &dir.path().join("journal.db"),
+        dir.path().join("journal.db"),
     ))
     .unwrap();
     let r = Remediator::builder(cfg())
