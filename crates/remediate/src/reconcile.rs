@@ -326,7 +326,7 @@ impl Context {
             seq: AtomicU64::new(0),
             notes: std::sync::Mutex::new(BTreeMap::new()),
         };
-        let _ = ctx.replace_workspaces(workspaces);
+        let _ = ctx.replace_workspaces(workspaces, false);
         ctx
     }
 
@@ -358,12 +358,14 @@ impl Context {
 
     /// Replaces the set of workspaces: unchanged ones keep their Git repository (and
     /// its cache), new or changed `[workspaces.git]` ones get a new one (their token
-    /// added to the redactor), and the PR client learns the `dir` of new ones.
+    /// added to the redactor), and, with `learn_dirs`, the PR client learns the `dir`
+    /// of new and changed ones (at start it was built knowing the config file's).
     /// Returns the repositories that are new (to start their background fetch) and
     /// what changed, by name.
     pub(crate) fn replace_workspaces(
         &self,
         workspaces: impl IntoIterator<Item = Workspace>,
+        learn_dirs: bool,
     ) -> (Vec<Arc<crate::git::Repo>>, crate::WorkspaceChange) {
         let mut estate = self.estate.write().unwrap_or_else(|p| p.into_inner());
         let old = estate.clone();
@@ -413,9 +415,9 @@ impl Context {
         change.changed.sort();
         // The PR client was given the `dir`s of the workspaces of the config file
         // when it was built (`Remediator::builder_from_config`): only workspaces added
-        // later are new to it.
+        // or changed later are new to it.
         let github = match &old.github {
-            Some(gh) if !dirs.is_empty() && !old.targets.is_empty() => {
+            Some(gh) if learn_dirs && !dirs.is_empty() => {
                 Some(gh.clone().with_workspace_dirs(dirs))
             }
             other => other.clone(),

@@ -867,7 +867,7 @@ impl Runner {
     /// and stops background fetches, and retires removed workspaces (their pending
     /// work is reported by [`Runner::retire_pending`]).
     fn set_workspaces(&mut self, ws: Vec<Workspace>) -> WorkspaceChange {
-        let (new_repos, change) = self.ctx.replace_workspaces(ws);
+        let (new_repos, change) = self.ctx.replace_workspaces(ws, true);
         for name in change.removed.iter().chain(&change.changed) {
             self.fetchers.stop(name);
         }
