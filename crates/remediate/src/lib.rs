@@ -9,7 +9,7 @@
 //!   nothing holds a lock across an `.await`.
 //! * [`reconcile`] + [`error_policy`] (kube-runtime style) return a small
 //!   `#[must_use]` [`Requeue`]: done, requeue with backoff (exponential with jitter,
-//!   `backon`), recheck later, or escalate.
+//!   `backon`), recheck later, wait (not an attempt), or escalate.
 //! * A workspace's Terraform root is its `dir`, or a fresh worktree of the commit
 //!   just fetched from its `[workspaces.git]` repository ([`GitSource`]; a failed
 //!   fetch fails the attempt, it never plans on older code).

@@ -268,7 +268,8 @@ impl RemediatorBuilder {
         self.default_plan_dir = Some(dir.into());
         self
     }
-    /// The workspaces that can be planned and applied.
+    /// The workspaces that can be planned and applied (at start; replaced later with
+    /// [`Remediator::set_workspaces`]).
     pub fn workspaces(mut self, ws: impl IntoIterator<Item = Workspace>) -> Self {
         self.workspaces.extend(ws);
         self
@@ -734,7 +735,34 @@ struct Slot {
     /// How the address was matched (kept for re-checks).
     matched: Matched,
     /// Backoff of consecutive transient failures.
-    backoff: Option<ExponentialBackoff>,
+    backoff: Option<Steps>,
+}
+
+/// A key's retry backoff and how many delays it has handed out.
+#[derive(Debug)]
+struct Steps {
+    backoff: ExponentialBackoff,
+    taken: u32,
+}
+
+impl Steps {
+    /// The next delay.
+    fn next(&mut self) -> Option<Duration> {
+        self.taken = self.taken.saturating_add(1);
+        self.backoff.next()
+    }
+
+    /// Gives back the last delay (it was not needed: the batch waited instead of
+    /// failing): the backoff as it was before it (jitter drawn anew). `None`: as
+    /// before the first.
+    fn give_back(self, builder: ExponentialBuilder) -> Option<Self> {
+        let taken = self.taken.checked_sub(1).filter(|t| *t > 0)?;
+        let mut backoff = builder.build();
+        for _ in 0..taken {
+            let _ = backoff.next();
+        }
+        Some(Self { backoff, taken })
+    }
 }
 
 impl Slot {
@@ -1168,8 +1196,15 @@ impl Runner {
             return Duration::from_secs(1);
         };
         let slot = self.slots.get_mut(&first.key);
-        slot.and_then(|s| s.backoff.get_or_insert_with(|| builder.build()).next())
-            .unwrap_or(Duration::from_secs(self.ctx.cfg.backoff_max_secs.max(1)))
+        slot.and_then(|s| {
+            s.backoff
+                .get_or_insert_with(|| Steps {
+                    backoff: builder.build(),
+                    taken: 0,
+                })
+                .next()
+        })
+        .unwrap_or(Duration::from_secs(self.ctx.cfg.backoff_max_secs.max(1)))
     }
 
     #[cfg(test)]
@@ -1315,6 +1350,11 @@ impl Runner {
         self.busy.remove(&batch.workspace);
         if let Requeue::Wait { reason, after } = action {
             // Not an attempt: no completion, no backoff step; the same work again.
+            // (`next_backoff` took the delay from the first key's backoff.)
+            let builder = self.backoff;
+            if let Some(slot) = batch.items.first().and_then(|i| self.slots.get_mut(&i.key)) {
+                slot.backoff = slot.backoff.take().and_then(|b| b.give_back(builder));
+            }
             self.waited(batch, reason, after);
             self.wait_again(batch, after, true);
             return;
@@ -1837,6 +1877,49 @@ mod tests {
         let batch = run_one(&mut r).await;
         assert!(!batch.recheck);
         assert!(batch.items[0].evidence.iter().any(|e| e.event_id == "e2"));
+    }
+
+    /// A wait (Terraform's state lock held) requeues the same work after its delay,
+    /// keeps it pending, reports no completion and takes no backoff step.
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_requeues_without_a_completion_or_a_backoff_step() {
+        let mut r = runner(RemediationConfig {
+            settle_secs: 0,
+            ..RemediationConfig::default()
+        });
+        let mut done = r.completed.subscribe();
+        r.accept(vec![sub("e1")]);
+        r.dispatch(Instant::now());
+        let batch = run_one(&mut r).await;
+        let t0 = Instant::now();
+        let lock = crate::StateLock {
+            who: Some("ci@runner".into()),
+            ..crate::StateLock::default()
+        };
+        r.finish(
+            &batch,
+            Requeue::wait(crate::WaitReason::StateLocked(lock.clone()), 10 * SEC),
+        );
+        assert!(done.try_recv().is_err(), "a wait is not an attempt");
+        assert!(!r.is_idle(), "the work is still pending");
+        assert_eq!(r.next_wake(), Some(t0 + 10 * SEC));
+        assert!(
+            r.slots.values().all(|s| s.backoff.is_none()),
+            "no backoff step"
+        );
+        let now = r.waiting.lock().unwrap().clone();
+        assert_eq!(
+            now.get("prod").map(|w| &w.reason),
+            Some(&crate::WaitReason::StateLocked(lock))
+        );
+        tokio::time::advance(10 * SEC).await;
+        r.dispatch(Instant::now());
+        let again = run_one(&mut r).await;
+        assert_eq!(again.items[0].evidence.len(), 1, "the same work");
+        assert!(!again.fresh, "announced once");
+        r.finish(&again, Requeue::done());
+        assert!(done.try_recv().is_ok(), "the real attempt is reported");
+        assert!(r.waiting.lock().unwrap().is_empty(), "no longer waiting");
     }
 
     #[tokio::test(start_paused = true)]
