@@ -40,7 +40,7 @@ mod processed;
 mod sniff;
 
 pub use driftreactor_source::{Item, split};
-pub use estate::{Estate, LoadOptions, StateFile};
+pub use estate::{Estate, LoadOptions, StateBytes, StateFile};
 pub use processed::Processed;
 pub use sniff::{Format, sniff};
 
