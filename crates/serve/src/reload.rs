@@ -36,6 +36,9 @@ use crate::states::{Entry, StateSet, look_at_locks, read_conditionally};
 /// reload and shows on `/readyz`.
 pub const UNREADABLE_CHECKS: u32 = 3;
 
+/// A workspace's newly fetched state (bytes and version), not yet in the graph.
+type Candidate = Option<(Arc<[u8]>, Version)>;
+
 fn count_failed_reload(ctx: &Ctx) {
     ctx.metrics.reloads.get_or_create(&RunLabels::ERROR).inc();
 }
@@ -99,7 +102,7 @@ pub(crate) async fn tick(ctx: &Ctx, set: &mut StateSet) {
         look_at_locks(&set.entries)
     );
     let now = SystemTime::now();
-    let mut candidates: Vec<Option<(Arc<[u8]>, Version)>> = vec![None; set.entries.len()];
+    let mut candidates: Vec<Candidate> = vec![None; set.entries.len()];
     for (i, (e, read)) in set.entries.iter_mut().zip(reads).enumerate() {
         match read {
             Ok(Fetch::Unchanged) => {
@@ -163,7 +166,7 @@ pub(crate) async fn tick(ctx: &Ctx, set: &mut StateSet) {
 async fn build(
     ctx: &Ctx,
     set: &mut StateSet,
-    candidates: &mut [Option<(Arc<[u8]>, Version)>],
+    candidates: &mut [Candidate],
     membership: bool,
     now: SystemTime,
 ) {

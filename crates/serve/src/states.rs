@@ -371,6 +371,9 @@ impl From<&LockInfo> for LockReport {
     }
 }
 
+/// "Who holds workspace W's state lock now?" as a closure ([`LockTable::to_fn`]).
+pub type LockFn = Arc<dyn Fn(&str) -> Option<LockInfo> + Send + Sync>;
+
 /// A snapshot view of Terraform's state locks, as the last reload tick saw them
 /// (every `state_reload_secs`): cheap to clone and to ask, never blocks on I/O.
 ///
@@ -396,7 +399,7 @@ impl LockTable {
     }
 
     /// [`LockTable::lock`] as a shareable closure.
-    pub fn to_fn(&self) -> Arc<dyn Fn(&str) -> Option<LockInfo> + Send + Sync> {
+    pub fn to_fn(&self) -> LockFn {
         let this = self.clone();
         Arc::new(move |w| this.lock(w))
     }
