@@ -901,6 +901,88 @@ mod tests {
         );
     }
 
+    /// A source whose lock is held by `ci@runner`.
+    #[derive(Debug)]
+    struct Locked;
+
+    impl StateSource for Locked {
+        fn location(&self) -> &str {
+            "s3://tfstate/prod.tfstate"
+        }
+        fn read<'a>(
+            &'a self,
+            _previous: Option<&'a Version>,
+        ) -> driftreactor_state::BoxFuture<'a, Result<Fetch, SourceError>> {
+            Box::pin(async { Ok(Fetch::Unchanged) })
+        }
+        fn lock<'a>(
+            &'a self,
+        ) -> driftreactor_state::BoxFuture<'a, Result<Option<LockInfo>, SourceError>> {
+            Box::pin(async {
+                Ok(Some(LockInfo {
+                    id: Some("5e1a".into()),
+                    who: Some("ci@runner".into()),
+                    ..LockInfo::default()
+                }))
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn the_lock_and_workspace_tables_follow_what_is_published() {
+        let config = Config::parse(
+            "[[workspaces]]\nname = \"prod\"\nstate = \"s3://tfstate/prod.tfstate\"\n",
+            Path::new("/etc/dr/driftreactor.toml"),
+        )
+        .unwrap();
+        let ws = Workspace {
+            config: config.workspaces[0].clone(),
+            set: None,
+            field: "workspaces[0].state".into(),
+            source: Arc::new(Locked),
+        };
+        let (locks, _) = watch::channel(Arc::new(BTreeMap::new()));
+        let (workspaces, _) = watch::channel(Arc::new(BTreeMap::new()));
+        let mut set = StateSet {
+            entries: vec![Entry::new(ws)],
+            sets: Vec::new(),
+            locks,
+            workspaces,
+            report: Arc::new(arc_swap::ArcSwap::from_pointee(StatesReport::default())),
+            load_error: None,
+        };
+        let table = set.locks();
+        let to_fn = table.to_fn();
+        let list = set.workspaces();
+        assert_eq!(table.lock("prod"), None);
+        let seen = look_at_locks(&set.entries).await;
+        set.entries[0].lock = seen.into_iter().next().unwrap().unwrap();
+        set.publish(3);
+        assert_eq!(
+            table.lock("prod").unwrap().who.as_deref(),
+            Some("ci@runner")
+        );
+        assert_eq!(to_fn("prod").unwrap().id.as_deref(), Some("5e1a"));
+        assert_eq!(table.lock("staging"), None);
+        assert_eq!(list.get("prod").unwrap().name, "prod");
+        let report = set.report().load_full();
+        let prod = &report.workspaces["prod"];
+        assert_eq!(prod.location, "s3://tfstate/prod.tfstate");
+        assert_eq!(prod.lock.as_ref().unwrap().id.as_deref(), Some("5e1a"));
+        // Never read successfully: pending, and its error shows at once.
+        assert!(prod.pending);
+        set.entries[0].error = Some("workspace prod: s3://tfstate/prod.tfstate: denied".into());
+        set.publish(3);
+        assert!(
+            set.report()
+                .load()
+                .state_error
+                .as_deref()
+                .unwrap()
+                .contains("denied")
+        );
+    }
+
     #[tokio::test]
     async fn errors_name_the_workspace_the_field_and_the_location() {
         let dir = tempfile::tempdir().unwrap();
