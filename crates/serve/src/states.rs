@@ -983,6 +983,115 @@ mod tests {
         );
     }
 
+    /// A lister answering its scripted listings in turn (an `Err` is a failed one).
+    #[derive(Debug)]
+    struct Scripted(std::sync::Mutex<Vec<Result<Vec<&'static str>, &'static str>>>);
+
+    impl StateLister for Scripted {
+        fn pattern(&self) -> &str {
+            "s3://tfstate/env/*/terraform.tfstate"
+        }
+        fn list<'a>(
+            &'a self,
+        ) -> driftreactor_state::BoxFuture<'a, Result<Vec<driftreactor_state::Listed>, SourceError>>
+        {
+            let next = self.0.lock().unwrap().remove(0);
+            Box::pin(async move {
+                match next {
+                    Ok(names) => Ok(names
+                        .into_iter()
+                        .map(|n| driftreactor_state::Listed {
+                            workspace: n.to_owned(),
+                            source: Box::new(Locked),
+                        })
+                        .collect()),
+                    Err(answer) => Err(SourceError {
+                        kind: ErrorKind::AccessDenied,
+                        location: "s3://tfstate/env/*/terraform.tfstate".into(),
+                        message: answer.into(),
+                    }),
+                }
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_relisting_adds_and_removes_workspaces_and_a_failed_one_keeps_the_list() {
+        let config = Config::parse(
+            "[[workspace_sets]]\nname = \"envs\"\nprefix = \"aws-\"\nstate = \"s3://tfstate/env/*/terraform.tfstate\"\nlist_interval_secs = 1\n",
+            Path::new("/etc/dr/driftreactor.toml"),
+        )
+        .unwrap();
+        let set = Set {
+            config: config.workspace_sets[0].clone(),
+            field: "workspace_sets[0].state".into(),
+            lister: Box::new(Scripted(std::sync::Mutex::new(vec![
+                Ok(vec!["blue", "green"]),
+                Err("AccessDenied: no s3:ListBucket"),
+                Ok(vec!["green", "white"]),
+            ]))),
+        };
+        let now = tokio::time::Instant::now();
+        let (locks, _) = watch::channel(Arc::new(BTreeMap::new()));
+        let (workspaces, _) = watch::channel(Arc::new(BTreeMap::new()));
+        let mut states = StateSet {
+            entries: Vec::new(),
+            sets: vec![SetEntry {
+                set,
+                next_list: now,
+                last_listed: None,
+                error: None,
+                members: BTreeSet::new(),
+            }],
+            locks,
+            workspaces,
+            report: Arc::new(arc_swap::ArcSwap::from_pointee(StatesReport::default())),
+            load_error: None,
+        };
+        let list = states.workspaces();
+        assert!(states.relist(now).await);
+        assert_eq!(states.names(), ["aws-blue", "aws-green"]);
+        // Not due yet: nothing is listed.
+        assert!(!states.relist(now).await);
+        let later = now + Duration::from_secs(1);
+        assert!(
+            !states.relist(later).await,
+            "a failed listing changes nothing"
+        );
+        assert_eq!(states.names(), ["aws-blue", "aws-green"]);
+        states.publish(3);
+        let report = states.report().load_full();
+        assert!(
+            report.sets[0]
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("AccessDenied")
+        );
+        assert!(
+            report
+                .state_error
+                .as_deref()
+                .unwrap()
+                .contains("workspace set envs")
+        );
+        assert_eq!(report.sets[0].workspaces, 2);
+        assert!(states.relist(later + Duration::from_secs(1)).await);
+        assert_eq!(states.names(), ["aws-green", "aws-white"]);
+        states.publish(3);
+        assert!(states.report().load().sets[0].error.is_none());
+        let current = list.current();
+        assert_eq!(
+            current.keys().collect::<Vec<_>>(),
+            ["aws-green", "aws-white"]
+        );
+        assert_eq!(
+            current["aws-white"].state,
+            Path::new("s3://tfstate/prod.tfstate"),
+            "the workspace's state is the listed object"
+        );
+    }
+
     #[tokio::test]
     async fn errors_name_the_workspace_the_field_and_the_location() {
         let dir = tempfile::tempdir().unwrap();
