@@ -351,8 +351,10 @@ fn a_missing_state_file_names_its_workspace_and_resolved_path() {
         "fixtures/aws/events/01_sg_open_ssh_console.json",
     ]);
     assert_eq!(run.code, 2, "{}", run.stderr);
+    // The state is read through its state source (docs/serve.md, "State sources"):
+    // the workspace, then the resolved location, then the reason.
     let expected = format!(
-        "workspace prod: failed to read state file {}",
+        "workspaces[0].state: workspace prod: {}: No such file",
         dir.path().join("nope/prod.tfstate").display()
     );
     assert!(run.stderr.contains(&expected), "{}", run.stderr);

@@ -10,11 +10,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use driftreactor_config::Config;
+use driftreactor_config::{Config, WorkspaceConfig};
 use driftreactor_decide::Policy;
 use driftreactor_notify::Redactor;
-use driftreactor_pipeline::estate::{self, LoadOptions, StateFile};
+use driftreactor_pipeline::estate::{self, LoadOptions};
 use driftreactor_pipeline::{Pipeline, Replay, ReportLine, Summary, inputs};
+use driftreactor_serve::states;
+use driftreactor_state::StateLocation;
 
 /// Output format of the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -28,9 +30,13 @@ pub enum Format {
 /// Arguments of `driftreactor replay`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Terraform state files, or directories holding `*.tfstate` / `*.tfstate.json`
-    /// files; each becomes a workspace named after its file (without the extensions).
-    #[arg(long = "state", value_name = "FILE|DIR")]
+    /// Terraform state files, directories holding `*.tfstate` / `*.tfstate.json`
+    /// files, or state URLs (`s3://BUCKET/KEY`, `gs://BUCKET/OBJECT`,
+    /// `az://CONTAINER/BLOB`, `https://ACCOUNT.blob.core.windows.net/CONTAINER/BLOB`,
+    /// `tfe://[HOST/]ORG/WORKSPACE`, read with the cloud's standard credentials and
+    /// endpoint variables); each becomes a workspace named after its file or the URL's
+    /// last part (without the extensions; a `tfe://` URL: its workspace).
+    #[arg(long = "state", value_name = "FILE|DIR|URL")]
     pub states: Vec<PathBuf>,
     /// The config file (workspaces, principals, policy; see README).
     #[arg(long, value_name = "TOML")]
@@ -73,12 +79,12 @@ struct ReplaySection {
 /// # Errors
 /// When the config or a state cannot be loaded, or an input path cannot be read.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    // The `--state` files become workspaces named after them; the config's policy is
-    // checked against those and its own `[[workspaces]]` together.
-    let states = inputs::state_workspaces(&args.states)?;
+    // The `--state` files and URLs become workspaces named after them; the config's
+    // policy is checked against those and its own `[[workspaces]]` together.
+    let states = state_args(&args.states)?;
     let config = match &args.config {
         Some(path) => {
-            let names: Vec<String> = states.iter().map(|s| s.workspace.clone()).collect();
+            let names: Vec<String> = states.iter().map(|s| s.name.clone()).collect();
             let config = Config::load_with_workspaces(path, &names)?;
             // All of it, as serve and validate check it (sources are read, not built).
             driftreactor_serve::check::check(
@@ -101,25 +107,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .max_event_file_bytes
         .or(section.max_event_file_bytes)
         .unwrap_or(inputs::DEFAULT_MAX_EVENT_FILE_BYTES);
-    if config.workspaces.is_empty() && states.is_empty() {
-        bail!("no state given: pass --state <file-or-dir> or a --config with [[workspaces]]");
+    if config.workspaces.is_empty() && config.workspace_sets.is_empty() && states.is_empty() {
+        bail!(
+            "no state given: pass --state <file-dir-or-url> or a --config with [[workspaces]] or [[workspace_sets]]"
+        );
     }
-    // The config's workspaces, then the `--state` files; each state read once, with
-    // its secrets when the remediator will need them for redaction.
-    let files: Vec<StateFile> = config
-        .workspaces
-        .iter()
-        .map(|w| StateFile::new(w.name.clone(), w.state.clone()))
-        .chain(states)
-        .collect();
-    // The secrets are read in any case: an event may itself carry one, and every
-    // report line passes the state redactor before it is printed.
-    let estate = estate::load(&files, LoadOptions { secrets: true }).map_err(|e| {
-        match driftreactor_serve::check::estate_error(&config, &e) {
-            Some(named) => anyhow::Error::new(named),
-            None => anyhow::Error::new(e),
-        }
-    })?;
+    // The config's workspaces and workspace sets, then the `--state` files and URLs:
+    // each state read once through its source, with its secrets (an event may itself
+    // carry one, and every report line passes the state redactor before it is
+    // printed).
+    let estate = load_states(&config, states)?;
     let redactor = Redactor::new(estate.secrets.clone());
     let policy = Policy::compile(&config.policy_config())
         .with_context(|| format!("invalid policy in {}", display_config(&config)))?;
@@ -192,6 +189,85 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(3));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `--state` arguments as workspaces: a URL (see [`driftreactor_config::is_url`])
+/// is one workspace named [`StateLocation::default_workspace`]; a file or folder as
+/// [`inputs::state_workspaces`].
+fn state_args(paths: &[PathBuf]) -> anyhow::Result<Vec<WorkspaceConfig>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if driftreactor_config::is_url(p) {
+            let text = p.to_string_lossy();
+            let location =
+                StateLocation::parse(&text).map_err(|e| anyhow::anyhow!("--state {e}"))?;
+            out.push(workspace(location.default_workspace(), p.clone()));
+        } else {
+            for f in inputs::state_workspaces(std::slice::from_ref(p))? {
+                out.push(workspace(f.workspace, f.path));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A workspace of `--state`: its name and its state (path or URL), detect-only.
+fn workspace(name: String, state: PathBuf) -> WorkspaceConfig {
+    WorkspaceConfig {
+        name,
+        state,
+        state_command: None,
+        tfe_token_env: None,
+        dir: None,
+        tool: None,
+        tool_path: None,
+        env: std::collections::BTreeMap::new(),
+        git: None,
+    }
+}
+
+/// Reads every state of `config` (its `[[workspaces]]`, its `[[workspace_sets]]`
+/// listed once) and of `extra` (the `--state` arguments) through its source, and
+/// builds them with their sensitive values. A failure names the workspace, the
+/// location and the store's answer (and, for the config's own, the file and field).
+fn load_states(
+    config: &Config,
+    extra: Vec<WorkspaceConfig>,
+) -> anyhow::Result<driftreactor_pipeline::Estate> {
+    let own = config.workspaces.len();
+    let mut all = config.clone();
+    all.workspaces.extend(extra);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("failed to start the async runtime")?;
+    let (_, fetched) = runtime
+        .block_on(states::read_all(&all))
+        .map_err(|e| state_error(config, own, &e))?;
+    let states: Vec<_> = fetched.into_iter().map(|f| f.state).collect();
+    estate::load_bytes(&states, LoadOptions { secrets: true }).map_err(|e| {
+        match driftreactor_serve::check::estate_error(config, &e) {
+            Some(named) => anyhow::Error::new(named),
+            None => anyhow::Error::new(e),
+        }
+    })
+}
+
+/// A state error: naming the config file and field for the config's own workspaces
+/// and sets (the first `own` workspaces), else (a `--state` argument) the workspace,
+/// location and answer alone.
+fn state_error(config: &Config, own: usize, e: &states::Error) -> anyhow::Error {
+    let from_arg = e
+        .field()
+        .strip_prefix("workspaces[")
+        .and_then(|r| r.split(']').next())
+        .and_then(|i| i.parse::<usize>().ok())
+        .is_some_and(|i| i >= own);
+    if from_arg || config.path.is_none() {
+        anyhow::anyhow!("--state: {e}")
+    } else {
+        anyhow::Error::new(e.to_config_error(config))
+    }
 }
 
 /// The remediator and the runtime it runs on.

@@ -1,5 +1,6 @@
 //! `driftreactor validate`: checks a config file the way every command reads it, loads
-//! every state, and prints what it found (Vector's `vector validate`, Terraform's
+//! every state (through its source: a file, an object store, HCP Terraform, a
+//! `state_command`; each `[[workspace_sets]]` listed once), and prints what it found (Vector's `vector validate`, Terraform's
 //! `terraform validate`). Exit 0 when valid, 2 when not (the error names the file,
 //! the field and the reason).
 
@@ -8,8 +9,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use driftreactor_config::Config;
-use driftreactor_pipeline::estate::{self, LoadOptions, StateFile};
+use driftreactor_pipeline::estate::{self, LoadOptions};
 use driftreactor_serve::check::{self, CheckMode};
+use driftreactor_serve::states;
 
 /// Arguments of `driftreactor validate`.
 #[derive(Debug, clap::Args)]
@@ -31,18 +33,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = Config::load(&args.config)?;
     let registry = crate::serve::registry();
     let checked = check::check(&config, &registry, CheckMode::Build)?;
-    let files: Vec<StateFile> = config
-        .workspaces
-        .iter()
-        .map(|w| StateFile::new(w.name.clone(), w.state.clone()))
-        .collect();
-    let estate =
-        estate::load(&files, LoadOptions { secrets: false }).map_err(
-            |e| match check::estate_error(&config, &e) {
-                Some(named) => anyhow::Error::new(named),
-                None => anyhow::Error::new(e),
-            },
-        )?;
+    // Every workspace's state through its source (files, object stores, HCP
+    // Terraform, commands; the workspace sets listed once): an error names the file,
+    // the field, the workspace, the location and the store's answer.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (workspaces, fetched) = runtime
+        .block_on(states::read_all(&config))
+        .map_err(|e| e.to_config_error(&config))?;
+    drop(runtime);
+    let inputs: Vec<_> = fetched.into_iter().map(|f| f.state).collect();
+    let estate = estate::load_bytes(&inputs, LoadOptions { secrets: false }).map_err(|e| {
+        match check::estate_error(&config, &e) {
+            Some(named) => anyhow::Error::new(named),
+            None => anyhow::Error::new(e),
+        }
+    })?;
     if args.connect {
         connect(&config, &registry)?;
     }
@@ -50,20 +57,39 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}: valid", args.config.display())?;
     writeln!(out, "workspaces: {}", estate.states.len())?;
-    for (meta, ws) in estate.states.iter().zip(&config.workspaces) {
-        let dir = ws.dir.as_ref().map_or_else(
+    for (meta, ws) in estate.states.iter().zip(&workspaces) {
+        let dir = ws.config.dir.as_ref().map_or_else(
             || "no dir: detect only".to_owned(),
             |d| format!("dir {}", d.display()),
         );
+        let set = ws
+            .set
+            .as_ref()
+            .map_or_else(String::new, |s| format!(", from workspace set {s}"));
         writeln!(
             out,
-            "  {}: {} instances, serial {}, {} ({})",
+            "  {}: {} instances, serial {}, {} ({}{})",
             meta.workspace,
             meta.instances,
             meta.serial,
-            ws.state.display(),
-            dir
+            ws.location(),
+            dir,
+            set
         )?;
+    }
+    if !config.workspace_sets.is_empty() {
+        writeln!(out, "workspace sets: {}", config.workspace_sets.len())?;
+        for set in &config.workspace_sets {
+            let found = workspaces
+                .iter()
+                .filter(|w| w.set.as_deref() == Some(set.name.as_str()))
+                .count();
+            writeln!(
+                out,
+                "  {}: {} workspaces, every {} s",
+                set.name, found, set.list_interval_secs
+            )?;
+        }
     }
     writeln!(out, "sources: {}", checked.sources.len())?;
     for s in &checked.sources {

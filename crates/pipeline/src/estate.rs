@@ -2,6 +2,13 @@
 //! state's facts (serial, lineage) and, on request, their sensitive values out, every
 //! file read once (chunked, a few MB at a time; see `driftreactor_tfgraph`).
 //!
+//! Two entry points share one builder: [`load_bytes`] builds from states already in
+//! memory (what `serve`, `replay` and `validate` use: every workspace's bytes are
+//! fetched through its `driftreactor_state::StateSource`, whatever the backend: a
+//! local file, an object store, HCP Terraform or a `state_command`; see
+//! `driftreactor_serve::states`), [`load`] reads local files itself (`setup`). The
+//! fetching is asynchronous I/O and lives in serve; this module stays synchronous.
+//!
 //! Used by `replay`, by `serve`'s model loader (start-up and every reload) and, through
 //! [`Estate::secrets`], by the remediator's redactor.
 
@@ -26,6 +33,47 @@ impl StateFile {
             workspace: workspace.into(),
             path: path.into(),
         }
+    }
+}
+
+/// One workspace's state already in memory: its name, where it was read (for errors
+/// and `/readyz`, credentials removed) and its bytes (Terraform state format version
+/// 4, JSON).
+#[derive(Clone, PartialEq, Eq)]
+pub struct StateBytes {
+    /// The workspace name.
+    pub workspace: String,
+    /// Where the bytes come from: a path or a URL (`s3://tfstate/prod.tfstate`), no
+    /// credentials.
+    pub origin: String,
+    /// The state document (shared: serve keeps the last good bytes of every workspace
+    /// and hands the same buffer to each rebuild).
+    pub bytes: std::sync::Arc<[u8]>,
+}
+
+impl StateBytes {
+    /// The workspace `workspace`, read from `origin`, with the state `bytes`.
+    pub fn new(
+        workspace: impl Into<String>,
+        origin: impl Into<String>,
+        bytes: impl Into<std::sync::Arc<[u8]>>,
+    ) -> Self {
+        Self {
+            workspace: workspace.into(),
+            origin: origin.into(),
+            bytes: bytes.into(),
+        }
+    }
+}
+
+impl std::fmt::Debug for StateBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the state itself (it holds secrets).
+        f.debug_struct("StateBytes")
+            .field("workspace", &self.workspace)
+            .field("origin", &self.origin)
+            .field("bytes", &self.bytes.len())
+            .finish()
     }
 }
 
@@ -70,9 +118,9 @@ pub enum LoadError {
     State {
         /// The workspace.
         workspace: String,
-        /// The state file.
+        /// The state file, or the location (URL) the bytes were read from.
         path: PathBuf,
-        /// The state reader's error (names the file).
+        /// The state reader's error (names the file or location).
         #[source]
         source: driftreactor_tfgraph::Error,
     },
@@ -89,10 +137,7 @@ pub fn load<'a>(
     states: impl IntoIterator<Item = &'a StateFile>,
     options: LoadOptions,
 ) -> Result<Estate, LoadError> {
-    let mut builder = GraphBuilder::new(crate::identities());
-    if options.secrets {
-        builder = builder.collect_sensitive_values();
-    }
+    let mut builder = builder(options);
     let mut metas = Vec::new();
     for s in states {
         let meta = builder
@@ -104,12 +149,53 @@ pub fn load<'a>(
             })?;
         metas.push(meta);
     }
+    Ok(finish(builder, metas))
+}
+
+/// Builds the estate from states already in memory (see [`StateBytes`]), in order,
+/// exactly as [`load`] does from files: one graph over every workspace, each state's
+/// facts (`StateMeta::path` is `None`) and, with [`LoadOptions::secrets`], their
+/// sensitive values, from the same parse of each state. No I/O.
+///
+/// # Errors
+/// [`LoadError::State`] naming the first workspace whose bytes are not a usable state
+/// (or whose name is taken twice), its `path` being the origin; nothing is returned
+/// then.
+pub fn load_bytes<'a>(
+    states: impl IntoIterator<Item = &'a StateBytes>,
+    options: LoadOptions,
+) -> Result<Estate, LoadError> {
+    let mut builder = builder(options);
+    let mut metas = Vec::new();
+    for s in states {
+        let meta = builder
+            .add_state_bytes(&s.workspace, &s.origin, &s.bytes)
+            .map_err(|source| LoadError::State {
+                workspace: s.workspace.clone(),
+                path: PathBuf::from(&s.origin),
+                source,
+            })?;
+        metas.push(meta);
+    }
+    Ok(finish(builder, metas))
+}
+
+fn builder(options: LoadOptions) -> GraphBuilder {
+    let builder = GraphBuilder::new(crate::identities());
+    if options.secrets {
+        builder.collect_sensitive_values()
+    } else {
+        builder
+    }
+}
+
+fn finish(mut builder: GraphBuilder, states: Vec<StateMeta>) -> Estate {
     let secrets = builder.take_sensitive_values();
-    Ok(Estate {
+    Estate {
         graph: builder.build(),
-        states: metas,
+        states,
         secrets,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -154,6 +240,36 @@ mod tests {
         let without = load(&files, LoadOptions::default()).unwrap();
         assert!(without.secrets.is_empty());
         assert_eq!(without.graph.len(), 1);
+    }
+
+    #[test]
+    fn bytes_load_as_files_do() {
+        let states = [
+            StateBytes::new("a", "s3://b/a.tfstate", EMPTY.as_bytes()),
+            StateBytes::new("b", "gs://b/b.tfstate", SECRET.as_bytes()),
+        ];
+        let estate = load_bytes(&states, LoadOptions { secrets: true }).unwrap();
+        assert_eq!(estate.graph.len(), 1);
+        assert_eq!(estate.states[1].serial, 2);
+        assert_eq!(estate.states[1].path, None);
+        assert_eq!(
+            estate.secrets,
+            ["postgres://u:hunter22@db", "s3cr3t-password"]
+        );
+        assert!(!format!("{:?}", states[1]).contains("hunter22"));
+        let bad = [StateBytes::new(
+            "prod",
+            "s3://b/prod.tfstate",
+            &b"<html>"[..],
+        )];
+        let err = load_bytes(&bad, LoadOptions::default()).unwrap_err();
+        let LoadError::State {
+            workspace, path, ..
+        } = &err;
+        assert_eq!(workspace, "prod");
+        assert_eq!(path, std::path::Path::new("s3://b/prod.tfstate"));
+        let cause = std::error::Error::source(&err).unwrap().to_string();
+        assert!(cause.contains("s3://b/prod.tfstate"), "{cause}");
     }
 
     #[test]

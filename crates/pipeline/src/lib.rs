@@ -3,9 +3,11 @@
 //! graph, and decide. Also the replay report line (README, "The replay report").
 //!
 //! No I/O on the event path: callers read files or receive bus messages and hand
-//! bytes in. The exceptions are [`estate::load`], the loader that reads the
-//! workspaces' state files (once each) into the graph and their secrets, and
-//! [`inputs`], which finds and reads `replay`'s recorded inputs.
+//! bytes in. The exceptions are [`estate::load`], the loader that reads local state
+//! files (once each) into the graph and their secrets (`setup`; `serve`, `replay` and
+//! `validate` fetch every state through its source and hand the bytes to
+//! [`estate::load_bytes`], which does no I/O), and [`inputs`], which finds and reads
+//! `replay`'s recorded inputs.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -40,7 +42,7 @@ mod processed;
 mod sniff;
 
 pub use driftreactor_source::{Item, split};
-pub use estate::{Estate, LoadOptions, StateFile};
+pub use estate::{Estate, LoadOptions, StateBytes, StateFile};
 pub use processed::Processed;
 pub use sniff::{Format, sniff};
 

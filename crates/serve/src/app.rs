@@ -1,9 +1,10 @@
 //! `driftreactor serve` as one call: the pipeline as the model, the remediator behind
 //! the after-commit hook, the compiled-in pull sources, see `docs/serve.md`.
 //!
-//! [`launch`] reads the workspaces' states once ([`PipelineLoader::read`]); with
-//! remediation on, their sensitive values seed the remediator's redactor and the
-//! same read becomes the first model. The remediation memory (attempts, escalations,
+//! [`launch`] opens every workspace's state source and reads each state once
+//! ([`StateSet::open`]: `[[workspaces]]` and the `[[workspace_sets]]` listed once),
+//! and builds them ([`PipelineLoader::read`]); their sensitive values seed the
+//! remediator's redactor and the same parse becomes the first model. The remediation memory (attempts, escalations,
 //! our applies, open PRs) and the bookkeeping of unfinished remediation live in the
 //! journal's file, so they survive a restart: the [`Forwarder`] is started (and the
 //! journal's `pending` list read) before the service journals anything new. On
@@ -23,8 +24,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::loader::PipelineLoader;
 use crate::model::LoadError;
-use crate::{AfterCommit, Running, ServeError, ServeOptions, SourceRegistry};
-use driftreactor_pipeline::estate::{self, LoadOptions};
+use crate::{AfterCommit, Running, ServeError, ServeOptions, SourceRegistry, StateSet};
+use driftreactor_pipeline::estate::{self, LoadOptions, StateBytes};
 
 /// Why [`launch`] could not start the sidecar, or it stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +64,17 @@ impl App {
     /// The address the HTTP server is bound to.
     pub fn local_addr(&self) -> SocketAddr {
         self.running.local_addr()
+    }
+
+    /// Terraform's state locks as the last reload tick saw them (see
+    /// [`Running::state_locks`]).
+    pub fn state_locks(&self) -> crate::LockTable {
+        self.running.state_locks()
+    }
+
+    /// The current workspaces, name → settings (see [`Running::workspaces`]).
+    pub fn workspaces(&self) -> crate::WorkspaceTable {
+        self.running.workspaces()
     }
 
     /// The token that stops the service when cancelled (see
@@ -122,9 +134,17 @@ pub async fn launch(
     };
     let remediation = remediation_enabled(&config);
     let mut loader = PipelineLoader::from_config(&config);
+    // Every workspace's state, read once through its source (file, object store,
+    // HCP Terraform, command; the workspace sets listed once).
+    let states = StateSet::open(&config)
+        .await
+        .map_err(|e| ServeError::ConfigFile(e.to_config_error(&config)))?;
+    // Glue point for the remediator: `states.locks()` (is workspace W's state locked
+    // now?) and `states.workspaces()` (the current workspaces, with change
+    // notification) exist from here on and stay current once the service runs.
     // The states' sensitive values are read in any mode: every string the service
     // stores or answers passes the state redactor, also without remediation.
-    let estate = read_states(&loader).await.map_err(|e| match &e {
+    let estate = read_states(states.states()).await.map_err(|e| match &e {
         ServeError::Model(crate::model::LoadError::State { workspace, source }) => {
             crate::check::state_error(
                 &config,
@@ -168,6 +188,7 @@ pub async fn launch(
         after_commit,
         journal,
         redactor: Some(redactor),
+        states: Some(states),
     })
     .await;
     match started {
@@ -196,10 +217,9 @@ pub async fn launch(
     }
 }
 
-/// Reads the states once (graph and sensitive values), on a blocking thread.
-async fn read_states(loader: &PipelineLoader) -> Result<driftreactor_pipeline::Estate, ServeError> {
-    let states = loader.state_files().to_vec();
-    tokio::task::spawn_blocking(move || estate::load(&states, LoadOptions { secrets: true }))
+/// Builds the states once (graph and sensitive values), on a blocking thread.
+async fn read_states(states: Vec<StateBytes>) -> Result<driftreactor_pipeline::Estate, ServeError> {
+    tokio::task::spawn_blocking(move || estate::load_bytes(&states, LoadOptions { secrets: true }))
         .await
         .map_err(|e| ServeError::Model(LoadError::Aborted(e.to_string())))?
         .map_err(|e| ServeError::Model(crate::loader::load_error(e)))

@@ -140,15 +140,33 @@ async fn json_errors(resp: Response) -> Response {
     out
 }
 
+/// One workspace on `/readyz`: the state in the graph (`workspace`, `path`,
+/// `serial`, `lineage`) and how its source stands (`location`, `set`, `lock`,
+/// `lock_error`, `error`, `last_check`, `pending`).
+#[derive(Serialize)]
+struct StateReadiness {
+    #[serde(flatten)]
+    info: Option<crate::model::StateInfo>,
+    /// The workspace, for one not in the graph yet (`pending`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    workspace: Option<String>,
+    #[serde(flatten)]
+    source: Option<crate::states::WorkspaceReport>,
+}
+
 #[derive(Serialize)]
 struct Readiness {
     ready: bool,
     graph_loaded: bool,
-    states: Vec<crate::model::StateInfo>,
-    /// Why a changed state file could not be loaded (the graph in use is the previous
-    /// one); absent while the graph is current.
+    states: Vec<StateReadiness>,
+    /// Why a workspace's state could not be read or loaded, or a workspace set
+    /// listed (the graph keeps the last good state); absent while every state is
+    /// current.
     #[serde(skip_serializing_if = "Option::is_none")]
     state_error: Option<String>,
+    /// The `[[workspace_sets]]` and their last listing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    workspace_sets: Vec<crate::states::SetReport>,
     sources: Vec<crate::readiness::SourceReport>,
     journal: JournalReadiness,
     /// This replica's identity as a lease holder and the leases it holds now
@@ -223,11 +241,34 @@ async fn readyz(State(s): State<AppState>) -> Response {
         leader: s.ctx.leader.is_leader(),
         leases,
     };
+    let report = s.ctx.states.load_full();
+    let mut states: Vec<StateReadiness> = loaded
+        .states
+        .iter()
+        .map(|info| StateReadiness {
+            source: report.workspaces.get(&info.workspace).cloned(),
+            info: Some(info.clone()),
+            workspace: None,
+        })
+        .collect();
+    // Workspaces found by a set whose state has not loaded yet.
+    states.extend(
+        report
+            .workspaces
+            .iter()
+            .filter(|(name, _)| !loaded.states.iter().any(|i| &i.workspace == *name))
+            .map(|(name, r)| StateReadiness {
+                info: None,
+                workspace: Some(name.clone()),
+                source: Some(r.clone()),
+            }),
+    );
     let body = Readiness {
         ready: sources_ok && journal.reachable,
         graph_loaded: true,
-        states: loaded.states.clone(),
-        state_error: s.ctx.state_error.lock().ok().and_then(|e| e.clone()),
+        states,
+        state_error: report.state_error.clone(),
+        workspace_sets: report.sets.clone(),
         sources,
         journal,
         replica,
@@ -426,6 +467,15 @@ async fn resource(
         );
     }
     let state = loaded.states.iter().find(|st| st.workspace == workspace);
+    // Terraform's lock on the workspace's state as the last reload tick saw it: an
+    // apply (or plan) is running.
+    let lock = s
+        .ctx
+        .states
+        .load()
+        .workspaces
+        .get(&workspace)
+        .and_then(|w| w.lock.clone());
     axum::Json(json!({
         "workspace": workspace,
         "address": address,
@@ -434,6 +484,7 @@ async fn resource(
         "identities": info.as_ref().map(|i| i.identities.clone()).unwrap_or_default(),
         "dependents": info.as_ref().map(|i| i.dependents.clone()).unwrap_or_default(),
         "state": state,
+        "state_lock": lock,
         "drift": drift,
         "remediation": {
             "paused": paused.is_some(),

@@ -5,7 +5,7 @@
 //!  pull sources (aws_sqs, gcp_pubsub, azure_event_grid_namespace)  ─┐   bounded channel
 //!  push endpoints (POST /push/gcp, POST|OPTIONS /push/azure)       ─┼─► pipeline task ─► Model::process ─► Journal::append ─► Ack
 //!                                                                   │      (arc-swap load of the current model)    (group commit)
-//!  state reload (poll serial/lineage every N s) ── ArcSwap::store ──┘
+//!  state reload (conditional read + lock of each workspace every N s, workspace sets re-listed) ── ArcSwap::store ──┘
 //!  retention (every prune_interval_secs) ── Journal::prune: batches on the journal's writer thread
 //!  HTTP API: /healthz /readyz /metrics /v1/events /v1/drift /v1/remediations /v1/resources/{ws}/{address}
 //! ```
@@ -49,6 +49,7 @@ pub mod replica;
 mod retention;
 mod sources;
 mod state;
+pub mod states;
 mod worker;
 
 pub use app::{App, AppError, launch};
@@ -62,6 +63,7 @@ pub use model::{
     BoxError, Input, LoadError, Loaded, Model, ModelLoader, Processed, ResourceInfo, StateInfo,
 };
 pub use sources::{BuildError, BuildFuture, Registration, SourceBuilder, SourceRegistry};
+pub use states::{LockTable, StateSet, WorkspaceTable};
 
 /// Capacity of each pull source's own channel in front of the shared pipeline channel,
 /// in messages. Small: the shared channel ([`ServerConfig::queue_capacity`]) is the
@@ -90,6 +92,10 @@ pub enum ServeError {
     /// The state graph could not be loaded at start-up.
     #[error("cannot load the state graph: {0}")]
     Model(#[source] LoadError),
+    /// A workspace's state could not be read, or a workspace set listed, at start-up
+    /// (names the workspace or set, the location and the store's answer).
+    #[error("cannot read the states: {0}")]
+    States(#[source] states::Error),
     /// A pull source could not be built.
     #[error("cannot start source {name}: {source}")]
     Source {
@@ -173,9 +179,9 @@ pub(crate) struct Ctx {
     after_commit: Option<Arc<dyn AfterCommit>>,
     /// Redacts what the service stores and answers (see [`ServeOptions::redactor`]).
     redactor: Redactor,
-    /// Why the states on disk could not be reloaded (the graph in use is older than
-    /// them), for `/readyz`; `None` while the graph is current.
-    state_error: std::sync::Mutex<Option<String>>,
+    /// What `/readyz` shows of the states (locations, locks, errors, workspace sets),
+    /// as of the last reload tick.
+    states: Arc<ArcSwap<states::StatesReport>>,
     /// The leader lease singletons run under (journal pruning): always leading on
     /// the embedded journal, [`replica::Leader::spawn`] on a shared one.
     leader: replica::Leader,
@@ -202,6 +208,10 @@ pub struct ServeOptions {
     /// rejection reason and metric label passes; `None`: one without known secrets
     /// (secret-looking `key=value` pairs are still redacted).
     pub redactor: Option<Redactor>,
+    /// The workspaces with their states already read ([`StateSet::open`], as
+    /// [`launch`] does to seed the remediator's redactor); `None`: [`start`] opens and
+    /// reads them from `config` (`[[workspaces]]`, `[[workspace_sets]]`).
+    pub states: Option<StateSet>,
 }
 
 impl std::fmt::Debug for ServeOptions {
@@ -222,9 +232,23 @@ pub struct Running {
     shutdown: CancellationToken,
     task: JoinHandle<Result<(), ServeError>>,
     journal: SharedJournal,
+    locks: LockTable,
+    workspaces: WorkspaceTable,
 }
 
 impl Running {
+    /// Terraform's state locks as the last reload tick saw them: "is workspace W's
+    /// state locked now?" ([`LockTable::lock`]), cheap and without I/O.
+    pub fn state_locks(&self) -> LockTable {
+        self.locks.clone()
+    }
+
+    /// The current workspaces (`[[workspaces]]` and what the workspace sets found at
+    /// their last listing), name → settings, with change notification.
+    pub fn workspaces(&self) -> WorkspaceTable {
+        self.workspaces.clone()
+    }
+
     /// The address the HTTP server is bound to.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
@@ -387,6 +411,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         after_commit,
         journal,
         redactor,
+        states,
     } = opts;
     // Settings only: the push endpoints are built (and their errors named) below.
     check::check(&config, &registry, check::CheckMode::Settings)?;
@@ -442,8 +467,19 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         }
     }
 
+    let states = match states {
+        Some(s) => s,
+        None => StateSet::open(&config).await.map_err(|e| {
+            if config.path.is_some() {
+                ServeError::ConfigFile(e.to_config_error(&config))
+            } else {
+                ServeError::States(e)
+            }
+        })?,
+    };
     let load = loader.clone();
-    let loaded = tokio::task::spawn_blocking(move || load.load())
+    let inputs = states.states();
+    let loaded = tokio::task::spawn_blocking(move || load.load(&inputs))
         .await
         .map_err(|e| ServeError::Model(LoadError::Aborted(e.to_string())))?
         .map_err(|e| match &e {
@@ -493,6 +529,12 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         loaded.states.iter().map(|s| s.workspace.as_str()),
         std::time::SystemTime::now(),
     );
+    metrics.set_state_locks(
+        states
+            .entries
+            .iter()
+            .map(|e| (e.ws.name(), e.lock.is_some())),
+    );
     if pushes.is_empty() && pulls.is_empty() {
         tracing::warn!(
             "No [[sources]] configured: nothing will be received (the HTTP API still answers)."
@@ -539,9 +581,11 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         server: server.clone(),
         after_commit,
         redactor,
-        state_error: std::sync::Mutex::new(None),
+        states: states.report(),
         leader,
     });
+    let locks = states.locks();
+    let workspaces = states.workspaces();
     let (tx, rx) = mpsc::channel(server.queue_capacity.max(1));
     let worker = tokio::spawn(worker::run(rx, ctx.clone()));
     outcomes::spawn(ctx.clone(), token.clone());
@@ -592,9 +636,14 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
     if server.state_reload_secs > 0 {
         tokio::spawn(reload::run(
             ctx.clone(),
+            states,
             Duration::from_secs(server.state_reload_secs),
             token.clone(),
         ));
+    } else if !config.workspace_sets.is_empty() {
+        tracing::warn!(
+            "state_reload_secs = 0: states are not reloaded and [[workspace_sets]] are not listed again."
+        );
     }
 
     let prune = match retention {
@@ -679,5 +728,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         shutdown: token,
         task,
         journal,
+        locks,
+        workspaces,
     })
 }

@@ -1,16 +1,18 @@
-//! The pipeline as the service's [`Model`]: [`PipelineLoader`] reads the workspaces'
-//! states once each ([`driftreactor_pipeline::estate::load`]) into a graph and,
-//! with remediation on, their sensitive values; [`PipelineModel`] runs normalize →
-//! route → decide over it.
+//! The pipeline as the service's [`Model`]: [`PipelineLoader`] builds the states it
+//! is handed (each workspace's bytes, read through its state source by
+//! [`crate::states`]) into a graph with [`driftreactor_pipeline::estate::load_bytes`]
+//! and, with remediation on, collects their sensitive values from the same parse;
+//! [`PipelineModel`] runs normalize → route → decide over it.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use driftreactor_config::{Config, WorkspaceConfig};
+use driftreactor_config::Config;
 use driftreactor_decide::{Policy, PolicyConfig};
 use driftreactor_event::NormalizeError;
 use driftreactor_journal::ResourceKey;
 use driftreactor_pipeline::Pipeline;
-use driftreactor_pipeline::estate::{self, Estate, LoadOptions, StateFile};
+use driftreactor_pipeline::estate::{self, Estate, LoadOptions, StateBytes};
 
 use crate::model::{
     Input, LoadError, Loaded, Model, ModelLoader, Processed, ResourceInfo, StateInfo,
@@ -20,43 +22,37 @@ use crate::model::{
 /// resources added or rotated since start-up never reach a PR, Slack or a log line).
 pub type SecretSink = Arc<dyn Fn(Vec<String>) + Send + Sync>;
 
-/// Loads the workspaces' states into a [`PipelineModel`]; with a [`SecretSink`], also
-/// hands each load's sensitive values to it, from the same read of each file.
+/// Builds the states it is handed into a [`PipelineModel`]; with a [`SecretSink`],
+/// also hands each load's sensitive values to it, from the same parse of each state.
 pub struct PipelineLoader {
-    states: Vec<StateFile>,
     policy: PolicyConfig,
     secrets: Option<SecretSink>,
-    /// An estate already read (at start-up, for the remediator's secrets), used by the
-    /// next [`ModelLoader::load`] instead of reading the files again.
+    /// An estate already built (at start-up, for the remediator's secrets), used by
+    /// the next [`ModelLoader::load`] instead of parsing the states again.
     primed: Mutex<Option<Estate>>,
 }
 
 impl std::fmt::Debug for PipelineLoader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PipelineLoader")
-            .field("states", &self.states)
             .field("secrets", &self.secrets.is_some())
             .finish_non_exhaustive()
     }
 }
 
 impl PipelineLoader {
-    /// A loader of `workspaces` (each one's `state` file) with the policy `policy`.
-    pub fn new(workspaces: &[WorkspaceConfig], policy: PolicyConfig) -> Self {
+    /// A loader with the policy `policy`.
+    pub fn new(policy: PolicyConfig) -> Self {
         Self {
-            states: workspaces
-                .iter()
-                .map(|w| StateFile::new(w.name.clone(), w.state.clone()))
-                .collect(),
             policy,
             secrets: None,
             primed: Mutex::new(None),
         }
     }
 
-    /// A loader of the config's `[[workspaces]]` with its `[principals]` / `[[policy]]`.
+    /// A loader with the config's `[principals]` / `[[policy]]`.
     pub fn from_config(config: &Config) -> Self {
-        Self::new(&config.workspaces, config.policy_config())
+        Self::new(config.policy_config())
     }
 
     /// Also collects the states' sensitive values on every load and hands them to
@@ -67,26 +63,21 @@ impl PipelineLoader {
         self
     }
 
-    /// Reads every state file once: the graph, the states' facts and (when this loader
+    /// Builds `states` once: the graph, the states' facts and (when this loader
     /// collects them, or `secrets` is true) their sensitive values. Does not call the
     /// sink.
     ///
     /// # Errors
-    /// [`LoadError::State`] naming the workspace (its source names the file).
-    pub fn read(&self, secrets: bool) -> Result<Estate, LoadError> {
+    /// [`LoadError::State`] naming the workspace (its source names the location).
+    pub fn read(&self, states: &[StateBytes], secrets: bool) -> Result<Estate, LoadError> {
         let options = LoadOptions {
             secrets: secrets || self.secrets.is_some(),
         };
-        estate::load(&self.states, options).map_err(load_error)
+        estate::load_bytes(states, options).map_err(load_error)
     }
 
-    /// The state files it reads, one per workspace, in load order.
-    pub fn state_files(&self) -> &[StateFile] {
-        &self.states
-    }
-
-    /// Makes the next [`ModelLoader::load`] build its model from `estate` (read with
-    /// [`PipelineLoader::read`]) instead of reading the files again.
+    /// Makes the next [`ModelLoader::load`] build its model from `estate` (built with
+    /// [`PipelineLoader::read`] from the same states) instead of parsing them again.
     pub fn prime(&self, estate: Estate) {
         *self
             .primed
@@ -94,18 +85,17 @@ impl PipelineLoader {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(estate);
     }
 
-    /// The model over `estate`.
-    fn model(&self, policy: Policy, estate: Estate) -> Loaded {
+    /// The model over `estate`, built from `states`.
+    fn model(&self, policy: Policy, states: &[StateBytes], estate: Estate) -> Loaded {
         if let Some(sink) = &self.secrets {
             sink(estate.secrets);
         }
-        let states = self
-            .states
+        let states = states
             .iter()
             .zip(&estate.states)
             .map(|(s, meta)| StateInfo {
                 workspace: s.workspace.clone(),
-                path: s.path.clone(),
+                path: PathBuf::from(&s.origin),
                 serial: meta.serial,
                 lineage: meta.lineage.clone(),
             })
@@ -119,7 +109,7 @@ impl PipelineLoader {
 }
 
 impl ModelLoader for PipelineLoader {
-    fn load(&self) -> Result<Loaded, LoadError> {
+    fn load(&self, states: &[StateBytes]) -> Result<Loaded, LoadError> {
         let policy = Policy::compile(&self.policy).map_err(|e| LoadError::Policy(e.into()))?;
         let primed = self
             .primed
@@ -128,9 +118,9 @@ impl ModelLoader for PipelineLoader {
             .take();
         let estate = match primed {
             Some(estate) => estate,
-            None => self.read(false)?,
+            None => self.read(states, false)?,
         };
-        Ok(self.model(policy, estate))
+        Ok(self.model(policy, states, estate))
     }
 }
 
@@ -227,7 +217,14 @@ mod tests {
         let held_by_github = redactor.clone();
         let loader = PipelineLoader::from_config(&config)
             .with_secrets(move |secrets| redactor.add_secrets(secrets));
-        loader.load().unwrap();
+        let read = |path: &Path| {
+            vec![StateBytes::new(
+                "prod",
+                path.display().to_string(),
+                std::fs::read(path).unwrap(),
+            )]
+        };
+        loader.load(&read(&state)).unwrap();
         assert!(held_by_github.is_empty());
 
         // `terraform apply` writes a state with sensitive values.
@@ -239,7 +236,7 @@ mod tests {
         std::fs::write(&state, &aks).unwrap();
         let secrets = driftreactor_tfgraph::sensitive_values("aks", &aks).unwrap();
         assert!(!secrets.is_empty());
-        loader.load().unwrap();
+        loader.load(&read(&state)).unwrap();
         for s in &secrets {
             // (The samples' own placeholders may spell `redacted`: compare, not search.)
             assert_ne!(
@@ -250,8 +247,8 @@ mod tests {
         }
     }
 
-    /// A primed estate is used once instead of reading the files; the next load reads
-    /// them again.
+    /// A primed estate is used once instead of parsing the states; the next load
+    /// parses them again.
     #[test]
     fn a_primed_estate_is_used_once() {
         let dir = tempfile::tempdir().unwrap();
@@ -264,19 +261,18 @@ mod tests {
             .unwrap();
         };
         write(1);
-        let config = Config::parse(
-            &format!(
-                "[[workspaces]]\nname = \"prod\"\nstate = {:?}\n",
-                state.display().to_string()
-            ),
-            &dir.path().join("driftreactor.toml"),
-        )
-        .unwrap();
-        let loader = PipelineLoader::new(&config.workspaces, PolicyConfig::default());
-        let estate = loader.read(true).unwrap();
+        let loader = PipelineLoader::new(PolicyConfig::default());
+        let read = || {
+            vec![StateBytes::new(
+                "prod",
+                state.display().to_string(),
+                std::fs::read(&state).unwrap(),
+            )]
+        };
+        let estate = loader.read(&read(), true).unwrap();
         write(2);
         loader.prime(estate);
-        assert_eq!(loader.load().unwrap().states[0].serial, 1);
-        assert_eq!(loader.load().unwrap().states[0].serial, 2);
+        assert_eq!(loader.load(&read()).unwrap().states[0].serial, 1);
+        assert_eq!(loader.load(&read()).unwrap().states[0].serial, 2);
     }
 }

@@ -309,6 +309,9 @@ pub mod names {
     /// (read at start, found unchanged, or reloaded), by workspace.
     pub const STATE_LAST_CHECK: &str = "state_last_check_timestamp_seconds";
     // --- end deploy ---
+    /// 1 while Terraform's lock on a workspace's state is held (an apply or plan is
+    /// running), else 0, by workspace, as of the last reload tick.
+    pub const STATE_LOCKED: &str = "state_locked";
 }
 
 fn histogram() -> Histogram {
@@ -342,6 +345,7 @@ pub struct Metrics {
     // --- deploy (issue 13) ---
     pub(crate) journal_commit: Histogram,
     pub(crate) state_last_check: Family<WorkspaceLabels, Gauge>,
+    pub(crate) state_locked: Family<WorkspaceLabels, Gauge>,
     // --- end deploy ---
     /// The `operation` label values admitted so far, per provider (at most
     /// `max_operations` each).
@@ -393,6 +397,7 @@ impl Metrics {
             escalated: Gauge::default(),
             journal_commit: histogram(),
             state_last_check: Family::default(),
+            state_locked: Family::default(),
             operations: std::sync::Mutex::new(std::collections::HashMap::new()),
             max_operations: max,
             registry: Registry::default(),
@@ -523,6 +528,11 @@ impl Metrics {
             m.state_last_check.clone(),
         );
         // --- end deploy ---
+        registry.register(
+            STATE_LOCKED,
+            "1 while Terraform's lock on the workspace's state is held (an apply or plan is running), else 0",
+            m.state_locked.clone(),
+        );
         Self { registry, ..m }
     }
 
@@ -553,6 +563,29 @@ impl Metrics {
         }
     }
     // --- end deploy ---
+
+    /// Sets `state_locked` of each workspace: 1 when its state's lock is held.
+    pub fn set_state_locks<'a>(&self, locks: impl IntoIterator<Item = (&'a str, bool)>) {
+        for (workspace, locked) in locks {
+            self.state_locked
+                .get_or_create(&WorkspaceLabels {
+                    workspace: workspace.to_owned(),
+                })
+                .set(i64::from(locked));
+        }
+    }
+
+    /// Removes the per-workspace state series (`state_last_check_timestamp_seconds`,
+    /// `state_locked`) of workspaces that no longer exist (gone from their set).
+    pub fn forget_workspaces<'a>(&self, workspaces: impl IntoIterator<Item = &'a str>) {
+        for workspace in workspaces {
+            let labels = WorkspaceLabels {
+                workspace: workspace.to_owned(),
+            };
+            self.state_last_check.remove(&labels);
+            self.state_locked.remove(&labels);
+        }
+    }
 
     /// Creates `remediations_total` at 0 for every outcome of each of `workspaces`.
     pub fn init_remediations<'a>(&self, workspaces: impl IntoIterator<Item = &'a str>) {

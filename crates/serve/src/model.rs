@@ -3,8 +3,8 @@
 //!
 //! The service never looks inside an event's payload itself: it hands each message to
 //! the current [`Model`] and journals what comes back. A [`ModelLoader`] builds a new
-//! [`Model`] from the workspaces' state files at start-up and whenever a state file's
-//! `serial` or `lineage` changes; the service swaps it in atomically (arc-swap: one
+//! [`Model`] from the workspaces' states at start-up and whenever a state changed
+//! (see [`crate::states`] and `crate::reload`); the service swaps it in atomically (arc-swap: one
 //! writer, many readers), so every message is processed against one consistent graph.
 
 use std::collections::BTreeMap;
@@ -48,12 +48,14 @@ pub struct ResourceInfo {
     pub dependents: Vec<ResourceKey>,
 }
 
-/// One loaded state file.
+/// One loaded state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StateInfo {
     /// Workspace name.
     pub workspace: String,
-    /// The state file the workspace was loaded from.
+    /// Where the workspace's state was read: the state file, or the URL
+    /// (`s3://tfstate/prod.tfstate`, `tfe://acme/prod`) or `state_command`, without
+    /// credentials.
     pub path: PathBuf,
     /// Its `serial`.
     pub serial: u64,
@@ -77,7 +79,7 @@ pub trait Model: Send + Sync {
 pub struct Loaded {
     /// The model.
     pub model: Arc<dyn Model>,
-    /// The state files it was built from, one per workspace.
+    /// The states it was built from, one per workspace.
     pub states: Vec<StateInfo>,
 }
 
@@ -89,15 +91,24 @@ impl std::fmt::Debug for Loaded {
     }
 }
 
-/// Builds a [`Loaded`] model from the configured workspaces' state files. Called at
-/// start-up and on each state change, from a blocking thread (it reads files).
+/// Builds a [`Loaded`] model from the workspaces' states, already read (each
+/// workspace's bytes through its state source: a file, an object store, HCP
+/// Terraform, a command; see [`crate::states`]). Called at start-up and whenever a
+/// state changed or a workspace came or went, from a blocking thread (it parses).
 pub trait ModelLoader: Send + Sync {
-    /// Loads every state file and builds the model.
+    /// Builds the model over `states` (one per workspace, in load order: Terraform
+    /// state format version 4 JSON, with the workspace name and the location it was
+    /// read from).
     ///
     /// # Errors
-    /// [`LoadError`] naming the workspace when a state cannot be read or parsed, or
-    /// the policy does not compile; the service then keeps the previous model.
-    fn load(&self) -> Result<Loaded, LoadError>;
+    /// [`LoadError::State`] naming the workspace when its state cannot be parsed (the
+    /// service then builds again with that workspace's last good state), or
+    /// [`LoadError::Policy`] when the policy does not compile; the service then keeps
+    /// the previous model.
+    fn load(
+        &self,
+        states: &[driftreactor_pipeline::estate::StateBytes],
+    ) -> Result<Loaded, LoadError>;
 }
 
 /// An error of any library, for [`LoadError`]'s causes.

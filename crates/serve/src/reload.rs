@@ -1,115 +1,204 @@
-//! State reload: poll the state files' `serial` / `lineage` and swap in a new model.
+//! State reload: every `state_reload_secs`, a conditional read of each workspace's
+//! state and a look at Terraform's lock; workspace sets re-listed every
+//! `list_interval_secs`; a new model swapped in atomically when something changed.
+//!
+//! One tick (see [`crate::states`] for what the [`StateSet`] keeps):
+//! 1. every workspace set whose interval elapsed is listed: new workspaces are added
+//!    (read in this same tick), gone ones removed; a failed listing keeps the
+//!    previous list and shows its error on `/readyz`;
+//! 2. every workspace's state is read conditionally (`previous` = the version last
+//!    fetched: an unchanged object costs one small request and downloads nothing) and
+//!    its lock looked at, [`crate::states::READ_CONCURRENCY`] at a time;
+//! 3. when a state changed or a workspace came or went, the model is rebuilt from the
+//!    new bytes of the changed workspaces and the last good bytes (in memory) of the
+//!    others, and swapped in. A workspace whose new bytes are not a state is left at
+//!    its last good state in that rebuild (the others still move forward);
+//! 4. a workspace that fails ([`UNREADABLE_CHECKS`] checks in a row: not a file just
+//!    caught mid-write) is logged as a warning, counted once in
+//!    `state_reloads_total{result="error"}` and shown on `/readyz` (`state_error`, and
+//!    its own `error`) until it reads again.
 
-use std::path::Path;
+use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use serde::Deserialize;
+use driftreactor_pipeline::estate::StateBytes;
+use driftreactor_state::{Fetch, Version};
 use tokio_util::sync::CancellationToken;
 
 use crate::Ctx;
 use crate::metrics::RunLabels;
+use crate::model::LoadError;
+use crate::states::{Entry, StateSet, look_at_locks, read_conditionally};
 
-/// The two fields of a Terraform state (format version 4) that change on every write
-/// (`serial`) or on a new state (`lineage`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct StateProbe {
-    /// `serial`.
-    pub serial: u64,
-    /// `lineage`.
-    pub lineage: String,
-}
+/// Checks in a row a workspace's state may stay unreadable (a local file being
+/// written reads as truncated JSON; a store may blink) before it counts as a failed
+/// reload and shows on `/readyz`.
+pub const UNREADABLE_CHECKS: u32 = 3;
 
-/// Reads `serial` and `lineage` of the state file at `path`.
-///
-/// # Errors
-/// A plain-words reason naming the file (missing, being written, not a state).
-pub fn probe(path: &Path) -> Result<StateProbe, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    serde_json::from_slice(&bytes)
-        .map_err(|e| format!("{}: no serial/lineage: {e}", path.display()))
-}
-
-/// Checks in a row a state file may stay unreadable (a write in progress reads as
-/// truncated JSON) before it counts as a failed reload.
-pub(crate) const UNREADABLE_CHECKS: u32 = 3;
-
-/// Records (or clears, with `None`) why the states on disk are not the graph in use.
-fn set_state_error(ctx: &Ctx, error: Option<String>) {
-    if let Ok(mut e) = ctx.state_error.lock() {
-        *e = error;
-    }
-}
+/// A workspace's newly fetched state (bytes and version), not yet in the graph.
+type Candidate = Option<(Arc<[u8]>, Version)>;
 
 fn count_failed_reload(ctx: &Ctx) {
     ctx.metrics.reloads.get_or_create(&RunLabels::ERROR).inc();
 }
 
-/// Polls every `interval` until `shutdown`; reloads when a state changed.
-///
-/// A state file that stays unreadable for [`UNREADABLE_CHECKS`] checks in a row (not
-/// just caught mid-write) is logged as a warning, counted once as a failed reload and
-/// shown on `/readyz` (`state_error`) until it reads again; the previous graph stays in
-/// use meanwhile.
-pub(crate) async fn run(ctx: Arc<Ctx>, interval: Duration, shutdown: CancellationToken) {
-    let mut failed: Option<Vec<StateProbe>> = None;
-    let mut unreadable: u32 = 0;
+/// Records one failed check of `e` with `message` (naming the workspace, the
+/// location and the store's answer).
+fn fail(ctx: &Ctx, e: &mut Entry, message: String) {
+    e.failures = e.failures.saturating_add(1);
+    if e.failures == UNREADABLE_CHECKS {
+        tracing::warn!(workspace = %e.ws.name(), reason = %message, checks = UNREADABLE_CHECKS, "State unreadable; keeping its last good state.");
+        count_failed_reload(ctx);
+    } else {
+        tracing::debug!(workspace = %e.ws.name(), reason = %message, "State not readable now; keeping its last good state.");
+    }
+    e.error = Some(message);
+}
+
+/// Records one successful check of `e` at `now`.
+fn succeed(e: &mut Entry, now: SystemTime) {
+    if e.failures >= UNREADABLE_CHECKS {
+        tracing::info!(workspace = %e.ws.name(), "State readable again.");
+    }
+    e.failures = 0;
+    e.error = None;
+    e.last_check = Some(now);
+}
+
+/// Polls every `interval` until `shutdown` (see the module documentation).
+pub(crate) async fn run(
+    ctx: Arc<Ctx>,
+    mut set: StateSet,
+    interval: Duration,
+    shutdown: CancellationToken,
+) {
     loop {
         tokio::select! {
             () = shutdown.cancelled() => return,
             () = tokio::time::sleep(interval) => {}
         }
-        let current = ctx.state.load_full();
-        let paths: Vec<_> = current.states.iter().map(|s| s.path.clone()).collect();
-        let probes = match tokio::task::spawn_blocking(move || {
-            paths
-                .iter()
-                .map(|p| probe(p))
-                .collect::<Result<Vec<_>, _>>()
-        })
-        .await
-        {
-            Ok(Ok(p)) => p,
-            Ok(Err(reason)) => {
-                // A state being rewritten reads as truncated: try again next tick, and
-                // only a file that stays so is a failure.
-                unreadable = unreadable.saturating_add(1);
-                if unreadable == UNREADABLE_CHECKS {
-                    tracing::warn!(reason = %reason, checks = UNREADABLE_CHECKS, "State file unreadable; keeping the previous graph.");
-                    count_failed_reload(&ctx);
-                    set_state_error(&ctx, Some(reason.to_string()));
-                } else {
-                    tracing::debug!(reason = %reason, "State file not readable now; keeping the current graph.");
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tick(&ctx, &mut set) => {}
+        }
+    }
+}
+
+/// One reload tick.
+pub(crate) async fn tick(ctx: &Ctx, set: &mut StateSet) {
+    let before: BTreeSet<String> = set.names().into_iter().collect();
+    let mut rebuild = set.relist(tokio::time::Instant::now()).await;
+    // (A workspace added by a listing is read below, and rebuilt with the others.)
+    let after: BTreeSet<String> = set.names().into_iter().collect();
+    let gone: Vec<&String> = before.difference(&after).collect();
+    if !gone.is_empty() {
+        ctx.metrics
+            .forget_workspaces(gone.iter().map(|s| s.as_str()));
+    }
+
+    let (reads, locks) = tokio::join!(
+        read_conditionally(&set.entries),
+        look_at_locks(&set.entries)
+    );
+    let now = SystemTime::now();
+    let mut candidates: Vec<Candidate> = vec![None; set.entries.len()];
+    for (i, (e, read)) in set.entries.iter_mut().zip(reads).enumerate() {
+        match read {
+            Ok(Fetch::Unchanged) => {
+                let good = e.good.as_ref().map(|(_, v)| v);
+                if e.good.is_some() && good == e.tried.as_ref() {
+                    succeed(e, now);
+                } else if let Some(message) = e.error.clone() {
+                    // Still the version that did not build.
+                    fail(ctx, e, message);
                 }
-                continue;
             }
-            Err(_) => continue,
-        };
-        if unreadable >= UNREADABLE_CHECKS {
-            tracing::info!("State files readable again.");
-            if failed.is_none() {
-                set_state_error(&ctx, None);
+            Ok(Fetch::Changed { bytes, version }) => {
+                e.tried = Some(version.clone());
+                candidates[i] = Some((bytes.into(), version));
+                rebuild = true;
+            }
+            Err(err) => {
+                let message = format!("workspace {}: {err}", e.ws.name());
+                fail(ctx, e, message);
             }
         }
-        unreadable = 0;
-        let changed = current
-            .states
+    }
+    for (e, lock) in set.entries.iter_mut().zip(locks) {
+        match lock {
+            Ok(lock) => {
+                if lock != e.lock {
+                    match &lock {
+                        Some(l) => {
+                            tracing::info!(workspace = %e.ws.name(), id = ?l.id, who = ?l.who, operation = ?l.operation, "State locked (an apply or plan is running).")
+                        }
+                        None => tracing::info!(workspace = %e.ws.name(), "State lock released."),
+                    }
+                }
+                e.lock = lock;
+                e.lock_error = None;
+            }
+            // The lock stays as last seen.
+            Err(err) => e.lock_error = Some(err.to_string()),
+        }
+    }
+    if rebuild {
+        let membership = before != after || candidates.iter().all(Option::is_none);
+        build(ctx, set, &mut candidates, membership, now).await;
+    }
+    ctx.metrics.mark_states_checked(
+        set.entries
             .iter()
-            .zip(&probes)
-            .any(|(s, p)| s.serial != p.serial || s.lineage != p.lineage);
-        if !changed {
-            ctx.metrics.mark_states_checked(
-                current.states.iter().map(|s| s.workspace.as_str()),
-                std::time::SystemTime::now(),
-            );
-            continue;
+            .filter(|e| e.last_check == Some(now))
+            .map(|e| e.ws.name()),
+        now,
+    );
+    ctx.metrics
+        .set_state_locks(set.entries.iter().map(|e| (e.ws.name(), e.lock.is_some())));
+    set.publish(UNREADABLE_CHECKS);
+}
+
+/// Rebuilds the model from `candidates` (new bytes by entry) and the last good bytes
+/// of the others; a candidate that does not build is dropped (its workspace keeps its
+/// last good state) and the build tried again without it, unless nothing is left to
+/// change (`membership`: workspaces came or went, so a rebuild is due anyway).
+async fn build(
+    ctx: &Ctx,
+    set: &mut StateSet,
+    candidates: &mut [Candidate],
+    membership: bool,
+    now: SystemTime,
+) {
+    loop {
+        if !membership && candidates.iter().all(Option::is_none) {
+            // Every changed state was refused: the graph in use is still current.
+            return;
         }
-        if failed.as_ref() == Some(&probes) {
-            continue;
-        }
+        let inputs: Vec<StateBytes> = set
+            .entries
+            .iter()
+            .zip(candidates.iter())
+            .filter_map(|(e, c)| match c {
+                Some((bytes, _)) => {
+                    Some(StateBytes::new(e.ws.name(), e.ws.location(), bytes.clone()))
+                }
+                None => e.good_state(),
+            })
+            .collect();
         let loader = ctx.loader.clone();
-        match tokio::task::spawn_blocking(move || loader.load()).await {
-            Ok(Ok(loaded)) => {
+        let result = tokio::task::spawn_blocking(move || loader.load(&inputs))
+            .await
+            .unwrap_or_else(|e| Err(LoadError::Aborted(e.to_string())));
+        match result {
+            Ok(loaded) => {
+                for (e, c) in set.entries.iter_mut().zip(candidates.iter_mut()) {
+                    if let Some((bytes, version)) = c.take() {
+                        e.good = Some((bytes, version));
+                        succeed(e, now);
+                    }
+                }
+                let current = ctx.state.load_full();
                 // Log the workspaces whose state changed, not every one.
                 for s in loaded.states.iter().filter(|s| {
                     !current.states.iter().any(|c| {
@@ -118,25 +207,43 @@ pub(crate) async fn run(ctx: Arc<Ctx>, interval: Duration, shutdown: Cancellatio
                 }) {
                     tracing::info!(workspace = %s.workspace, serial = s.serial, lineage = %s.lineage, "Reloaded state graph.");
                 }
-                ctx.metrics.mark_states_checked(
-                    loaded.states.iter().map(|s| s.workspace.as_str()),
-                    std::time::SystemTime::now(),
-                );
                 ctx.state.store(Arc::new(loaded));
                 ctx.metrics.reloads.get_or_create(&RunLabels::OK).inc();
-                failed = None;
-                set_state_error(&ctx, None);
+                set.load_error = None;
+                return;
             }
-            Ok(Err(reason)) => {
-                tracing::warn!(reason = %reason, "State reload failed; keeping the previous graph.");
-                count_failed_reload(&ctx);
-                set_state_error(&ctx, Some(reason.to_string()));
-                failed = Some(probes);
+            Err(LoadError::State { workspace, source }) => {
+                let culprit = set
+                    .entries
+                    .iter()
+                    .zip(candidates.iter())
+                    .position(|(e, c)| c.is_some() && e.ws.name() == workspace);
+                let message = format!(
+                    "workspace {workspace}: {}",
+                    driftreactor_source::registry::chain(&*source)
+                );
+                match culprit {
+                    Some(i) => {
+                        candidates[i] = None;
+                        fail(ctx, &mut set.entries[i], message);
+                        // Again, without it (nothing else to do when no other changed
+                        // and no workspace came or went: the graph in use is current).
+                    }
+                    None => {
+                        // A last good state that no longer builds: cannot happen short
+                        // of a bug; keep the graph in use.
+                        tracing::warn!(reason = %message, "State reload failed; keeping the previous graph.");
+                        count_failed_reload(ctx);
+                        set.load_error = Some(message);
+                        return;
+                    }
+                }
             }
-            Err(_) => {
-                count_failed_reload(&ctx);
-                set_state_error(&ctx, Some("the state loader panicked".to_owned()));
-                failed = Some(probes);
+            Err(other) => {
+                tracing::warn!(reason = %other, "State reload failed; keeping the previous graph.");
+                count_failed_reload(ctx);
+                set.load_error = Some(other.to_string());
+                return;
             }
         }
     }

@@ -194,6 +194,7 @@ async fn clear_endpoint_requires_the_admin_token_when_configured() {
         after_commit: Some(hook.clone()),
         journal: None,
         redactor: None,
+        states: None,
     })
     .await
     .unwrap();

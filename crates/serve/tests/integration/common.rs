@@ -189,21 +189,21 @@ impl TestLoader {
 }
 
 impl ModelLoader for TestLoader {
-    fn load(&self) -> Result<Loaded, LoadError> {
+    /// Builds from the bytes the service read through each workspace's state source.
+    fn load(&self, inputs: &[driftreactor_pipeline::StateBytes]) -> Result<Loaded, LoadError> {
         let mut resources = Vec::new();
         let mut states = Vec::new();
-        for (ws, path) in &self.workspaces {
+        for input in inputs {
+            let ws = &input.workspace;
             let failed = |e: String| LoadError::State {
                 workspace: ws.clone(),
                 source: e.into(),
             };
-            let bytes =
-                std::fs::read(path).map_err(|e| failed(format!("{}: {e}", path.display())))?;
-            let v: Value = serde_json::from_slice(&bytes)
-                .map_err(|e| failed(format!("{}: {e}", path.display())))?;
+            let v: Value = serde_json::from_slice(&input.bytes)
+                .map_err(|e| failed(format!("{}: {e}", input.origin)))?;
             states.push(StateInfo {
                 workspace: ws.clone(),
-                path: path.clone(),
+                path: PathBuf::from(&input.origin),
                 serial: v["serial"]
                     .as_u64()
                     .ok_or_else(|| failed("no serial".into()))?,
@@ -331,6 +331,7 @@ impl Harness {
             after_commit,
             journal: None,
             redactor: None,
+            states: None,
         })
         .await
         .unwrap();

@@ -43,6 +43,7 @@ fn serve_child() {
             after_commit: None,
             journal: None,
             redactor: None,
+            states: None,
         })
         .await
         .unwrap();

@@ -91,6 +91,7 @@ async fn start_with_journal(section: &str) -> (tempfile::TempDir, String) {
         after_commit: None,
         journal: None,
         redactor: None,
+        states: None,
     })
     .await;
     let message = match result {

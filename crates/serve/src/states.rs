@@ -1,0 +1,1117 @@
+//! Where each workspace's state comes from, for `serve`, `replay` and `validate`: one
+//! loading path for every kind of workspace.
+//!
+//! Every workspace, whatever its backend, is a `driftreactor_state::StateSource`
+//! ([`open_workspace`]): a local file, an object in S3 / GCS / Azure Blob Storage, an
+//! HCP Terraform / Terraform Enterprise workspace (`tfe://`), or a `state_command`. A
+//! `[[workspace_sets]]` entry is listed ([`discover`]) into one workspace per state
+//! found. The bytes each source returns are built into the graph by
+//! [`driftreactor_pipeline::estate::load_bytes`] (one parse gives the graph, the
+//! states' facts and their sensitive values). Fetching is asynchronous I/O and lives
+//! here; the graph building stays pure in the pipeline crate.
+//!
+//! `serve` keeps a [`StateSet`]: the workspaces with their sources, the **last good
+//! bytes** of each state (so a rebuild after one workspace changed downloads only that
+//! one, and a workspace that cannot be read now keeps its last good state in every new
+//! graph), the version last tried (so a bad object is not downloaded again until it
+//! changes), Terraform's lock as last seen, and the workspace sets with their last
+//! listing. The reload task (`crate::reload`) is its only writer; readers get
+//! snapshots: [`LockTable`] (is workspace W's state locked now?), [`WorkspaceTable`]
+//! (the current workspaces, name → config) and the `/readyz` report.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use driftreactor_config::{Config, WorkspaceConfig, WorkspaceSetConfig};
+use driftreactor_pipeline::estate::StateBytes;
+use driftreactor_state::{
+    ErrorKind, Fetch, LockInfo, SourceError, StateLister, StateLocation, StateSource, Version,
+};
+use serde::Serialize;
+use tokio::sync::watch;
+
+/// How long a `state_command` may run before its process group is killed, seconds
+/// (`terraform state pull` of a large state over a slow backend included).
+pub const STATE_COMMAND_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How many workspaces are read (or looked at for their lock) at once.
+pub const READ_CONCURRENCY: usize = 16;
+
+/// Why a workspace's state or a workspace set could not be opened, listed or read.
+/// Each message names the workspace (or set), the location (a path or URL, never a
+/// credential) and the store's answer.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A workspace's state source could not be opened or read.
+    #[error("workspace {workspace}: {source}")]
+    Workspace {
+        /// The workspace name.
+        workspace: String,
+        /// The config field (`workspaces[2].state`, `workspace_sets[0].state`).
+        field: String,
+        /// The state source's error: location, kind and the store's answer.
+        #[source]
+        source: SourceError,
+    },
+    /// A workspace set could not be listed.
+    #[error("workspace set {set}: cannot list {}: {}", source.location, source.message)]
+    List {
+        /// The set's name.
+        set: String,
+        /// The config field (`workspace_sets[0].state`).
+        field: String,
+        /// The lister's error.
+        #[source]
+        source: SourceError,
+    },
+    /// Two workspaces have the same name (a set found a workspace `[[workspaces]]`
+    /// already names, or two sets found the same name).
+    #[error("workspace {workspace} is defined twice (by {first} and by {second})")]
+    Duplicate {
+        /// The name.
+        workspace: String,
+        /// Where it was first defined (`[[workspaces]]` or `workspace set NAME`).
+        first: String,
+        /// The config field of the second definition.
+        field: String,
+        /// Where it was found again.
+        second: String,
+    },
+}
+
+impl Error {
+    /// The config field the error is about (`workspaces[i].state`,
+    /// `workspace_sets[i].state`).
+    pub fn field(&self) -> &str {
+        match self {
+            Error::Workspace { field, .. }
+            | Error::List { field, .. }
+            | Error::Duplicate { field, .. } => field,
+        }
+    }
+
+    /// The store's kind of failure, when a store answered.
+    pub fn kind(&self) -> Option<ErrorKind> {
+        match self {
+            Error::Workspace { source, .. } | Error::List { source, .. } => Some(source.kind),
+            Error::Duplicate { .. } => None,
+        }
+    }
+
+    /// The error as the config crate's error naming `config`'s file, the field and
+    /// this error's message (what `validate`, `replay` and `serve` print at start).
+    pub fn to_config_error(&self, config: &Config) -> driftreactor_config::Error {
+        driftreactor_config::Error::Invalid {
+            path: config.path.clone().unwrap_or_default(),
+            field: self.field().to_owned(),
+            reason: self.to_string(),
+        }
+    }
+}
+
+/// Opens the state source of `ws`: its `state_command` (run in `dir`, else in
+/// `base_dir`, the config file's folder, with the workspace's `env`, stopped after
+/// [`STATE_COMMAND_TIMEOUT`]), else its `state` location (a path, `s3://`, `gs://`,
+/// `az://`, `https://ACCOUNT.blob.core.windows.net/…`, `tfe://` with
+/// `tfe_token_env`). Builds clients only: nothing is requested yet.
+///
+/// # Errors
+/// The source's [`SourceError`] (kind `BadLocation`) naming the location.
+pub fn open_workspace(
+    ws: &WorkspaceConfig,
+    base_dir: &Path,
+) -> Result<Arc<dyn StateSource>, SourceError> {
+    if let Some(argv) = &ws.state_command {
+        let dir = ws.dir.clone().unwrap_or_else(|| base_dir.to_owned());
+        let source = driftreactor_state::open_command(
+            argv.clone(),
+            dir,
+            ws.env.clone(),
+            STATE_COMMAND_TIMEOUT,
+        )?;
+        return Ok(Arc::from(source));
+    }
+    let text = ws.state.to_string_lossy();
+    let location = StateLocation::parse(&text)?;
+    Ok(Arc::from(driftreactor_state::open(
+        &location,
+        ws.tfe_token_env.as_deref(),
+    )?))
+}
+
+/// The folder a config's relative paths and `state_command`s without `dir` are
+/// resolved against: the config file's folder (the current folder without a file).
+pub fn base_dir(config: &Config) -> PathBuf {
+    config
+        .path
+        .as_deref()
+        .and_then(Path::parent)
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// One workspace with its state source.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    /// Its settings: a `[[workspaces]]` entry, or the entry a workspace set made
+    /// ([`WorkspaceSetConfig::workspace`]).
+    pub config: WorkspaceConfig,
+    /// The workspace set that found it; `None` for a `[[workspaces]]` entry.
+    pub set: Option<String>,
+    /// The config field it comes from (`workspaces[1].state`, `workspace_sets[0].state`).
+    pub field: String,
+    /// Where its state is read.
+    pub source: Arc<dyn StateSource>,
+}
+
+impl Workspace {
+    /// The workspace name.
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// Where its state is read (path, URL or command), credentials removed.
+    pub fn location(&self) -> &str {
+        self.source.location()
+    }
+
+    fn error(&self, source: SourceError) -> Error {
+        Error::Workspace {
+            workspace: self.config.name.clone(),
+            field: self.field.clone(),
+            source,
+        }
+    }
+}
+
+/// A `[[workspace_sets]]` entry with its lister.
+#[derive(Debug)]
+struct Set {
+    config: WorkspaceSetConfig,
+    field: String,
+    lister: Box<dyn StateLister>,
+}
+
+impl Set {
+    fn open(i: usize, config: &WorkspaceSetConfig) -> Result<Self, Error> {
+        let field = format!("workspace_sets[{i}].state");
+        let lister = driftreactor_state::lister(
+            &config.state,
+            &config.tags,
+            config.tfe_token_env.as_deref(),
+        )
+        .map_err(|source| Error::List {
+            set: config.name.clone(),
+            field: field.clone(),
+            source,
+        })?;
+        Ok(Self {
+            config: config.clone(),
+            field,
+            lister,
+        })
+    }
+
+    /// The workspaces the set matches now.
+    async fn list(&self) -> Result<Vec<Workspace>, Error> {
+        let listed = self.lister.list().await.map_err(|source| Error::List {
+            set: self.config.name.clone(),
+            field: self.field.clone(),
+            source,
+        })?;
+        Ok(listed
+            .into_iter()
+            .map(|l| Workspace {
+                config: self.config.workspace(&l.workspace, l.source.location()),
+                set: Some(self.config.name.clone()),
+                field: self.field.clone(),
+                source: Arc::from(l.source),
+            })
+            .collect())
+    }
+}
+
+/// Adds `found` to `out`, refusing a name already taken.
+fn add_unique(out: &mut Vec<Workspace>, found: Workspace) -> Result<(), Error> {
+    if let Some(first) = out.iter().find(|w| w.name() == found.name()) {
+        let by = |w: &Workspace| match &w.set {
+            Some(s) => format!("workspace set {s}"),
+            None => "[[workspaces]]".to_owned(),
+        };
+        return Err(Error::Duplicate {
+            workspace: found.config.name.clone(),
+            first: by(first),
+            field: found.field.clone(),
+            second: by(&found),
+        });
+    }
+    out.push(found);
+    Ok(())
+}
+
+/// Every workspace of `config`: the `[[workspaces]]` in order, then each
+/// `[[workspace_sets]]` entry listed once (its workspaces sorted by name).
+///
+/// # Errors
+/// [`Error::Workspace`] for a state location that cannot be opened,
+/// [`Error::List`] for a set that cannot be listed, [`Error::Duplicate`] for a name
+/// found twice.
+pub async fn discover(config: &Config) -> Result<Vec<Workspace>, Error> {
+    let base = base_dir(config);
+    let mut out = Vec::new();
+    for (i, ws) in config.workspaces.iter().enumerate() {
+        let field = format!("workspaces[{i}].state");
+        let source = open_workspace(ws, &base).map_err(|source| Error::Workspace {
+            workspace: ws.name.clone(),
+            field: field.clone(),
+            source,
+        })?;
+        add_unique(
+            &mut out,
+            Workspace {
+                config: ws.clone(),
+                set: None,
+                field,
+                source,
+            },
+        )?;
+    }
+    for (i, set) in config.workspace_sets.iter().enumerate() {
+        for ws in Set::open(i, set)?.list().await? {
+            add_unique(&mut out, ws)?;
+        }
+    }
+    Ok(out)
+}
+
+/// One workspace's state as read: the bytes (with the workspace name and location)
+/// and their version.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    /// The state, for [`driftreactor_pipeline::estate::load_bytes`].
+    pub state: StateBytes,
+    /// Its version (ETag, generation, serial, hash of a command's output, or a file's
+    /// size and modification time).
+    pub version: Version,
+}
+
+/// Reads every workspace's state once (at most [`READ_CONCURRENCY`] at a time), in
+/// the order given.
+///
+/// # Errors
+/// [`Error::Workspace`] for the first workspace (in order) whose state cannot be read,
+/// naming the workspace, the location and the store's answer.
+pub async fn fetch(workspaces: &[Workspace]) -> Result<Vec<Fetched>, Error> {
+    let sources: Vec<Arc<dyn StateSource>> = workspaces.iter().map(|w| w.source.clone()).collect();
+    let reads = each(
+        sources,
+        |source| async move { source.read(None).await },
+        task_failed,
+    )
+    .await;
+    workspaces
+        .iter()
+        .zip(reads)
+        .map(|(ws, read)| match read {
+            Ok(Fetch::Changed { bytes, version }) => Ok(Fetched {
+                state: StateBytes::new(ws.name(), ws.location(), bytes),
+                version,
+            }),
+            // Only a source that was asked with a version answers this.
+            Ok(Fetch::Unchanged) => Err(ws.error(SourceError {
+                kind: ErrorKind::Other,
+                location: ws.location().to_owned(),
+                message: "the store answered `not modified` to an unconditional read".into(),
+            })),
+            Err(mut e) => {
+                if e.location.is_empty() {
+                    e.location = ws.location().to_owned();
+                }
+                Err(ws.error(e))
+            }
+        })
+        .collect()
+}
+
+/// [`discover`] then [`fetch`]: every workspace of `config` with its state, read once
+/// (`replay`, `validate`).
+///
+/// # Errors
+/// As [`discover`] and [`fetch`].
+pub async fn read_all(config: &Config) -> Result<(Vec<Workspace>, Vec<Fetched>), Error> {
+    let workspaces = discover(config).await?;
+    let fetched = fetch(&workspaces).await?;
+    Ok((workspaces, fetched))
+}
+
+/// Terraform's state lock as `/readyz` and `/v1/resources` show it (every field as
+/// much as the store says; null when unknown).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LockReport {
+    /// The lock's `ID` (or the locking run).
+    pub id: Option<String>,
+    /// Who holds it (`user@host`, or the run's creator).
+    pub who: Option<String>,
+    /// The operation (`OperationTypeApply`, `OperationTypePlan`).
+    pub operation: Option<String>,
+    /// When it was taken (RFC 3339).
+    pub created: Option<String>,
+}
+
+impl From<&LockInfo> for LockReport {
+    fn from(l: &LockInfo) -> Self {
+        Self {
+            id: l.id.clone(),
+            who: l.who.clone(),
+            operation: l.operation.clone(),
+            created: l.created.clone(),
+        }
+    }
+}
+
+/// "Who holds workspace W's state lock now?" as a closure ([`LockTable::to_fn`]).
+pub type LockFn = Arc<dyn Fn(&str) -> Option<LockInfo> + Send + Sync>;
+
+/// A snapshot view of Terraform's state locks, as the last reload tick saw them
+/// (every `state_reload_secs`): cheap to clone and to ask, never blocks on I/O.
+///
+/// The remediator's `StateLocks` trait (`fn lock(&self, workspace: &str) ->
+/// Option<LockInfo>`) is met by [`LockTable::lock`]; [`LockTable::to_fn`] gives the
+/// same as a closure.
+#[derive(Debug, Clone)]
+pub struct LockTable {
+    rx: watch::Receiver<Arc<BTreeMap<String, LockInfo>>>,
+}
+
+impl LockTable {
+    /// Who holds workspace `workspace`'s state lock now (as of the last tick), `None`
+    /// when it is not held, unknown (a `state_command`, a local file) or the
+    /// workspace is not known.
+    pub fn lock(&self, workspace: &str) -> Option<LockInfo> {
+        self.rx.borrow().get(workspace).cloned()
+    }
+
+    /// Every held lock, by workspace.
+    pub fn all(&self) -> Arc<BTreeMap<String, LockInfo>> {
+        self.rx.borrow().clone()
+    }
+
+    /// [`LockTable::lock`] as a shareable closure.
+    pub fn to_fn(&self) -> LockFn {
+        let this = self.clone();
+        Arc::new(move |w| this.lock(w))
+    }
+
+    /// A receiver that sees every change of the lock table (for a task that waits
+    /// until a lock is gone).
+    pub fn subscribe(&self) -> watch::Receiver<Arc<BTreeMap<String, LockInfo>>> {
+        self.rx.clone()
+    }
+}
+
+/// The current workspaces, name → settings: the `[[workspaces]]` and what the
+/// workspace sets found at their last listing (new ones appear, deleted ones go).
+#[derive(Debug, Clone)]
+pub struct WorkspaceTable {
+    rx: watch::Receiver<Arc<BTreeMap<String, WorkspaceConfig>>>,
+}
+
+impl WorkspaceTable {
+    /// The workspaces now.
+    pub fn current(&self) -> Arc<BTreeMap<String, WorkspaceConfig>> {
+        self.rx.borrow().clone()
+    }
+
+    /// One workspace's settings, when it exists now.
+    pub fn get(&self, workspace: &str) -> Option<WorkspaceConfig> {
+        self.rx.borrow().get(workspace).cloned()
+    }
+
+    /// A receiver that sees every change of the list (`changed().await`), e.g. to
+    /// hand the new list to the remediator.
+    pub fn subscribe(&self) -> watch::Receiver<Arc<BTreeMap<String, WorkspaceConfig>>> {
+        self.rx.clone()
+    }
+}
+
+/// One workspace on `/readyz` (besides its `serial` / `lineage` from the graph).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct WorkspaceReport {
+    /// Where its state is read (path, URL or command), no credential.
+    pub location: String,
+    /// The workspace set that found it, when one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub set: Option<String>,
+    /// Terraform's lock, when held ("an apply is running").
+    pub lock: Option<LockReport>,
+    /// Why the lock could not be looked at, at the last tick.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock_error: Option<String>,
+    /// Why its state cannot be read or is not a state (the graph keeps its last good
+    /// state): shown after [`crate::reload::UNREADABLE_CHECKS`] failed checks in a row.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The last successful check of its state, RFC 3339.
+    pub last_check: Option<String>,
+    /// Not in the graph yet: its state has not been read successfully once.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub pending: bool,
+}
+
+/// One workspace set on `/readyz`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SetReport {
+    /// The set's name.
+    pub name: String,
+    /// Its pattern, credentials removed.
+    pub pattern: String,
+    /// The workspaces it found at its last listing.
+    pub workspaces: usize,
+    /// The last successful listing, RFC 3339.
+    pub last_listed: Option<String>,
+    /// Why the last listing failed (the previous list stays in use).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What `/readyz` shows of the states, as of the last reload tick.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatesReport {
+    /// Per workspace.
+    pub workspaces: BTreeMap<String, WorkspaceReport>,
+    /// Per workspace set, in config order.
+    pub sets: Vec<SetReport>,
+    /// Every workspace error and failed listing on one line (`/readyz`
+    /// `state_error`); `None` when every state is current.
+    pub state_error: Option<String>,
+}
+
+fn rfc3339(t: SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// One workspace in a [`StateSet`].
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub ws: Workspace,
+    /// The last state that built into the graph, and its version.
+    pub good: Option<(Arc<[u8]>, Version)>,
+    /// The version last fetched (good or not): passed as `previous` so that an
+    /// unchanged bad object is not downloaded again.
+    pub tried: Option<Version>,
+    /// Failed checks in a row.
+    pub failures: u32,
+    /// The last failure's message.
+    pub error: Option<String>,
+    pub lock: Option<LockInfo>,
+    pub lock_error: Option<String>,
+    pub last_check: Option<SystemTime>,
+}
+
+impl Entry {
+    fn new(ws: Workspace) -> Self {
+        Self {
+            ws,
+            good: None,
+            tried: None,
+            failures: 0,
+            error: None,
+            lock: None,
+            lock_error: None,
+            last_check: None,
+        }
+    }
+
+    /// The bytes the next graph uses for this workspace, when it has any.
+    pub fn good_state(&self) -> Option<StateBytes> {
+        self.good
+            .as_ref()
+            .map(|(b, _)| StateBytes::new(self.ws.name(), self.ws.location(), b.clone()))
+    }
+}
+
+/// A workspace set in a [`StateSet`] and its last listing.
+#[derive(Debug)]
+pub(crate) struct SetEntry {
+    set: Set,
+    pub next_list: tokio::time::Instant,
+    pub last_listed: Option<SystemTime>,
+    pub error: Option<String>,
+    pub members: BTreeSet<String>,
+}
+
+impl SetEntry {
+    pub fn interval(&self) -> Duration {
+        Duration::from_secs(self.set.config.list_interval_secs.max(1))
+    }
+
+    pub fn name(&self) -> &str {
+        &self.set.config.name
+    }
+}
+
+/// The live set of workspaces `serve` reloads (see the module documentation): built
+/// and read once at start ([`StateSet::open`]), then owned by the reload task.
+#[derive(Debug)]
+pub struct StateSet {
+    pub(crate) entries: Vec<Entry>,
+    pub(crate) sets: Vec<SetEntry>,
+    locks: watch::Sender<Arc<BTreeMap<String, LockInfo>>>,
+    workspaces: watch::Sender<Arc<BTreeMap<String, WorkspaceConfig>>>,
+    report: Arc<arc_swap::ArcSwap<StatesReport>>,
+    /// Why the last rebuild failed as a whole (not one workspace's state).
+    pub(crate) load_error: Option<String>,
+}
+
+impl StateSet {
+    /// Opens every workspace of `config` ([`discover`]: the `[[workspace_sets]]` are
+    /// listed once), reads each state once and looks at each lock once.
+    ///
+    /// # Errors
+    /// As [`discover`] and [`fetch`]: a workspace that cannot be opened or read, a set
+    /// that cannot be listed; nothing is kept then. A lock that cannot be looked at is
+    /// not an error (it is shown on `/readyz`).
+    pub async fn open(config: &Config) -> Result<Self, Error> {
+        let mut sets = Vec::new();
+        let mut workspaces = Vec::new();
+        let base = base_dir(config);
+        for (i, ws) in config.workspaces.iter().enumerate() {
+            let field = format!("workspaces[{i}].state");
+            let source = open_workspace(ws, &base).map_err(|source| Error::Workspace {
+                workspace: ws.name.clone(),
+                field: field.clone(),
+                source,
+            })?;
+            add_unique(
+                &mut workspaces,
+                Workspace {
+                    config: ws.clone(),
+                    set: None,
+                    field,
+                    source,
+                },
+            )?;
+        }
+        let now = tokio::time::Instant::now();
+        for (i, cfg) in config.workspace_sets.iter().enumerate() {
+            let set = Set::open(i, cfg)?;
+            let found = set.list().await?;
+            let members = found.iter().map(|w| w.config.name.clone()).collect();
+            for ws in found {
+                add_unique(&mut workspaces, ws)?;
+            }
+            let interval = Duration::from_secs(cfg.list_interval_secs.max(1));
+            sets.push(SetEntry {
+                set,
+                next_list: now + interval,
+                last_listed: Some(SystemTime::now()),
+                error: None,
+                members,
+            });
+        }
+        let fetched = fetch(&workspaces).await?;
+        let checked = SystemTime::now();
+        let mut entries: Vec<Entry> = workspaces
+            .into_iter()
+            .zip(fetched)
+            .map(|(ws, f)| {
+                let mut e = Entry::new(ws);
+                e.good = Some((f.state.bytes, f.version.clone()));
+                e.tried = Some(f.version);
+                e.last_check = Some(checked);
+                e
+            })
+            .collect();
+        let locks = look_at_locks(&entries).await;
+        for (e, lock) in entries.iter_mut().zip(locks) {
+            match lock {
+                Ok(l) => e.lock = l,
+                Err(err) => e.lock_error = Some(err.to_string()),
+            }
+        }
+        let (locks, _) = watch::channel(Arc::new(BTreeMap::new()));
+        let (ws_tx, _) = watch::channel(Arc::new(BTreeMap::new()));
+        let this = Self {
+            entries,
+            sets,
+            locks,
+            workspaces: ws_tx,
+            report: Arc::new(arc_swap::ArcSwap::from_pointee(StatesReport::default())),
+            load_error: None,
+        };
+        this.publish(crate::reload::UNREADABLE_CHECKS);
+        Ok(this)
+    }
+
+    /// The states of every workspace, in load order (for the first graph).
+    pub fn states(&self) -> Vec<StateBytes> {
+        self.entries.iter().filter_map(Entry::good_state).collect()
+    }
+
+    /// The workspaces' names, in load order.
+    pub fn names(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .map(|e| e.ws.config.name.clone())
+            .collect()
+    }
+
+    /// The lock snapshot (kept current by the reload task once `serve` runs).
+    pub fn locks(&self) -> LockTable {
+        LockTable {
+            rx: self.locks.subscribe(),
+        }
+    }
+
+    /// The workspace list (kept current by the reload task once `serve` runs).
+    pub fn workspaces(&self) -> WorkspaceTable {
+        WorkspaceTable {
+            rx: self.workspaces.subscribe(),
+        }
+    }
+
+    /// The `/readyz` report's handle.
+    pub(crate) fn report(&self) -> Arc<arc_swap::ArcSwap<StatesReport>> {
+        self.report.clone()
+    }
+
+    /// Publishes the snapshots (locks, workspaces, report); errors show once they
+    /// failed `show_after` checks in a row.
+    pub(crate) fn publish(&self, show_after: u32) {
+        let locks: BTreeMap<String, LockInfo> = self
+            .entries
+            .iter()
+            .filter_map(|e| e.lock.clone().map(|l| (e.ws.config.name.clone(), l)))
+            .collect();
+        self.locks.send_if_modified(|old| {
+            if **old == locks {
+                return false;
+            }
+            *old = Arc::new(locks);
+            true
+        });
+        let workspaces: BTreeMap<String, WorkspaceConfig> = self
+            .entries
+            .iter()
+            .map(|e| (e.ws.config.name.clone(), e.ws.config.clone()))
+            .collect();
+        self.workspaces.send_if_modified(|old| {
+            if **old == workspaces {
+                return false;
+            }
+            *old = Arc::new(workspaces);
+            true
+        });
+        let mut errors = Vec::new();
+        let mut report = StatesReport::default();
+        for e in &self.entries {
+            let error = e
+                .error
+                .clone()
+                .filter(|_| e.failures >= show_after || e.good.is_none());
+            if let Some(msg) = &error {
+                errors.push(msg.clone());
+            }
+            report.workspaces.insert(
+                e.ws.config.name.clone(),
+                WorkspaceReport {
+                    location: e.ws.location().to_owned(),
+                    set: e.ws.set.clone(),
+                    lock: e.lock.as_ref().map(LockReport::from),
+                    lock_error: e.lock_error.clone(),
+                    error,
+                    last_check: e.last_check.map(rfc3339),
+                    pending: e.good.is_none(),
+                },
+            );
+        }
+        for s in &self.sets {
+            if let Some(msg) = &s.error {
+                errors.push(msg.clone());
+            }
+            report.sets.push(SetReport {
+                name: s.set.config.name.clone(),
+                pattern: s.set.lister.pattern().to_owned(),
+                workspaces: s.members.len(),
+                last_listed: s.last_listed.map(rfc3339),
+                error: s.error.clone(),
+            });
+        }
+        if let Some(msg) = &self.load_error {
+            errors.push(msg.clone());
+        }
+        report.state_error = (!errors.is_empty()).then(|| errors.join("; "));
+        self.report.store(Arc::new(report));
+    }
+
+    /// Lists every set whose interval elapsed at `now`: new workspaces are added
+    /// (without a state yet: the next read fetches it), gone ones removed. A failed
+    /// listing keeps the previous list and records the error. Returns whether the
+    /// workspace list changed.
+    pub(crate) async fn relist(&mut self, now: tokio::time::Instant) -> bool {
+        let mut changed = false;
+        for i in 0..self.sets.len() {
+            if self.sets[i].next_list > now {
+                continue;
+            }
+            self.sets[i].next_list = now + self.sets[i].interval();
+            let name = self.sets[i].name().to_owned();
+            match self.sets[i].set.list().await {
+                Err(e) => {
+                    tracing::warn!(set = %name, error = %e, "Workspace set listing failed; keeping the previous list.");
+                    self.sets[i].error = Some(e.to_string());
+                }
+                Ok(found) => {
+                    let set = &mut self.sets[i];
+                    set.error = None;
+                    set.last_listed = Some(SystemTime::now());
+                    let names: BTreeSet<String> =
+                        found.iter().map(|w| w.config.name.clone()).collect();
+                    let gone: Vec<String> = set.members.difference(&names).cloned().collect();
+                    set.members = names;
+                    for g in &gone {
+                        tracing::info!(set = %name, workspace = %g, "Workspace gone from its set.");
+                    }
+                    let before = self.entries.len();
+                    self.entries.retain(|e| {
+                        e.ws.set.as_deref() != Some(name.as_str())
+                            || !gone.contains(&e.ws.config.name)
+                    });
+                    changed |= self.entries.len() != before;
+                    for ws in found {
+                        match self.entries.iter_mut().find(|e| e.ws.name() == ws.name()) {
+                            Some(e) if e.ws.set.as_deref() == Some(name.as_str()) => {
+                                // Still there: keep its source (and its versions).
+                            }
+                            Some(_) => {
+                                let msg = format!(
+                                    "workspace set {name}: found workspace {} that another entry already defines; ignored",
+                                    ws.name()
+                                );
+                                tracing::warn!("{msg}");
+                                self.sets[i].error = Some(msg);
+                            }
+                            None => {
+                                tracing::info!(set = %name, workspace = %ws.name(), location = %ws.location(), "New workspace in its set.");
+                                self.entries.push(Entry::new(ws));
+                                changed = true;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        changed
+    }
+}
+
+/// Runs `work` on each of `items`, at most [`READ_CONCURRENCY`] at once (each its own
+/// task), and returns the results in the order of `items`. A task that panicked (a
+/// bug) answers `panicked(message)`.
+async fn each<I, T, F, Fut>(items: Vec<I>, work: F, panicked: fn(String) -> T) -> Vec<T>
+where
+    I: Send + 'static,
+    T: Send + 'static,
+    F: Fn(I) -> Fut,
+    Fut: std::future::Future<Output = T> + Send + 'static,
+{
+    let permits = Arc::new(tokio::sync::Semaphore::new(READ_CONCURRENCY));
+    let mut tasks = tokio::task::JoinSet::new();
+    let n = items.len();
+    for (i, item) in items.into_iter().enumerate() {
+        let permits = permits.clone();
+        let fut = work(item);
+        tasks.spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            (i, fut.await)
+        });
+    }
+    let mut out: Vec<Option<T>> = (0..n).map(|_| None).collect();
+    while let Some(done) = tasks.join_next().await {
+        match done {
+            Ok((i, r)) => out[i] = Some(r),
+            Err(e) => tracing::error!(error = %e, "A state read task failed."),
+        }
+    }
+    out.into_iter()
+        .map(|r| r.unwrap_or_else(|| panicked("the state read task stopped unexpectedly".into())))
+        .collect()
+}
+
+fn task_failed<T>(message: String) -> Result<T, SourceError> {
+    Err(SourceError {
+        kind: ErrorKind::Other,
+        location: String::new(),
+        message,
+    })
+}
+
+/// Looks at every entry's lock, at most [`READ_CONCURRENCY`] at a time, in order.
+pub(crate) async fn look_at_locks(entries: &[Entry]) -> Vec<Result<Option<LockInfo>, SourceError>> {
+    let sources: Vec<Arc<dyn StateSource>> = entries.iter().map(|e| e.ws.source.clone()).collect();
+    each(
+        sources,
+        |source| async move { source.lock().await },
+        task_failed,
+    )
+    .await
+}
+
+/// Reads every entry conditionally (`previous` = the version last tried), at most
+/// [`READ_CONCURRENCY`] at a time, in order.
+pub(crate) async fn read_conditionally(entries: &[Entry]) -> Vec<Result<Fetch, SourceError>> {
+    let jobs: Vec<(Arc<dyn StateSource>, Option<Version>)> = entries
+        .iter()
+        .map(|e| (e.ws.source.clone(), e.tried.clone()))
+        .collect();
+    each(
+        jobs,
+        |(source, previous)| async move { source.read(previous.as_ref()).await },
+        task_failed,
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STATE: &str = r#"{"version": 4, "terraform_version": "1.11.4", "serial": 3, "lineage": "l", "outputs": {}, "resources": []}"#;
+
+    #[tokio::test]
+    async fn files_and_commands_are_read_through_their_sources() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("prod.tfstate"), STATE).unwrap();
+        let config = Config::parse(
+            "[[workspaces]]\nname = \"prod\"\nstate = \"prod.tfstate\"\n\
+             [[workspaces]]\nname = \"cmd\"\nstate_command = [\"cat\", \"prod.tfstate\"]\n",
+            &dir.path().join("driftreactor.toml"),
+        )
+        .unwrap();
+        let (ws, fetched) = read_all(&config).await.unwrap();
+        assert_eq!(ws.len(), 2);
+        assert_eq!(fetched[0].state.workspace, "prod");
+        assert_eq!(&*fetched[1].state.bytes, STATE.as_bytes());
+        assert!(
+            ws[1].location().contains("state_command"),
+            "{}",
+            ws[1].location()
+        );
+    }
+
+    /// A source whose lock is held by `ci@runner`.
+    #[derive(Debug)]
+    struct Locked;
+
+    impl StateSource for Locked {
+        fn location(&self) -> &str {
+            "s3://tfstate/prod.tfstate"
+        }
+        fn read<'a>(
+            &'a self,
+            _previous: Option<&'a Version>,
+        ) -> driftreactor_state::BoxFuture<'a, Result<Fetch, SourceError>> {
+            Box::pin(async { Ok(Fetch::Unchanged) })
+        }
+        fn lock<'a>(
+            &'a self,
+        ) -> driftreactor_state::BoxFuture<'a, Result<Option<LockInfo>, SourceError>> {
+            Box::pin(async {
+                Ok(Some(LockInfo {
+                    id: Some("5e1a".into()),
+                    who: Some("ci@runner".into()),
+                    ..LockInfo::default()
+                }))
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn the_lock_and_workspace_tables_follow_what_is_published() {
+        let config = Config::parse(
+            "[[workspaces]]\nname = \"prod\"\nstate = \"s3://tfstate/prod.tfstate\"\n",
+            Path::new("/etc/dr/driftreactor.toml"),
+        )
+        .unwrap();
+        let ws = Workspace {
+            config: config.workspaces[0].clone(),
+            set: None,
+            field: "workspaces[0].state".into(),
+            source: Arc::new(Locked),
+        };
+        let (locks, _) = watch::channel(Arc::new(BTreeMap::new()));
+        let (workspaces, _) = watch::channel(Arc::new(BTreeMap::new()));
+        let mut set = StateSet {
+            entries: vec![Entry::new(ws)],
+            sets: Vec::new(),
+            locks,
+            workspaces,
+            report: Arc::new(arc_swap::ArcSwap::from_pointee(StatesReport::default())),
+            load_error: None,
+        };
+        let table = set.locks();
+        let to_fn = table.to_fn();
+        let list = set.workspaces();
+        assert_eq!(table.lock("prod"), None);
+        let seen = look_at_locks(&set.entries).await;
+        set.entries[0].lock = seen.into_iter().next().unwrap().unwrap();
+        set.publish(3);
+        assert_eq!(
+            table.lock("prod").unwrap().who.as_deref(),
+            Some("ci@runner")
+        );
+        assert_eq!(to_fn("prod").unwrap().id.as_deref(), Some("5e1a"));
+        assert_eq!(table.lock("staging"), None);
+        assert_eq!(list.get("prod").unwrap().name, "prod");
+        let report = set.report().load_full();
+        let prod = &report.workspaces["prod"];
+        assert_eq!(prod.location, "s3://tfstate/prod.tfstate");
+        assert_eq!(prod.lock.as_ref().unwrap().id.as_deref(), Some("5e1a"));
+        // Never read successfully: pending, and its error shows at once.
+        assert!(prod.pending);
+        set.entries[0].error = Some("workspace prod: s3://tfstate/prod.tfstate: denied".into());
+        set.publish(3);
+        assert!(
+            set.report()
+                .load()
+                .state_error
+                .as_deref()
+                .unwrap()
+                .contains("denied")
+        );
+    }
+
+    /// A lister answering its scripted listings in turn (an `Err` is a failed one).
+    #[derive(Debug)]
+    struct Scripted(std::sync::Mutex<Vec<Result<Vec<&'static str>, &'static str>>>);
+
+    impl StateLister for Scripted {
+        fn pattern(&self) -> &str {
+            "s3://tfstate/env/*/terraform.tfstate"
+        }
+        fn list<'a>(
+            &'a self,
+        ) -> driftreactor_state::BoxFuture<'a, Result<Vec<driftreactor_state::Listed>, SourceError>>
+        {
+            let next = self.0.lock().unwrap().remove(0);
+            Box::pin(async move {
+                match next {
+                    Ok(names) => Ok(names
+                        .into_iter()
+                        .map(|n| driftreactor_state::Listed {
+                            workspace: n.to_owned(),
+                            source: Box::new(Locked),
+                        })
+                        .collect()),
+                    Err(answer) => Err(SourceError {
+                        kind: ErrorKind::AccessDenied,
+                        location: "s3://tfstate/env/*/terraform.tfstate".into(),
+                        message: answer.into(),
+                    }),
+                }
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_relisting_adds_and_removes_workspaces_and_a_failed_one_keeps_the_list() {
+        let config = Config::parse(
+            "[[workspace_sets]]\nname = \"envs\"\nprefix = \"aws-\"\nstate = \"s3://tfstate/env/*/terraform.tfstate\"\nlist_interval_secs = 1\n",
+            Path::new("/etc/dr/driftreactor.toml"),
+        )
+        .unwrap();
+        let set = Set {
+            config: config.workspace_sets[0].clone(),
+            field: "workspace_sets[0].state".into(),
+            lister: Box::new(Scripted(std::sync::Mutex::new(vec![
+                Ok(vec!["blue", "green"]),
+                Err("AccessDenied: no s3:ListBucket"),
+                Ok(vec!["green", "white"]),
+            ]))),
+        };
+        let now = tokio::time::Instant::now();
+        let (locks, _) = watch::channel(Arc::new(BTreeMap::new()));
+        let (workspaces, _) = watch::channel(Arc::new(BTreeMap::new()));
+        let mut states = StateSet {
+            entries: Vec::new(),
+            sets: vec![SetEntry {
+                set,
+                next_list: now,
+                last_listed: None,
+                error: None,
+                members: BTreeSet::new(),
+            }],
+            locks,
+            workspaces,
+            report: Arc::new(arc_swap::ArcSwap::from_pointee(StatesReport::default())),
+            load_error: None,
+        };
+        let list = states.workspaces();
+        assert!(states.relist(now).await);
+        assert_eq!(states.names(), ["aws-blue", "aws-green"]);
+        // Not due yet: nothing is listed.
+        assert!(!states.relist(now).await);
+        let later = now + Duration::from_secs(1);
+        assert!(
+            !states.relist(later).await,
+            "a failed listing changes nothing"
+        );
+        assert_eq!(states.names(), ["aws-blue", "aws-green"]);
+        states.publish(3);
+        let report = states.report().load_full();
+        assert!(
+            report.sets[0]
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("AccessDenied")
+        );
+        assert!(
+            report
+                .state_error
+                .as_deref()
+                .unwrap()
+                .contains("workspace set envs")
+        );
+        assert_eq!(report.sets[0].workspaces, 2);
+        assert!(states.relist(later + Duration::from_secs(1)).await);
+        assert_eq!(states.names(), ["aws-green", "aws-white"]);
+        states.publish(3);
+        assert!(states.report().load().sets[0].error.is_none());
+        let current = list.current();
+        assert_eq!(
+            current.keys().collect::<Vec<_>>(),
+            ["aws-green", "aws-white"]
+        );
+        assert_eq!(
+            current["aws-white"].state,
+            Path::new("s3://tfstate/prod.tfstate"),
+            "the workspace's state is the listed object"
+        );
+    }
+
+    #[tokio::test]
+    async fn errors_name_the_workspace_the_field_and_the_location() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::parse(
+            "[[workspaces]]\nname = \"prod\"\nstate = \"gone.tfstate\"\n",
+            &dir.path().join("driftreactor.toml"),
+        )
+        .unwrap();
+        let err = read_all(&config).await.unwrap_err();
+        assert_eq!(err.field(), "workspaces[0].state");
+        assert_eq!(err.kind(), Some(ErrorKind::NotFound));
+        let text = err.to_config_error(&config).to_string();
+        assert!(text.contains("workspace prod"), "{text}");
+        assert!(text.contains("gone.tfstate"), "{text}");
+        let config = Config::parse(
+            "[[workspaces]]\nname = \"prod\"\nstate = \"ftp://x/y\"\n",
+            &dir.path().join("driftreactor.toml"),
+        )
+        .unwrap();
+        let err = read_all(&config).await.unwrap_err();
+        assert!(err.to_string().contains("unsupported scheme"), "{err}");
+    }
+}
