@@ -18,13 +18,16 @@ use std::sync::Arc;
 use driftreactor_config::Config;
 use driftreactor_journal::{JournalLock, SharedJournal};
 use driftreactor_notify::Redactor;
-use driftreactor_remediate::Remediator;
-use driftreactor_remediate::handoff::Forwarder;
+use driftreactor_remediate::handoff::{ClearError, Forwarder, Hook};
+use driftreactor_remediate::{GitSource, Remediator, Workspace};
 use tokio_util::sync::CancellationToken;
 
 use crate::loader::PipelineLoader;
 use crate::model::LoadError;
-use crate::{AfterCommit, Running, ServeError, ServeOptions, SourceRegistry, StateSet};
+use crate::{
+    AfterCommit, LockTable, Running, ServeError, ServeOptions, SourceRegistry, StateSet,
+    WorkspaceTable,
+};
 use driftreactor_pipeline::estate::{self, LoadOptions, StateBytes};
 
 /// Why [`launch`] could not start the sidecar, or it stopped with an error.
@@ -106,6 +109,10 @@ pub fn remediation_enabled(config: &Config) -> bool {
             .workspaces
             .iter()
             .any(|w| w.dir.is_some() || w.git.is_some())
+        || config
+            .workspace_sets
+            .iter()
+            .any(|s| s.dir.is_some() || s.git.is_some())
 }
 
 /// Starts the sidecar from `config`: states, remediation (when
@@ -139,9 +146,9 @@ pub async fn launch(
     let states = StateSet::open(&config)
         .await
         .map_err(|e| ServeError::ConfigFile(e.to_config_error(&config)))?;
-    // Glue point for the remediator: `states.locks()` (is workspace W's state locked
-    // now?) and `states.workspaces()` (the current workspaces, with change
-    // notification) exist from here on and stay current once the service runs.
+    // The remediator asks `states.locks()` whether a workspace's state is locked (an
+    // apply is running) before it plans, and follows `states.workspaces()` (workspace
+    // sets re-listed); both stay current once the service runs.
     // The states' sensitive values are read in any mode: every string the service
     // stores or answers passes the state redactor, also without remediation.
     let estate = read_states(states.states()).await.map_err(|e| match &e {
@@ -163,7 +170,14 @@ pub async fn launch(
             .await
             .map_err(AppError::Journal)?;
         journal = Some(shared.clone());
-        let forwarder = start_remediation(&config, estate.secrets.clone(), shared).await?;
+        let forwarder = start_remediation(
+            &config,
+            estate.secrets.clone(),
+            shared,
+            states.locks(),
+            states.workspaces(),
+        )
+        .await?;
         let redactor = forwarder.redactor().clone();
         (Some(forwarder), redactor)
     } else {
@@ -227,10 +241,14 @@ async fn read_states(states: Vec<StateBytes>) -> Result<driftreactor_pipeline::E
 
 /// The remediator with `secrets` in its redactor, its memory and bookkeeping on the
 /// journal's file, and the forwarder that feeds it (pending work resubmitted first).
+/// It checks `locks` before each plan and apply, and follows `workspaces` when the
+/// config has `[[workspace_sets]]`.
 async fn start_remediation(
     config: &Config,
     secrets: Vec<String>,
     bookkeeping: SharedJournal,
+    locks: LockTable,
+    workspaces: WorkspaceTable,
 ) -> Result<Forwarder, AppError> {
     // The remediation memory is the same journal handle (it implements `StateStore`).
     let store = bookkeeping.clone();
@@ -270,8 +288,94 @@ async fn start_remediation(
         .default_git_dir(data_dir.join("driftreactor-git"))
         .store(Arc::new(store))
         .cluster(cluster)
+        .state_locks(Arc::new(RemediationLocks(locks)))
         .spawn();
-    Forwarder::start(remediator, bookkeeping)
+    let forwarder = Forwarder::start(remediator, bookkeeping)
         .await
-        .map_err(AppError::Pending)
+        .map_err(AppError::Pending)?;
+    if !config.workspace_sets.is_empty() {
+        tokio::spawn(follow_workspaces(
+            config.clone(),
+            workspaces,
+            forwarder.hook().clone(),
+        ));
+    }
+    Ok(forwarder)
+}
+
+/// serve's state-lock snapshot as the remediator's gate
+/// ([`driftreactor_remediate::StateLocks`]): the lock each workspace's state source
+/// reported at the last reload tick.
+struct RemediationLocks(LockTable);
+
+impl driftreactor_remediate::StateLocks for RemediationLocks {
+    fn lock(&self, workspace: &str) -> Option<driftreactor_remediate::StateLock> {
+        self.0
+            .lock(workspace)
+            .map(|l| driftreactor_remediate::StateLock {
+                id: l.id,
+                who: l.who,
+                operation: l.operation,
+                created: l.created,
+            })
+    }
+}
+
+/// Hands the remediator every remediating workspace (the fixed `[[workspaces]]` and
+/// those the `[[workspace_sets]]` found) now and after each re-listing that changed
+/// them, until the state set or the remediator stops.
+async fn follow_workspaces(config: Config, table: WorkspaceTable, hook: Hook) {
+    let mut changes = table.subscribe();
+    loop {
+        let current = changes.borrow_and_update().clone();
+        let workspaces = remediated_workspaces(&config, &current);
+        match hook.set_workspaces(workspaces).await {
+            Ok(change) => {
+                if !(change.added.is_empty()
+                    && change.removed.is_empty()
+                    && change.changed.is_empty())
+                {
+                    tracing::info!(added = ?change.added, changed = ?change.changed, removed = ?change.removed,
+                        "Remediated workspaces updated from the workspace sets.");
+                }
+            }
+            Err(ClearError::Stopped) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "Could not hand the re-listed workspaces to the remediator; trying again at the next change.");
+            }
+        }
+        if changes.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The remediator's view of `current` (workspace name → its config): a workspace
+/// with `[workspaces.git]` / `[workspace_sets.git]` plans in its repository, one with
+/// `dir` there, one with neither is not remediated. A workspace whose Git settings do
+/// not read is left out, with a warning naming it (the config check refuses such
+/// settings at start, so this only guards a change of environment).
+fn remediated_workspaces(
+    config: &Config,
+    current: &std::collections::BTreeMap<String, driftreactor_config::WorkspaceConfig>,
+) -> Vec<Workspace> {
+    let mut out = Vec::new();
+    for (name, ws) in current {
+        let git = match config.workspaces.iter().position(|w| &w.name == name) {
+            Some(i) => GitSource::from_config(config, i),
+            // A listed workspace carries its set's `git` table: the first set with the
+            // same table gives the same source.
+            None => match config.workspace_sets.iter().position(|s| s.git == ws.git) {
+                Some(i) => GitSource::from_workspace_set(config, i),
+                None => Ok(None),
+            },
+        };
+        match git {
+            Ok(Some(source)) => out.push(Workspace::from_git(ws, source)),
+            Ok(None) => out.extend(Workspace::from_config(ws)),
+            Err(e) => tracing::warn!(workspace = %name, error = %e,
+                "Workspace left out of remediation: its Git settings do not read."),
+        }
+    }
+    out
 }
