@@ -671,6 +671,21 @@ fn three_replicas_on_one_queue_record_each_event_once_and_never_overlap_applies(
         *last = format!("{pending} pending; still drifted: {drifted:?}");
         (pending == "0" && drifted.is_empty()).then_some(())
     });
+    // Every drift row ended reverted (or resolved): no current drift on any replica.
+    wait_until(Duration::from_secs(60), "no current drift", |last| {
+        let rows: Vec<String> = replicas
+            .iter()
+            .map(|r| {
+                http(&r.addr, "GET", "/v1/drift", b"")
+                    .map(|(_, b)| b)
+                    .unwrap_or_default()
+            })
+            .collect();
+        *last = rows.join("\n");
+        rows.iter()
+            .all(|b| b.contains(r#""drift":[]"#))
+            .then_some(())
+    });
     let done_secs = begun.elapsed().as_secs();
     for r in replicas {
         r.stop();
