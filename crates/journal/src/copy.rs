@@ -205,6 +205,9 @@ pub async fn copy_sqlite_to_postgres(
         .and_then(|r| r.try_get(0))
         .map_err(pg("count target events"))?;
     if existing > 0 {
+        // The transaction holds a connection, and closing the pool waits for every
+        // connection to come back: roll it back first (closing with it held hung).
+        drop(tx);
         crate::JournalStore::close(&target).await;
         return Err(Error::Config {
             field: "to",

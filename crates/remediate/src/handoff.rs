@@ -585,8 +585,21 @@ async fn submit<L: RemediationLog>(remediator: &Remediator, log: &L, item: &Proc
         .await
     {
         Ok(s) => {
+            // Only an `open` row (the event's commit (re)opened it): a late
+            // resubmission (a restarted replica's pending list, a takeover sweep) of an
+            // event whose work another replica finished meanwhile must not move a
+            // `reverted` / `resolved` row back to `remediating`, where nothing would
+            // move it on (the batch finds the work done and records no outcome).
+            let open = [DriftStatus::Open];
             for k in &s.keys {
-                set_status(log, &k.workspace, &k.address, DriftStatus::Remediating, &[]).await;
+                set_status(
+                    log,
+                    &k.workspace,
+                    &k.address,
+                    DriftStatus::Remediating,
+                    &open,
+                )
+                .await;
             }
             if s.own_echoes > 0 {
                 // The echo of our own apply (re)opened the rows of addresses we
@@ -703,9 +716,82 @@ async fn finished<L: RemediationLog>(log: &L, c: Completed) {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::{Arc, Mutex};
+
     use driftreactor_event::{DriftEvent, MatchKind, MatchRecord};
 
     use super::*;
+
+    /// A [`RemediationLog`] that records the drift status updates it is given.
+    #[derive(Default)]
+    struct StatusLog(Mutex<Vec<DriftUpdate>>);
+
+    impl RemediationLog for Arc<StatusLog> {
+        type Error = std::convert::Infallible;
+
+        async fn pending(&self) -> Result<Vec<Pending>, Self::Error> {
+            Ok(Vec::new())
+        }
+        async fn submitted(
+            &self,
+            _: Provider,
+            _: String,
+            _: Vec<ResourceKey>,
+        ) -> Result<(), Self::Error> {
+            Ok(())
+        }
+        async fn finished(&self, _: &WorkKey, _: Vec<String>) -> Result<u64, Self::Error> {
+            Ok(0)
+        }
+        async fn drift_status(&self, update: DriftUpdate) -> Result<(), Self::Error> {
+            self.0.lock().unwrap().push(update);
+            Ok(())
+        }
+        async fn close(&self) {}
+    }
+
+    fn drift_of_web(id: &str) -> Processed {
+        Processed {
+            event: DriftEvent::new(Provider::Aws, id),
+            verdict: Verdict::Drift,
+            reason: None,
+            action: Action::Revert,
+            matches: vec![MatchRecord {
+                workspace: "prod".into(),
+                address: "aws_security_group.web".into(),
+                kind: MatchKind::Primary,
+                action: Action::Revert,
+            }],
+            dependents: Vec::new(),
+            repeated: None,
+        }
+    }
+
+    /// Three replicas, one killed and restarted: a drift row another replica had
+    /// brought to `reverted` (the event's work finished there) was set back to
+    /// `remediating` by a late resubmission of the same event (the restarted replica's
+    /// pending list, read before the other finished), and stayed there: the batch
+    /// found the work done and recorded no outcome. Submitting moves only an `open`
+    /// row to `remediating`.
+    #[tokio::test]
+    async fn a_late_resubmission_does_not_move_a_finished_drift_back_to_remediating() {
+        let remediator = Remediator::builder(crate::RemediationConfig {
+            settle_secs: 3600,
+            ..Default::default()
+        })
+        .spawn();
+        let log = Arc::new(StatusLog::default());
+        submit(&remediator, &log, &drift_of_web("late-1")).await;
+        let updates = log.0.lock().unwrap().clone();
+        let remediating: Vec<&DriftUpdate> = updates
+            .iter()
+            .filter(|u| u.status == DriftStatus::Remediating)
+            .collect();
+        assert_eq!(remediating.len(), 1, "{updates:?}");
+        assert_eq!(remediating[0].address, "aws_security_group.web");
+        assert_eq!(remediating[0].only_from, [DriftStatus::Open], "{updates:?}");
+        remediator.shutdown().await;
+    }
 
     /// What the journal keeps to resubmit an event has its request parameters redacted
     /// (state secrets and secret-looking keys) and gives back the same decision and

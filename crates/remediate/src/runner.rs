@@ -1377,9 +1377,15 @@ impl Runner {
             let next = match std::mem::replace(&mut slot.phase, Phase::Idle { recheck_at: None }) {
                 Phase::Running { next } => next,
                 other => {
-                    // Not part of a running batch: cannot happen; keep what it was.
                     slot.phase = other;
-                    unreachable_phase(&item.key);
+                    // Several replicas (a claimed batch holds a fence): the batch also
+                    // ran items it joined from the journal (other replicas' events),
+                    // which are not this runner's running work; work of its own still
+                    // waiting for them finds their events finished when it claims
+                    // the workspace, and is dropped. Otherwise it cannot happen.
+                    if batch.fence.is_none() {
+                        unreachable_phase(&item.key);
+                    }
                     continue;
                 }
             };

@@ -12,7 +12,7 @@
 //! remediator (running plans / applies finish and their completions are recorded).
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use driftreactor_config::Config;
@@ -252,13 +252,23 @@ async fn start_remediation(
 ) -> Result<Forwarder, AppError> {
     // The remediation memory is the same journal handle (it implements `StateStore`).
     let store = bookkeeping.clone();
-    // Plan files stay in the service's data directory (the journal's folder), not in
-    // a per-process temporary folder a crash would leave behind.
-    let data_dir = crate::journal_config(config)?
-        .path
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
+    // Plan files stay in the service's data directory (the SQLite journal's folder;
+    // with PostgreSQL, which has no file, the config file's folder), not in a
+    // per-process temporary folder a crash would leave behind.
+    let journal = crate::journal_config(config)?;
+    let data_dir = match journal.url {
+        None => journal.path.parent().map(Path::to_path_buf),
+        Some(_) => config
+            .path
+            .as_deref()
+            .and_then(Path::parent)
+            .map(Path::to_path_buf),
+    }
+    .filter(|d| !d.as_os_str().is_empty())
+    .unwrap_or_else(|| PathBuf::from("."));
+    // Absolute: the IaC tool runs in the workspace's folder and would resolve a
+    // relative `-out=` plan file there.
+    let data_dir = std::path::absolute(&data_dir).unwrap_or(data_dir);
     // Several replicas share a PostgreSQL journal: one remediation per workspace at a
     // time, under the workspace's lease (driftreactor_remediate::cluster).
     let cluster = match crate::journal_config(config)?.url {

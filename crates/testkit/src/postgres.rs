@@ -220,6 +220,44 @@ impl Server {
         })
     }
 
+    /// Runs one SQL statement on database [`DATABASE`] with `psql` (over TCP, as the
+    /// `postgres` user; unaligned, tuples only) and returns its output: one line per
+    /// row, columns separated by `|`. For tests that check the journal's tables
+    /// directly (counts of every row, where the journal's own queries cap at 1000).
+    ///
+    /// # Errors
+    /// [`StartError::Missing`] naming `psql` when it is not found;
+    /// [`StartError::Spawn`] when it fails (the server is down, the SQL is wrong), with
+    /// its output.
+    pub fn psql(&self, sql: &str) -> Result<String, StartError> {
+        let program = find("psql").ok_or_else(|| StartError::Missing {
+            tool: "psql".to_owned(),
+            install: "install the PostgreSQL 15 client (Debian: apt-get install postgresql-client-15)",
+            skip_var: "(none: PostgreSQL tests never skip)",
+        })?;
+        let out = Command::new(program)
+            .args(["-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1"])
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(["-U", "postgres", "-d", DATABASE, "-c", sql])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|source| StartError::Spawn {
+                tool: "psql".to_owned(),
+                source,
+            })?;
+        if out.status.success() {
+            return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
+        }
+        Err(StartError::Spawn {
+            tool: "psql".to_owned(),
+            source: std::io::Error::other(format!(
+                "{}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            )),
+        })
+    }
+
     fn data(&self) -> String {
         self.dir.path().join("data").display().to_string()
     }
