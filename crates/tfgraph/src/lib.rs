@@ -110,7 +110,7 @@ pub const MAX_DEPENDENTS: usize = 1000;
 
 /// Nodes under one identifier: almost always one, sometimes several.
 #[derive(Debug, Clone)]
-enum Slot {
+pub(crate) enum Slot {
     One([NodeId; 1]),
     Many(Vec<NodeId>),
 }
@@ -137,7 +137,7 @@ impl Slot {
 }
 
 /// Identifier → nodes multi-map.
-type Index = Map<Arc<str>, Slot>;
+pub(crate) type Index = Map<Arc<str>, Slot>;
 
 fn index_insert(index: &mut Index, key: &Arc<str>, id: NodeId) {
     match index.get_mut(&**key) {
@@ -148,11 +148,26 @@ fn index_insert(index: &mut Index, key: &Arc<str>, id: NodeId) {
     }
 }
 
-fn index_insert_str(index: &mut Index, key: &str, id: NodeId) {
+pub(crate) fn index_insert_str(index: &mut Index, key: &str, id: NodeId) {
     match index.get_mut(key) {
         Some(slot) => slot.push(id),
         None => {
             index.insert(Arc::from(key), Slot::One([id]));
+        }
+    }
+}
+
+/// Adds the entries of one state's local index (node ids local to it) to `index`,
+/// offsetting the ids by `base`; with no node before it (`base` 0), the local index
+/// becomes `index`.
+fn merge_index(index: &mut Index, local: Index, base: u32) {
+    if base == 0 && index.is_empty() {
+        *index = local;
+        return;
+    }
+    for (key, slot) in local {
+        for &NodeId(id) in slot.as_slice() {
+            index_insert(index, &key, NodeId(base.saturating_add(id)));
         }
     }
 }
@@ -329,24 +344,33 @@ impl GraphBuilder {
                 index_insert(&mut self.primary, ident, id);
             }
         }
-        for (parent, local) in &loaded.related {
-            index_insert_str(&mut self.related, parent, global(*local));
+        merge_index(&mut self.related, loaded.related, base);
+        merge_index(&mut self.owned, loaded.owned, base);
+        // The first state's nodes, edges and addresses are moved, not copied: their
+        // local ids are already the global ones (a copy would hold both at once, the
+        // peak of the whole load).
+        if base == 0 {
+            self.nodes = loaded.nodes;
+            self.nodes.shrink_to_fit();
+            self.edges = loaded.edges;
+        } else {
+            self.nodes.extend(loaded.nodes);
+            self.edges.extend(
+                loaded
+                    .edges
+                    .iter()
+                    .map(|&(a, b)| (base.saturating_add(a), base.saturating_add(b))),
+            );
         }
-        for (owned, local) in &loaded.owned {
-            index_insert_str(&mut self.owned, owned, global(*local));
-        }
-        self.nodes.extend(loaded.nodes);
-        self.edges.extend(
+        let by_address = if base == 0 {
+            loaded.by_address
+        } else {
             loaded
-                .edges
-                .iter()
-                .map(|&(a, b)| (base.saturating_add(a), base.saturating_add(b))),
-        );
-        let by_address = loaded
-            .by_address
-            .into_iter()
-            .map(|(address, local)| (address, global(local)))
-            .collect::<Map<_, _>>();
+                .by_address
+                .into_iter()
+                .map(|(address, local)| (address, global(local.0)))
+                .collect::<Map<_, _>>()
+        };
         self.by_workspace.insert(Arc::clone(&ws), by_address);
         let mut resource_types: Vec<String> = loaded
             .resource_types
