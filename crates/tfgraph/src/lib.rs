@@ -108,66 +108,83 @@ pub struct StateMeta {
 /// only cost time on a huge estate.
 pub const MAX_DEPENDENTS: usize = 1000;
 
-/// Nodes under one identifier: almost always one, sometimes several.
-#[derive(Debug, Clone)]
-pub(crate) enum Slot {
-    One([NodeId; 1]),
-    Many(Vec<NodeId>),
+/// Nodes under one identifier: almost always one, sometimes several (then an index
+/// into [`Index::many`]). Eight bytes, so an index entry is a key and a word: the
+/// indexes hold one entry per identifier of a large estate (hundreds of thousands).
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    One(NodeId),
+    Many(u32),
 }
 
-impl Slot {
-    fn as_slice(&self) -> &[NodeId] {
-        match self {
-            Slot::One(one) => one,
-            Slot::Many(many) => many,
+/// Identifier → nodes multi-map.
+#[derive(Debug, Default)]
+pub(crate) struct Index {
+    map: Map<Arc<str>, Slot>,
+    /// The node lists of the identifiers with several nodes ([`Slot::Many`]).
+    many: Vec<Vec<NodeId>>,
+}
+
+impl Index {
+    /// The nodes of `key`, in insertion order, each once; empty if none.
+    fn get(&self, key: &str) -> &[NodeId] {
+        match self.map.get(key) {
+            None => &[],
+            Some(Slot::One(id)) => std::slice::from_ref(id),
+            Some(&Slot::Many(i)) => self.many.get(i as usize).map_or(&[], Vec::as_slice),
         }
     }
 
-    fn push(&mut self, id: NodeId) {
-        match self {
-            Slot::One([first]) if *first != id => *self = Slot::Many(vec![*first, id]),
-            Slot::One(_) => {}
-            Slot::Many(many) => {
-                if !many.contains(&id) {
-                    many.push(id);
+    /// Adds `id` under the key found by `key` (`make` builds the key to store when
+    /// the identifier is new).
+    fn push_with(&mut self, key: &str, id: NodeId, make: impl FnOnce() -> Arc<str>) {
+        let Some(slot) = self.map.get_mut(key) else {
+            self.map.insert(make(), Slot::One(id));
+            return;
+        };
+        match *slot {
+            Slot::One(first) => {
+                if first != id {
+                    *slot = Slot::Many(u32::try_from(self.many.len()).unwrap_or(u32::MAX));
+                    self.many.push(vec![first, id]);
+                }
+            }
+            Slot::Many(i) => {
+                if let Some(nodes) = self.many.get_mut(i as usize)
+                    && !nodes.contains(&id)
+                {
+                    nodes.push(id);
                 }
             }
         }
     }
-}
 
-/// Identifier → nodes multi-map.
-pub(crate) type Index = Map<Arc<str>, Slot>;
+    /// Adds `id` under `key` (sharing the key's allocation).
+    fn insert(&mut self, key: &Arc<str>, id: NodeId) {
+        self.push_with(key, id, || Arc::clone(key));
+    }
 
-fn index_insert(index: &mut Index, key: &Arc<str>, id: NodeId) {
-    match index.get_mut(&**key) {
-        Some(slot) => slot.push(id),
-        None => {
-            index.insert(Arc::clone(key), Slot::One([id]));
+    /// Adds `id` under `key` (copied when new).
+    pub(crate) fn insert_str(&mut self, key: &str, id: NodeId) {
+        self.push_with(key, id, || Arc::from(key));
+    }
+
+    /// Adds the entries of one state's local index (node ids local to it), offsetting
+    /// the ids by `base`; with no node before it (`base` 0), the local index becomes
+    /// this one.
+    fn merge(&mut self, local: Index, base: u32) {
+        if base == 0 && self.map.is_empty() {
+            *self = local;
+            return;
         }
-    }
-}
-
-pub(crate) fn index_insert_str(index: &mut Index, key: &str, id: NodeId) {
-    match index.get_mut(key) {
-        Some(slot) => slot.push(id),
-        None => {
-            index.insert(Arc::from(key), Slot::One([id]));
-        }
-    }
-}
-
-/// Adds the entries of one state's local index (node ids local to it) to `index`,
-/// offsetting the ids by `base`; with no node before it (`base` 0), the local index
-/// becomes `index`.
-fn merge_index(index: &mut Index, local: Index, base: u32) {
-    if base == 0 && index.is_empty() {
-        *index = local;
-        return;
-    }
-    for (key, slot) in local {
-        for &NodeId(id) in slot.as_slice() {
-            index_insert(index, &key, NodeId(base.saturating_add(id)));
+        for (key, slot) in &local.map {
+            let ids = match slot {
+                Slot::One(id) => std::slice::from_ref(id),
+                &Slot::Many(i) => local.many.get(i as usize).map_or(&[][..], Vec::as_slice),
+            };
+            for &NodeId(id) in ids {
+                self.insert(key, NodeId(base.saturating_add(id)));
+            }
         }
     }
 }
@@ -341,11 +358,11 @@ impl GraphBuilder {
         for (i, node) in loaded.nodes.iter().enumerate() {
             let id = global(u32::try_from(i).unwrap_or(u32::MAX));
             for ident in &node.identities {
-                index_insert(&mut self.primary, ident, id);
+                self.primary.insert(ident, id);
             }
         }
-        merge_index(&mut self.related, loaded.related, base);
-        merge_index(&mut self.owned, loaded.owned, base);
+        self.related.merge(loaded.related, base);
+        self.owned.merge(loaded.owned, base);
         // The first state's nodes, edges and addresses are moved, not copied: their
         // local ids are already the global ones (a copy would hold both at once, the
         // peak of the whole load).
@@ -479,18 +496,18 @@ impl Graph {
     }
     /// Nodes whose own identity is `canonical_id` (primary matches). Empty if none.
     pub fn primary(&self, canonical_id: &str) -> &[NodeId] {
-        self.primary.get(canonical_id).map_or(&[], Slot::as_slice)
+        self.primary.get(canonical_id)
     }
     /// Nodes that hang off the object `canonical_id` (related matches). Empty if none.
     pub fn related(&self, canonical_id: &str) -> &[NodeId] {
-        self.related.get(canonical_id).map_or(&[], Slot::as_slice)
+        self.related.get(canonical_id)
     }
     /// Nodes that manage the sub-object `canonical_id` through their own arguments
     /// ([`StateIdentity::owned`]: the instance of a primary network interface, the VPC
     /// of a default security group, the VM of an OS disk), the owners a change of that
     /// object is drift of. Empty if none.
     pub fn owners(&self, canonical_id: &str) -> &[NodeId] {
-        self.owned.get(canonical_id).map_or(&[], Slot::as_slice)
+        self.owned.get(canonical_id)
     }
     /// Nodes that depend on `node`, directly or transitively (reverse `dependencies`
     /// edges), nearest first (breadth-first; within one distance in load order),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::address::{ModuleStep, dependency_config_key, push_index_key, split_modules};
 use super::raw::{RawResource, empty_object};
 use crate::sensitive::Found;
-use crate::{Index, Map, Node, NodeId, Set, StateIdentity, StateInstance, index_insert_str};
+use crate::{Index, Map, Node, NodeId, Set, StateIdentity, StateInstance};
 
 /// Interned strings shared by all workspaces of a builder (resource types, accounts).
 #[derive(Debug, Default)]
@@ -307,12 +307,12 @@ impl<'b> Loader<'b> {
             }
             for parent in self.buf.parents.drain(..) {
                 if !parent.is_empty() {
-                    index_insert_str(&mut self.out.related, &parent, NodeId(id));
+                    self.out.related.insert_str(&parent, NodeId(id));
                 }
             }
             for owned in self.buf.owned.drain(..) {
                 if !owned.is_empty() && !node.identities.iter().any(|i| **i == *owned) {
-                    index_insert_str(&mut self.out.owned, &owned, NodeId(id));
+                    self.out.owned.insert_str(&owned, NodeId(id));
                 }
             }
             let place = std::mem::take(&mut self.buf.placement);
