@@ -5,6 +5,7 @@ use serde::Deserialize;
 
 use crate::canon::{self, Canon, Ctx};
 use crate::de::{Items, Str};
+use crate::owned::{At, ClusterSecurityGroupId, List, VolumeId, has_owned, owned_of};
 
 /// Indexes Terraform resources of the `hashicorp/aws` provider under the canonical
 /// identifiers [`crate::normalize`] emits (see the crate documentation for the scheme).
@@ -15,14 +16,16 @@ use crate::de::{Items, Str};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AwsIdentity;
 
-/// The attributes read from a state instance.
+/// The attributes read from a state instance: those of its identities, parents and
+/// placement, and those of the sub-objects it owns ([`crate::owned::OWNED`]), in one
+/// parse.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct Attrs<'a> {
+pub(crate) struct Attrs<'a> {
     #[serde(borrow)]
     id: Str<'a>,
     #[serde(borrow)]
-    arn: Str<'a>,
+    pub(crate) arn: Str<'a>,
     #[serde(borrow)]
     name: Str<'a>,
     #[serde(borrow)]
@@ -72,7 +75,7 @@ struct Attrs<'a> {
     #[serde(borrow)]
     allocation_id: Str<'a>,
     #[serde(borrow)]
-    network_interface_id: Str<'a>,
+    pub(crate) network_interface_id: Str<'a>,
     #[serde(borrow)]
     secret_id: Str<'a>,
     #[serde(borrow)]
@@ -87,9 +90,29 @@ struct Attrs<'a> {
     users: Items<Str<'a>>,
     #[serde(borrow)]
     groups: Items<Str<'a>>,
+    // Owned sub-objects (`crate::owned::OWNED`).
+    #[serde(borrow)]
+    pub(crate) primary_network_interface_id: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) root_block_device: List<At<'a, VolumeId>>,
+    #[serde(borrow)]
+    pub(crate) ebs_block_device: List<At<'a, VolumeId>>,
+    #[serde(borrow)]
+    pub(crate) default_security_group_id: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) default_route_table_id: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) default_network_acl_id: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) main_route_table_id: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) vpc_config: List<At<'a, ClusterSecurityGroupId>>,
+    #[serde(borrow)]
+    pub(crate) network_interface_ids: List<Str<'a>>,
 }
 
-fn parse<'a>(inst: &StateInstance<'a>) -> Option<Attrs<'a>> {
+/// The instance's attributes, parsed once; `None` when they are not a JSON object.
+pub(crate) fn parse<'a>(inst: &StateInstance<'a>) -> Option<Attrs<'a>> {
     serde_json::from_str(inst.attributes.get()).ok()
 }
 
@@ -133,7 +156,12 @@ impl StateIdentity for AwsIdentity {
     }
 
     fn owned(&self, instance: &StateInstance<'_>, out: &mut Vec<String>) {
-        crate::owned::owned(instance, out);
+        let t = instance.resource_type;
+        if !has_owned(t) {
+            return;
+        }
+        let Some(a) = parse(instance) else { return };
+        owned_of(t, &a, out);
     }
 
     fn parents(&self, instance: &StateInstance<'_>, out: &mut Vec<String>) {
@@ -159,8 +187,8 @@ impl StateIdentity for AwsIdentity {
         parse(instance).map_or_else(Placement::default, |a| placement_of(&a))
     }
 
-    /// One parse of the attributes answers identities, parents and placement; the
-    /// owned sub-objects (the `owned` table) are read only for the types that have them.
+    /// One parse of the attributes answers identities, parents, owned sub-objects (the
+    /// `owned` table, for the types that have them) and placement.
     fn index(&self, instance: &StateInstance<'_>, out: &mut Indexed) {
         let t = instance.resource_type;
         if !self.handles(t) {
@@ -171,7 +199,7 @@ impl StateIdentity for AwsIdentity {
         if has_parents(t) {
             parents_of(t, &a, &mut out.parents);
         }
-        crate::owned::owned(instance, &mut out.owned);
+        owned_of(t, &a, &mut out.owned);
         out.placement = placement_of(&a);
     }
 }

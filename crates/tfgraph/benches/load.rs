@@ -10,6 +10,9 @@
 //! The peak is `VmHWM` from `/proc/self/status`; the high-water mark is reset (through
 //! `/proc/self/clear_refs`) after the state file is generated, so it covers the load
 //! only (plus the few MB the process had before).
+//!
+//! With `DRIFTREACTOR_BENCH_PROFILE_LOAD=N` set it loads the state N times (default 10)
+//! with the real plug-in only and prints nothing, for `perf record` / `heaptrack`.
 
 use std::time::Instant;
 
@@ -83,6 +86,17 @@ fn main() {
     let generated =
         driftreactor_testkit::synth::write_state(&path, target).expect("generate state");
     let file_mb = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) as f64 / 1e6;
+
+    // For profiling: only the real plug-in's load, N times.
+    if let Some(n) = std::env::var_os("DRIFTREACTOR_BENCH_PROFILE_LOAD") {
+        let n: usize = n.to_str().and_then(|n| n.parse().ok()).unwrap_or(10);
+        for _ in 0..n {
+            let mut builder = GraphBuilder::new(vec![Box::new(driftreactor_aws::AwsIdentity)]);
+            builder.add_state_file("large", &path).expect("load");
+            std::hint::black_box(builder.build());
+        }
+        return;
+    }
 
     println!("tfgraph load benchmark: add_state_file + build of a generated AWS-like state");
     println!();

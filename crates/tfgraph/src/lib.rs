@@ -108,51 +108,83 @@ pub struct StateMeta {
 /// only cost time on a huge estate.
 pub const MAX_DEPENDENTS: usize = 1000;
 
-/// Nodes under one identifier: almost always one, sometimes several.
-#[derive(Debug, Clone)]
+/// Nodes under one identifier: almost always one, sometimes several (then an index
+/// into [`Index::many`]). Eight bytes, so an index entry is a key and a word: the
+/// indexes hold one entry per identifier of a large estate (hundreds of thousands).
+#[derive(Debug, Clone, Copy)]
 enum Slot {
-    One([NodeId; 1]),
-    Many(Vec<NodeId>),
+    One(NodeId),
+    Many(u32),
 }
 
-impl Slot {
-    fn as_slice(&self) -> &[NodeId] {
-        match self {
-            Slot::One(one) => one,
-            Slot::Many(many) => many,
+/// Identifier → nodes multi-map.
+#[derive(Debug, Default)]
+pub(crate) struct Index {
+    map: Map<Arc<str>, Slot>,
+    /// The node lists of the identifiers with several nodes ([`Slot::Many`]).
+    many: Vec<Vec<NodeId>>,
+}
+
+impl Index {
+    /// The nodes of `key`, in insertion order, each once; empty if none.
+    fn get(&self, key: &str) -> &[NodeId] {
+        match self.map.get(key) {
+            None => &[],
+            Some(Slot::One(id)) => std::slice::from_ref(id),
+            Some(&Slot::Many(i)) => self.many.get(i as usize).map_or(&[], Vec::as_slice),
         }
     }
 
-    fn push(&mut self, id: NodeId) {
-        match self {
-            Slot::One([first]) if *first != id => *self = Slot::Many(vec![*first, id]),
-            Slot::One(_) => {}
-            Slot::Many(many) => {
-                if !many.contains(&id) {
-                    many.push(id);
+    /// Adds `id` under the key found by `key` (`make` builds the key to store when
+    /// the identifier is new).
+    fn push_with(&mut self, key: &str, id: NodeId, make: impl FnOnce() -> Arc<str>) {
+        let Some(slot) = self.map.get_mut(key) else {
+            self.map.insert(make(), Slot::One(id));
+            return;
+        };
+        match *slot {
+            Slot::One(first) => {
+                if first != id {
+                    *slot = Slot::Many(u32::try_from(self.many.len()).unwrap_or(u32::MAX));
+                    self.many.push(vec![first, id]);
+                }
+            }
+            Slot::Many(i) => {
+                if let Some(nodes) = self.many.get_mut(i as usize)
+                    && !nodes.contains(&id)
+                {
+                    nodes.push(id);
                 }
             }
         }
     }
-}
 
-/// Identifier → nodes multi-map.
-type Index = Map<Arc<str>, Slot>;
-
-fn index_insert(index: &mut Index, key: &Arc<str>, id: NodeId) {
-    match index.get_mut(&**key) {
-        Some(slot) => slot.push(id),
-        None => {
-            index.insert(Arc::clone(key), Slot::One([id]));
-        }
+    /// Adds `id` under `key` (sharing the key's allocation).
+    fn insert(&mut self, key: &Arc<str>, id: NodeId) {
+        self.push_with(key, id, || Arc::clone(key));
     }
-}
 
-fn index_insert_str(index: &mut Index, key: &str, id: NodeId) {
-    match index.get_mut(key) {
-        Some(slot) => slot.push(id),
-        None => {
-            index.insert(Arc::from(key), Slot::One([id]));
+    /// Adds `id` under `key` (copied when new).
+    pub(crate) fn insert_str(&mut self, key: &str, id: NodeId) {
+        self.push_with(key, id, || Arc::from(key));
+    }
+
+    /// Adds the entries of one state's local index (node ids local to it), offsetting
+    /// the ids by `base`; with no node before it (`base` 0), the local index becomes
+    /// this one.
+    fn merge(&mut self, local: Index, base: u32) {
+        if base == 0 && self.map.is_empty() {
+            *self = local;
+            return;
+        }
+        for (key, slot) in &local.map {
+            let ids = match slot {
+                Slot::One(id) => std::slice::from_ref(id),
+                &Slot::Many(i) => local.many.get(i as usize).map_or(&[][..], Vec::as_slice),
+            };
+            for &NodeId(id) in ids {
+                self.insert(key, NodeId(base.saturating_add(id)));
+            }
         }
     }
 }
@@ -326,27 +358,36 @@ impl GraphBuilder {
         for (i, node) in loaded.nodes.iter().enumerate() {
             let id = global(u32::try_from(i).unwrap_or(u32::MAX));
             for ident in &node.identities {
-                index_insert(&mut self.primary, ident, id);
+                self.primary.insert(ident, id);
             }
         }
-        for (parent, local) in &loaded.related {
-            index_insert_str(&mut self.related, parent, global(*local));
+        self.related.merge(loaded.related, base);
+        self.owned.merge(loaded.owned, base);
+        // The first state's nodes, edges and addresses are moved, not copied: their
+        // local ids are already the global ones (a copy would hold both at once, the
+        // peak of the whole load).
+        if base == 0 {
+            self.nodes = loaded.nodes;
+            self.nodes.shrink_to_fit();
+            self.edges = loaded.edges;
+        } else {
+            self.nodes.extend(loaded.nodes);
+            self.edges.extend(
+                loaded
+                    .edges
+                    .iter()
+                    .map(|&(a, b)| (base.saturating_add(a), base.saturating_add(b))),
+            );
         }
-        for (owned, local) in &loaded.owned {
-            index_insert_str(&mut self.owned, owned, global(*local));
-        }
-        self.nodes.extend(loaded.nodes);
-        self.edges.extend(
+        let by_address = if base == 0 {
+            loaded.by_address
+        } else {
             loaded
-                .edges
-                .iter()
-                .map(|&(a, b)| (base.saturating_add(a), base.saturating_add(b))),
-        );
-        let by_address = loaded
-            .by_address
-            .into_iter()
-            .map(|(address, local)| (address, global(local)))
-            .collect::<Map<_, _>>();
+                .by_address
+                .into_iter()
+                .map(|(address, local)| (address, global(local.0)))
+                .collect::<Map<_, _>>()
+        };
         self.by_workspace.insert(Arc::clone(&ws), by_address);
         let mut resource_types: Vec<String> = loaded
             .resource_types
@@ -455,18 +496,18 @@ impl Graph {
     }
     /// Nodes whose own identity is `canonical_id` (primary matches). Empty if none.
     pub fn primary(&self, canonical_id: &str) -> &[NodeId] {
-        self.primary.get(canonical_id).map_or(&[], Slot::as_slice)
+        self.primary.get(canonical_id)
     }
     /// Nodes that hang off the object `canonical_id` (related matches). Empty if none.
     pub fn related(&self, canonical_id: &str) -> &[NodeId] {
-        self.related.get(canonical_id).map_or(&[], Slot::as_slice)
+        self.related.get(canonical_id)
     }
     /// Nodes that manage the sub-object `canonical_id` through their own arguments
     /// ([`StateIdentity::owned`]: the instance of a primary network interface, the VPC
     /// of a default security group, the VM of an OS disk), the owners a change of that
     /// object is drift of. Empty if none.
     pub fn owners(&self, canonical_id: &str) -> &[NodeId] {
-        self.owned.get(canonical_id).map_or(&[], Slot::as_slice)
+        self.owned.get(canonical_id)
     }
     /// Nodes that depend on `node`, directly or transitively (reverse `dependencies`
     /// edges), nearest first (breadth-first; within one distance in load order),

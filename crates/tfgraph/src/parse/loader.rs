@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::address::{ModuleStep, dependency_config_key, push_index_key, split_modules};
 use super::raw::{RawResource, empty_object};
 use crate::sensitive::Found;
-use crate::{Map, Node, Set, StateIdentity, StateInstance};
+use crate::{Index, Map, Node, NodeId, Set, StateIdentity, StateInstance};
 
 /// Interned strings shared by all workspaces of a builder (resource types, accounts).
 #[derive(Debug, Default)]
@@ -38,12 +38,13 @@ struct Entry {
 /// What one state file contributed; node ids are local (0-based) until committed.
 pub(crate) struct Loaded {
     pub nodes: Vec<Node>,
-    pub by_address: Map<Arc<str>, u32>,
-    /// (parent identifier, local node): the related index entries.
-    pub related: Vec<(String, u32)>,
-    /// (sub-object identifier, local owner node): the owned index entries
-    /// ([`StateIdentity::owned`]).
-    pub owned: Vec<(String, u32)>,
+    pub by_address: Map<Arc<str>, NodeId>,
+    /// Parent identifier → local nodes: the related index of this state, built while
+    /// reading (each identifier stored once, not once per instance naming it).
+    pub related: Index,
+    /// Sub-object identifier → local owner nodes ([`StateIdentity::owned`]): the owned
+    /// index of this state.
+    pub owned: Index,
     /// (dependent, dependency) pairs, local ids, each once.
     pub edges: Vec<(u32, u32)>,
     /// The type of every managed `resources[]` element, also those with no instance
@@ -120,8 +121,8 @@ impl<'b> Loader<'b> {
             out: Loaded {
                 nodes: Vec::new(),
                 by_address: Map::default(),
-                related: Vec::new(),
-                owned: Vec::new(),
+                related: Index::default(),
+                owned: Index::default(),
                 edges: Vec::new(),
                 resource_types: Set::default(),
             },
@@ -223,7 +224,7 @@ impl<'b> Loader<'b> {
 
             // A deposed object shares its address with the current one: one node.
             let id = match self.out.by_address.get(self.addr.as_str()) {
-                Some(&id) => {
+                Some(&NodeId(id)) => {
                     if !entry_nodes.contains(&id) {
                         entry_nodes.push(id);
                     }
@@ -240,7 +241,7 @@ impl<'b> Loader<'b> {
                         region: None,
                         identities: Vec::new(),
                     });
-                    self.out.by_address.insert(address, id);
+                    self.out.by_address.insert(address, NodeId(id));
                     entry_nodes.push(id);
                     id
                 }
@@ -306,12 +307,12 @@ impl<'b> Loader<'b> {
             }
             for parent in self.buf.parents.drain(..) {
                 if !parent.is_empty() {
-                    self.out.related.push((parent, id));
+                    self.out.related.insert_str(&parent, NodeId(id));
                 }
             }
             for owned in self.buf.owned.drain(..) {
                 if !owned.is_empty() && !node.identities.iter().any(|i| **i == *owned) {
-                    self.out.owned.push((owned, id));
+                    self.out.owned.insert_str(&owned, NodeId(id));
                 }
             }
             let place = std::mem::take(&mut self.buf.placement);
