@@ -172,7 +172,7 @@ type = "azurerm_kubernetes_cluster"
 action = "revert"
 
 [remediation]
-settle_secs = 1
+settle_secs = 0
 recheck_secs = 0
 lock_wait_secs = 1
 backoff_min_ms = 50
@@ -192,6 +192,13 @@ secret_env = "DRIFTREACTOR_REMOTE_REMEDIATE_SECRET"
             ),
         )
         .unwrap();
+        Self::spawn(dir, endpoint).await
+    }
+
+    /// Starts `driftreactor serve` on the config already in `dir` (a restart keeps
+    /// the journal, the fake and its record).
+    async fn spawn(dir: tempfile::TempDir, endpoint: &str) -> Self {
+        let config = dir.path().join("driftreactor.toml");
         let log = dir.path().join("serve.log");
         let mut child = driftreactor_for_moto()
             .args(["serve", "--config"])
@@ -201,7 +208,13 @@ secret_env = "DRIFTREACTOR_REMOTE_REMEDIATE_SECRET"
             .env("DRIFTREACTOR_REMOTE_REMEDIATE_SECRET", SECRET)
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&log).unwrap())
+            .stderr(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&log)
+                    .unwrap(),
+            )
             .spawn()
             .unwrap();
         let stdout = child.stdout.take().unwrap();
@@ -333,15 +346,21 @@ secret_env = "DRIFTREACTOR_REMOTE_REMEDIATE_SECRET"
         .await
     }
 
-    /// SIGTERM, then waits (bounded) for a clean exit.
-    fn stop(mut self) {
+    /// SIGTERM, a clean exit, then `serve` again on the same folder.
+    async fn restart(self, endpoint: &str) -> Self {
+        let dir = self.stop();
+        Self::spawn(dir, endpoint).await
+    }
+
+    /// SIGTERM, then waits (bounded) for a clean exit; the test's folder.
+    fn stop(mut self) -> tempfile::TempDir {
         let pid = self.child.id().to_string();
         Command::new("kill").args(["-TERM", &pid]).status().unwrap();
         let start = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
                 assert!(status.success(), "exit {status}\n{}", self.diagnostics());
-                return;
+                return self.dir;
             }
             if start.elapsed() > DEADLINE {
                 let _ = self.child.kill();
@@ -441,7 +460,7 @@ env = {{ FAKE_DIR = {{fake}} }}
             "{ws}: {metrics}"
         );
     }
-    server.stop();
+    let _ = server.stop();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -546,5 +565,66 @@ env = {{ FAKE_DIR = {{fake}} }}
         "{readyz}"
     );
     assert!(readyz.get("remediation_waiting").is_none(), "{readyz}");
-    server.stop();
+    let _ = server.stop();
+}
+
+/// A remediation still pending at shutdown (it waited for a state lock) is resubmitted
+/// from the journal at the next start; when its workspace was found by a
+/// `[[workspace_sets]]`, the remediator must know that workspace (its `dir`) before
+/// it runs the resubmitted work, or it "cannot revert: the workspace has no `dir`".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_remediation_of_a_listed_workspace_is_reverted_after_a_restart() {
+    let Some(moto) = MotoServer::start_or_skip() else {
+        return;
+    };
+    let endpoint = moto.endpoint();
+    create_bucket(&endpoint).await;
+    let store = s3(&endpoint);
+    let key = "envs/blue/terraform.tfstate";
+    let lock_key = format!("{key}.tflock");
+    put(&store, key, state("blue")).await;
+    put(&store, &lock_key, lock_info(key)).await;
+    let server = Server::start(
+        &endpoint,
+        &format!(
+            r#"
+[[workspace_sets]]
+name = "envs"
+prefix = "az-"
+state = "s3://{BUCKET}/envs/*/terraform.tfstate"
+list_interval_secs = 1
+dir = {{infra}}
+tool_path = {{tool}}
+env = {{ FAKE_DIR = {{fake}} }}
+"#
+        ),
+    )
+    .await;
+    server.push("blue", "remote-remediate-restart-1").await;
+    server
+        .until("the remediation waiting for the lock", async |s: &Server| {
+            s.get("/readyz").await["remediation_waiting"]
+                .as_array()?
+                .iter()
+                .find(|w| w["workspace"] == "az-blue")
+                .map(|_| ())
+        })
+        .await;
+    let pending = server.get("/v1/remediations?status=pending").await;
+    assert_eq!(
+        pending["remediations"].as_array().map(Vec::len),
+        Some(1),
+        "{pending}"
+    );
+    // The lock goes while the service is down; the restart resubmits the pending work.
+    store
+        .delete(&ObjectPath::parse(&lock_key).unwrap())
+        .await
+        .unwrap();
+    let server = server.restart(&endpoint).await;
+    server.until_reverted("az-blue").await;
+    assert_eq!(server.count("plan"), 1, "{}", server.diagnostics());
+    assert_eq!(server.count("apply"), 1, "{}", server.diagnostics());
+    assert_targeted(&server);
+    let _ = server.stop();
 }
