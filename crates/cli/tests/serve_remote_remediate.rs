@@ -544,8 +544,13 @@ env = {{ FAKE_DIR = {{fake}} }}
     assert_eq!(waiting["lock"]["id"], lock["id"], "{waiting}");
     assert!(waiting["retry_after_secs"].is_u64(), "{waiting}");
     // A wait is not an attempt: the drift is being remediated, no outcome counted.
-    let row = server.drift("prod").await.expect("a drift row");
-    assert_eq!(row["status"], "remediating", "{row}");
+    server
+        .until("the drift row remediating", async |s: &Server| {
+            s.drift("prod")
+                .await
+                .filter(|r| r["status"] == "remediating")
+        })
+        .await;
     assert_eq!(server.count("plan"), 0, "{}", server.diagnostics());
     // It goes on waiting while the lock is there: a later wait of the same batch.
     let since = waiting["since"].as_str().unwrap().to_owned();
