@@ -300,6 +300,16 @@ async fn start_remediation(
         .cluster(cluster)
         .state_locks(Arc::new(RemediationLocks(locks)))
         .spawn();
+    // The workspaces the sets found at start, before any work reaches the remediator:
+    // the journal's pending remediations are resubmitted by `Forwarder::start`, and
+    // one of a listed workspace that ran before `follow_workspaces`'s first update
+    // would find no `dir` ("cannot revert") and end in a pull request / notification.
+    if !config.workspace_sets.is_empty() {
+        let current = remediated_workspaces(config, &workspaces.current());
+        if let Err(e) = remediator.set_workspaces(current).await {
+            tracing::warn!(error = %e, "Could not hand the listed workspaces to the remediator at start.");
+        }
+    }
     let forwarder = Forwarder::start(remediator, bookkeeping)
         .await
         .map_err(AppError::Pending)?;

@@ -69,6 +69,13 @@ pub trait AfterCommit: Send + Sync {
     fn subscribe_completed(&self) -> Option<tokio::sync::broadcast::Receiver<Completed>> {
         None
     }
+
+    /// The work waiting now for Terraform's state lock (one entry per waiting batch),
+    /// for `/readyz`'s `remediation_waiting`; empty (the default) without a
+    /// remediator.
+    fn waiting(&self) -> Vec<driftreactor_remediate::Waiting> {
+        Vec::new()
+    }
 }
 
 /// The remediator's hook ([`driftreactor_remediate::handoff`]): what `serve` runs with
@@ -107,5 +114,9 @@ impl AfterCommit for driftreactor_remediate::handoff::Hook {
         Some(driftreactor_remediate::handoff::Hook::subscribe_completed(
             self,
         ))
+    }
+
+    fn waiting(&self) -> Vec<driftreactor_remediate::Waiting> {
+        driftreactor_remediate::handoff::Hook::waiting(self)
     }
 }

@@ -167,11 +167,56 @@ struct Readiness {
     /// The `[[workspace_sets]]` and their last listing.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     workspace_sets: Vec<crate::states::SetReport>,
+    /// Remediation work waiting now for Terraform's state lock (no plan started);
+    /// absent when nothing waits or remediation is off.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    remediation_waiting: Vec<WaitingReport>,
     sources: Vec<crate::readiness::SourceReport>,
     journal: JournalReadiness,
     /// This replica's identity as a lease holder and the leases it holds now
     /// (several replicas on one journal; none on the embedded one).
     replica: ReplicaReadiness,
+}
+
+/// One entry of `/readyz`'s `remediation_waiting`: a batch of a workspace that waits
+/// for Terraform's state lock ([`driftreactor_remediate::Waiting`]).
+#[derive(Serialize)]
+struct WaitingReport {
+    workspace: String,
+    addresses: Vec<String>,
+    /// `state_locked` (no plan started) or `state_locked_before_apply` (the plan
+    /// was dropped).
+    reason: &'static str,
+    /// The lock the work waits for (`id`, `who`, `operation`, `created`).
+    lock: Option<crate::states::LockReport>,
+    /// When the wait began (RFC 3339, UTC).
+    since: String,
+    /// Seconds from `since` until it is tried again.
+    retry_after_secs: u64,
+}
+
+impl From<driftreactor_remediate::Waiting> for WaitingReport {
+    fn from(w: driftreactor_remediate::Waiting) -> Self {
+        let reason = w.reason.as_str();
+        let lock = match w.reason {
+            driftreactor_remediate::WaitReason::StateLocked(l)
+            | driftreactor_remediate::WaitReason::StateLockedBeforeApply(l) => Some(l),
+            _ => None,
+        };
+        Self {
+            workspace: w.workspace,
+            addresses: w.addresses,
+            reason,
+            lock: lock.map(|l| crate::states::LockReport {
+                id: l.id,
+                who: l.who,
+                operation: l.operation,
+                created: l.created,
+            }),
+            since: w.at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            retry_after_secs: w.retry_after.as_secs(),
+        }
+    }
 }
 
 /// `/readyz`'s `replica`: who this replica is and which leases it holds.
@@ -269,6 +314,12 @@ async fn readyz(State(s): State<AppState>) -> Response {
         states,
         state_error: report.state_error.clone(),
         workspace_sets: report.sets.clone(),
+        remediation_waiting: s
+            .ctx
+            .after_commit
+            .as_ref()
+            .map(|h| h.waiting().into_iter().map(WaitingReport::from).collect())
+            .unwrap_or_default(),
         sources,
         journal,
         replica,

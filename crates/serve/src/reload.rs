@@ -143,6 +143,9 @@ pub(crate) async fn tick(ctx: &Ctx, set: &mut StateSet) {
             Err(err) => e.lock_error = Some(err.to_string()),
         }
     }
+    // The remediator's tables first: a workspace a listing added (and its lock) is
+    // known before the new graph can route an event to it.
+    set.publish_tables();
     if rebuild {
         let membership = before != after || candidates.iter().all(Option::is_none);
         build(ctx, set, &mut candidates, membership, now).await;

@@ -680,6 +680,15 @@ impl StateSet {
     /// Publishes the snapshots (locks, workspaces, report); errors show once they
     /// failed `show_after` checks in a row.
     pub(crate) fn publish(&self, show_after: u32) {
+        self.publish_tables();
+        self.publish_report(show_after);
+    }
+
+    /// Publishes the lock and workspace tables (the remediator's view) alone. The
+    /// reload tick calls it before it swaps in a graph holding a newly listed
+    /// workspace, so the remediator hears of the workspace (its `dir`) and of its
+    /// lock before any event can be routed to it.
+    pub(crate) fn publish_tables(&self) {
         let locks: BTreeMap<String, LockInfo> = self
             .entries
             .iter()
@@ -704,6 +713,11 @@ impl StateSet {
             *old = Arc::new(workspaces);
             true
         });
+    }
+
+    /// Publishes the report (`/readyz`); errors show once they failed `show_after`
+    /// checks in a row.
+    fn publish_report(&self, show_after: u32) {
         let mut errors = Vec::new();
         let mut report = StatesReport::default();
         for e in &self.entries {
