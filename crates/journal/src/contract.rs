@@ -486,3 +486,54 @@ pub(crate) async fn lease_contract(j: SharedJournal) {
         .unwrap();
     assert_eq!(other.token, 1);
 }
+
+/// Workspace-set listings: none before the first write; the latest write replaces the
+/// previous one, per set; a failed listing keeps its workspaces and error; the time
+/// reads back to the millisecond.
+pub(crate) async fn listing_contract(j: SharedJournal) {
+    use crate::{ListedWorkspace, Listing};
+    assert_eq!(j.get_listing("envs".into()).await.unwrap(), None);
+    let ws = |n: &str| ListedWorkspace {
+        workspace: format!("aws-{n}"),
+        location: format!("s3://tfstate/env/{n}/terraform.tfstate"),
+    };
+    let at = chrono::DateTime::parse_from_rfc3339("2026-12-03T15:00:00.123Z")
+        .unwrap()
+        .with_timezone(&Utc);
+    let first = Listing {
+        workspaces: vec![ws("dev"), ws("prod")],
+        listed_at: at,
+        holder: "replica-a".into(),
+        error: None,
+    };
+    j.put_listing("envs".into(), first.clone()).await.unwrap();
+    assert_eq!(j.get_listing("envs".into()).await.unwrap(), Some(first));
+    assert_eq!(j.get_listing("other".into()).await.unwrap(), None);
+    // The next listing replaces it (another holder, a failure keeping the list).
+    let failed = Listing {
+        workspaces: vec![ws("dev"), ws("prod"), ws("stage")],
+        listed_at: at + chrono::Duration::seconds(30),
+        holder: "replica-b".into(),
+        error: Some("s3://tfstate/env/*/terraform.tfstate: access denied".into()),
+    };
+    j.put_listing("envs".into(), failed.clone()).await.unwrap();
+    assert_eq!(j.get_listing("envs".into()).await.unwrap(), Some(failed));
+    // Another set is another row; an empty listing is a listing.
+    let empty = Listing {
+        workspaces: Vec::new(),
+        listed_at: at,
+        holder: "replica-a".into(),
+        error: None,
+    };
+    j.put_listing("tfe".into(), empty.clone()).await.unwrap();
+    assert_eq!(j.get_listing("tfe".into()).await.unwrap(), Some(empty));
+    assert_eq!(
+        j.get_listing("envs".into())
+            .await
+            .unwrap()
+            .unwrap()
+            .workspaces
+            .len(),
+        3
+    );
+}

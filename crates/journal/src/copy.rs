@@ -5,7 +5,9 @@
 //!
 //! Stop the service that writes the SQLite file first (the copy reads one snapshot;
 //! what is appended after it is not copied). Leases are not copied (they are held by
-//! running processes). The source is migrated to this build's schema first, as
+//! running processes), nor are workspace-set listings (`workspace_listings`: the
+//! leader replica writes a fresh one within one `list_interval_secs`, and a replica
+//! that finds none lists the set itself). The source is migrated to this build's schema first, as
 //! `serve` would on start.
 
 use sqlx_core::query::query;

@@ -77,6 +77,7 @@ use tokio::sync::{mpsc, oneshot};
 pub mod copy;
 mod lease;
 mod lifecycle;
+mod listing;
 pub mod lock;
 mod memory;
 #[cfg(feature = "postgres")]
@@ -90,6 +91,7 @@ mod writer;
 
 pub use lease::Lease;
 pub use lifecycle::{DriftQuery, DriftStatus, DriftUpdate};
+pub use listing::{ListedWorkspace, Listing};
 pub use lock::{JournalLock, LockError};
 pub use memory::{ApplyRecord, MAX_APPLIES, MAX_STAMPS, Stamp};
 pub use prune::{DEFAULT_PRUNE_BATCH, PruneReport};

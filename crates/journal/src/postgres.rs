@@ -47,6 +47,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::lease::{from_ms, ttl_ms};
 use crate::lifecycle::DriftStatus;
+use crate::listing::{decode_time, decode_workspaces, encode_workspaces};
 use crate::memory::{MAX_APPLIES, MAX_STAMPS, Stamp};
 use crate::prune::PruneReport;
 use crate::query::{
@@ -55,8 +56,8 @@ use crate::query::{
 use crate::store::{JournalFuture, JournalStore, StopSignal};
 use crate::writer::ts;
 use crate::{
-    ApplyRecord, Decided, DriftQuery, DriftUpdate, Entry, Error, JournalConfig, Lease, MatchRecord,
-    PendingRemediation, Result, SslMode, Written, redact_url,
+    ApplyRecord, Decided, DriftQuery, DriftUpdate, Entry, Error, JournalConfig, Lease, Listing,
+    MatchRecord, PendingRemediation, Result, SslMode, Written, redact_url,
 };
 
 type Tx = sqlx_core::transaction::Transaction<'static, Postgres>;
@@ -182,17 +183,38 @@ CREATE TABLE leases (
 CREATE INDEX leases_holder ON leases (holder);
 "#;
 
+/// Version 2: the latest listing of each workspace set ([`crate::Listing`]), as the
+/// SQLite journal's schema version 6 (workspaces as JSON text, times as RFC 3339 text).
+const PG_V2: &str = r#"
+CREATE TABLE workspace_listings (
+    set_name   TEXT COLLATE "C" PRIMARY KEY,
+    workspaces TEXT NOT NULL,
+    listed_at  TEXT COLLATE "C" NOT NULL,
+    holder     TEXT COLLATE "C" NOT NULL,
+    error      TEXT
+);
+"#;
+
 /// The versioned migrations, version 1 first. Append new versions at the end; never
 /// edit a released one (sqlx refuses a database whose applied migration's checksum
 /// differs).
 pub(crate) fn migrations() -> Vec<Migration> {
-    vec![Migration::new(
-        1,
-        "journal tables".into(),
-        MigrationType::Simple,
-        PG_V1.into(),
-        false,
-    )]
+    vec![
+        Migration::new(
+            1,
+            "journal tables".into(),
+            MigrationType::Simple,
+            PG_V1.into(),
+            false,
+        ),
+        Migration::new(
+            2,
+            "workspace set listings".into(),
+            MigrationType::Simple,
+            PG_V2.into(),
+            false,
+        ),
+    ]
 }
 
 /// SQLSTATEs a batch is retried on: deadlock with another replica's transaction,
@@ -1437,6 +1459,50 @@ impl PgJournal {
             .collect::<sqlx_core::Result<_>>()
             .map_err(pg("read leases"))
     }
+
+    async fn put_listing(&self, set: String, listing: Listing) -> Result<()> {
+        query::<Postgres>(
+            "INSERT INTO workspace_listings (set_name, workspaces, listed_at, holder, error) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (set_name) DO UPDATE SET \
+             workspaces = excluded.workspaces, listed_at = excluded.listed_at, \
+             holder = excluded.holder, error = excluded.error",
+        )
+        .bind(set)
+        .bind(encode_workspaces(&listing.workspaces))
+        .bind(ts(&listing.listed_at))
+        .bind(listing.holder)
+        .bind(listing.error)
+        .execute(&self.inner.pool)
+        .await
+        .map_err(pg("write listing"))?;
+        Ok(())
+    }
+
+    async fn get_listing(&self, set: String) -> Result<Option<Listing>> {
+        let Some(row) = query::<Postgres>(
+            "SELECT workspaces, listed_at, holder, error FROM workspace_listings \
+             WHERE set_name = $1",
+        )
+        .bind(set)
+        .fetch_optional(&self.inner.pool)
+        .await
+        .map_err(pg("read listing"))?
+        else {
+            return Ok(None);
+        };
+        let ws: String = row.try_get(0).map_err(pg("read listing"))?;
+        let at: String = row.try_get(1).map_err(pg("read listing"))?;
+        let bad = |e: Box<dyn std::error::Error + Send + Sync>| Error::Backend {
+            op: "read listing",
+            source: e,
+        };
+        Ok(Some(Listing {
+            workspaces: decode_workspaces(&ws).map_err(|e| bad(Box::new(e)))?,
+            listed_at: decode_time(&at).map_err(|e| bad(Box::new(e)))?,
+            holder: row.try_get(2).map_err(pg("read listing"))?,
+            error: row.try_get(3).map_err(pg("read listing"))?,
+        }))
+    }
 }
 
 impl JournalStore for PgJournal {
@@ -1646,5 +1712,11 @@ impl JournalStore for PgJournal {
     }
     fn leases_held(&self, holder: String) -> JournalFuture<'_, Vec<Lease>> {
         Box::pin(PgJournal::leases_held(self, holder))
+    }
+    fn put_listing(&self, set: String, listing: Listing) -> JournalFuture<'_, ()> {
+        Box::pin(PgJournal::put_listing(self, set, listing))
+    }
+    fn get_listing(&self, set: String) -> JournalFuture<'_, Option<Listing>> {
+        Box::pin(PgJournal::get_listing(self, set))
     }
 }

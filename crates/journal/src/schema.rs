@@ -12,7 +12,7 @@ use rusqlite_migration::{M, Migrations};
 use crate::{Error, Result};
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub(crate) const VERSION: i64 = 5;
+pub(crate) const VERSION: i64 = 6;
 
 pub(crate) const SCHEMA_V1: &str = "
 CREATE TABLE IF NOT EXISTS events (
@@ -170,6 +170,19 @@ CREATE TABLE IF NOT EXISTS leases (
 ) WITHOUT ROWID;
 ";
 
+/// Version 6: the latest listing of each workspace set ([`crate::Listing`]): the
+/// workspaces found (a JSON array of `{"workspace", "location"}`), when, by whom, and
+/// the error of a failed listing.
+pub(crate) const SCHEMA_V6: &str = "
+CREATE TABLE IF NOT EXISTS workspace_listings (
+    set_name   TEXT PRIMARY KEY,
+    workspaces TEXT NOT NULL,   -- JSON array of {\"workspace\", \"location\"}
+    listed_at  TEXT NOT NULL,   -- RFC 3339 UTC, milliseconds, 'Z'
+    holder     TEXT NOT NULL,
+    error      TEXT
+) WITHOUT ROWID;
+";
+
 /// Every table of the file, one migration per schema version (`PRAGMA user_version`
 /// counts the migrations applied; `rusqlite_migration` applies the missing ones, each
 /// in its own transaction). Append new versions at the end; never edit a released one.
@@ -182,6 +195,7 @@ pub(crate) const MIGRATION_STEPS: &[M<'static>] = &[
     M::up(SCHEMA_V3),
     M::up(SCHEMA_V4),
     M::up(SCHEMA_V5),
+    M::up(SCHEMA_V6),
 ];
 
 /// Opens the database at `path`. This is the one place that sets up a connection to

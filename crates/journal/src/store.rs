@@ -29,8 +29,8 @@ use std::time::Duration;
 
 use crate::{
     ApplyRecord, DriftQuery, DriftRow, DriftUpdate, Entry, EventQuery, EventRow, Journal,
-    JournalConfig, Lease, PendingRemediation, PruneReport, RemediationQuery, RemediationRow,
-    Result, Stamp, Written,
+    JournalConfig, Lease, Listing, PendingRemediation, PruneReport, RemediationQuery,
+    RemediationRow, Result, Stamp, Written,
 };
 
 /// A boxed, `Send` future answering a journal call (what keeps [`JournalStore`]
@@ -309,6 +309,21 @@ pub trait JournalStore: Send + Sync + std::fmt::Debug + 'static {
     /// # Errors
     /// When the store cannot be read.
     fn leases_held(&self, holder: String) -> JournalFuture<'_, Vec<Lease>>;
+
+    /// Stores `listing` as the latest listing of the workspace set named `set`,
+    /// replacing the previous one ([`Journal::put_listing`]). The replica holding the
+    /// leader lease writes it; the others follow it.
+    ///
+    /// # Errors
+    /// When the store cannot be written.
+    fn put_listing(&self, set: String, listing: Listing) -> JournalFuture<'_, ()>;
+
+    /// The latest stored listing of the workspace set named `set`; `None` when none
+    /// was stored yet ([`Journal::get_listing`]).
+    ///
+    /// # Errors
+    /// When the store cannot be read (or the stored row cannot be read back).
+    fn get_listing(&self, set: String) -> JournalFuture<'_, Option<Listing>>;
 }
 
 /// Opens the embedded SQLite journal at `cfg.path` and returns it as the handle every
@@ -526,5 +541,11 @@ impl JournalStore for Journal {
     }
     fn leases_held(&self, holder: String) -> JournalFuture<'_, Vec<Lease>> {
         Box::pin(Journal::leases_held(self, holder))
+    }
+    fn put_listing(&self, set: String, listing: Listing) -> JournalFuture<'_, ()> {
+        Box::pin(Journal::put_listing(self, set, listing))
+    }
+    fn get_listing(&self, set: String) -> JournalFuture<'_, Option<Listing>> {
+        Box::pin(Journal::get_listing(self, set))
     }
 }

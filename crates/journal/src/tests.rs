@@ -1031,12 +1031,13 @@ async fn the_sqlite_journal_keeps_the_storage_contract_through_the_trait() {
 }
 
 #[tokio::test]
-async fn the_sqlite_journal_keeps_the_lease_contract() {
+async fn the_sqlite_journal_keeps_the_lease_and_listing_contracts() {
     let dir = tempfile::tempdir().unwrap();
     let j = crate::connect(&JournalConfig::at(dir.path().join("j.sqlite")))
         .await
         .unwrap();
     crate::contract::lease_contract(j.clone()).await;
+    crate::contract::listing_contract(j.clone()).await;
     assert!(j.ping().await.is_ok());
     j.close().await;
 }

@@ -37,12 +37,13 @@ fn cfg(url: &str) -> JournalConfig {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_postgres_journal_keeps_the_storage_and_lease_contracts() {
+async fn the_postgres_journal_keeps_the_storage_lease_and_listing_contracts() {
     let pg = server();
     let j = connect(&cfg(&pg.url())).await.unwrap();
     assert_eq!(j.location(), pg.url());
     storage_contract(j.clone()).await;
     lease_contract(j.clone()).await;
+    crate::contract::listing_contract(j.clone()).await;
     crate::contract::closed_refuses_appends(j).await;
     // Reconnecting finds the schema migrated and the rows there.
     let again = connect(&cfg(&pg.url())).await.unwrap();
