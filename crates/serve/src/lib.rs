@@ -633,6 +633,15 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         tracing::info!(source_type = %kind, "Source started.");
     }
 
+    let mut states = states;
+    if journal_cfg.url.is_some() {
+        // Several replicas: the leader lists the workspace sets, the others follow.
+        states.share(states::SharedListing {
+            journal: journal.clone(),
+            leader: ctx.leader.clone(),
+            holder: replica::replica_id().to_owned(),
+        });
+    }
     if server.state_reload_secs > 0 {
         tokio::spawn(reload::run(
             ctx.clone(),

@@ -258,6 +258,9 @@ pub mod names {
     pub const LEASE_ACQUISITIONS: &str = "lease_acquisitions";
     /// Leases this replica lost while holding them, by kind.
     pub const LEASE_LOSSES: &str = "lease_losses";
+    /// Listings of a workspace set this replica ran itself (at start, as the leader,
+    /// or as a follower whose stored listing went stale), by set.
+    pub const WORKSPACE_SET_LISTINGS: &str = "workspace_set_listings";
     /// Seconds of one journal round trip (a periodic `SELECT 1`).
     pub const JOURNAL_ROUND_TRIP: &str = "journal_round_trip_seconds";
     /// Messages received from sources and push endpoints, by source and provider.
@@ -415,6 +418,11 @@ impl Metrics {
             LEASE_LOSSES,
             "Leases this replica lost while holding them (expired or taken over), by kind",
             leases.losses.clone(),
+        );
+        registry.register(
+            WORKSPACE_SET_LISTINGS,
+            "Workspace-set listings this replica ran itself (not read from the journal), by set",
+            crate::states::SET_LISTINGS.clone(),
         );
         registry.register(
             JOURNAL_ROUND_TRIP,

@@ -128,6 +128,13 @@ impl Leader {
         Self { held }
     }
 
+    /// A leader that never leads (tests of followers).
+    #[cfg(test)]
+    pub(crate) fn never() -> Self {
+        let (_, held) = watch::channel(false);
+        Self { held }
+    }
+
     /// Starts the task that takes the lease `name` as `holder` for `ttl` whenever it
     /// is free, renews it every third of `ttl` while held, and releases it at
     /// `shutdown`. A lease that cannot be renewed (taken over, or the journal

@@ -25,12 +25,34 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use driftreactor_config::{Config, WorkspaceConfig, WorkspaceSetConfig};
+use driftreactor_journal::{ListedWorkspace, Listing, SharedJournal};
 use driftreactor_pipeline::estate::StateBytes;
 use driftreactor_state::{
     ErrorKind, Fetch, LockInfo, SourceError, StateLister, StateLocation, StateSource, Version,
 };
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use serde::Serialize;
 use tokio::sync::watch;
+
+use crate::replica::Leader;
+
+/// A follower lists a set itself once the stored listing is older than this many
+/// `list_interval_secs` (the leader is gone, or cannot list or write): a dead leader
+/// never freezes a set.
+pub const STALE_LISTING_INTERVALS: u32 = 3;
+
+/// The `set` label of `driftreactor_workspace_set_listings_total`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(crate) struct SetLabels {
+    set: String,
+}
+
+/// Workspace-set listings this process ran itself, by set (process-wide, registered by
+/// [`crate::metrics::Metrics`]).
+pub(crate) static SET_LISTINGS: std::sync::LazyLock<Family<SetLabels, Counter>> =
+    std::sync::LazyLock::new(Family::default);
 
 /// How long a `state_command` may run before its process group is killed, seconds
 /// (`terraform state pull` of a large state over a slow backend included).
@@ -214,8 +236,14 @@ impl Set {
         })
     }
 
-    /// The workspaces the set matches now.
+    /// The workspaces the set matches now (counted in
+    /// `driftreactor_workspace_set_listings_total{set}`).
     async fn list(&self) -> Result<Vec<Workspace>, Error> {
+        SET_LISTINGS
+            .get_or_create(&SetLabels {
+                set: self.config.name.clone(),
+            })
+            .inc();
         let listed = self.lister.list().await.map_err(|source| Error::List {
             set: self.config.name.clone(),
             field: self.field.clone(),
@@ -231,6 +259,57 @@ impl Set {
             })
             .collect())
     }
+
+    /// The workspaces of a stored listing, each source opened again from its stored
+    /// location as a `[[workspaces]]` entry of the same settings would be (the set's
+    /// `tfe_token_env` included). A location that cannot be opened is left out and
+    /// named in the second value.
+    fn open_listing(&self, listing: &Listing, base: &Path) -> (Vec<Workspace>, Vec<String>) {
+        let mut out = Vec::new();
+        let mut errors = Vec::new();
+        for lw in &listing.workspaces {
+            let mut config = self.config.workspace("", &lw.location);
+            config.name.clone_from(&lw.workspace);
+            match open_workspace(&config, base) {
+                Ok(source) => out.push(Workspace {
+                    config,
+                    set: Some(self.config.name.clone()),
+                    field: self.field.clone(),
+                    source,
+                }),
+                Err(e) => errors.push(format!(
+                    "workspace set {}: stored workspace {}: {e}",
+                    self.config.name, lw.workspace
+                )),
+            }
+        }
+        (out, errors)
+    }
+}
+
+/// Where a set's current list came from (`/readyz` `workspace_sets[].source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ListingSource {
+    /// This replica listed it (the embedded journal; the leader; at start; a follower
+    /// whose stored listing is missing or stale).
+    #[default]
+    #[serde(rename = "self")]
+    Own,
+    /// Read from the journal, as the leader replica stored it.
+    Journal,
+}
+
+/// Several replicas on one journal: the leader lists each workspace set and stores
+/// the listing; the others follow the stored listing.
+#[derive(Debug, Clone)]
+pub(crate) struct SharedListing {
+    /// The shared journal.
+    pub journal: SharedJournal,
+    /// The leader lease.
+    pub leader: Leader,
+    /// This replica's lease-holder name.
+    pub holder: String,
 }
 
 /// Adds `found` to `out`, refusing a name already taken.
@@ -474,6 +553,13 @@ pub struct SetReport {
     /// Why the last listing failed (the previous list stays in use).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Where the current list came from: `self` (this replica listed it) or
+    /// `journal` (the leader replica's stored listing).
+    pub source: ListingSource,
+    /// Who ran the listing in use (a replica's lease-holder name).
+    pub listed_by: String,
+    /// Listings of this set this replica ran itself since its start.
+    pub listings: u64,
 }
 
 /// What `/readyz` shows of the states, as of the last reload tick.
@@ -540,6 +626,16 @@ pub(crate) struct SetEntry {
     pub last_listed: Option<SystemTime>,
     pub error: Option<String>,
     pub members: BTreeSet<String>,
+    /// Where the current list came from, and who listed it.
+    pub source: ListingSource,
+    pub listed_by: String,
+    /// Listings this replica ran itself.
+    pub listings: u64,
+    /// The `listed_at` of the stored listing applied last (a follower applies each
+    /// stored listing once).
+    pub applied: Option<chrono::DateTime<chrono::Utc>>,
+    /// A stale stored listing was already warned about.
+    pub warned_stale: bool,
 }
 
 impl SetEntry {
@@ -563,6 +659,11 @@ pub struct StateSet {
     report: Arc<arc_swap::ArcSwap<StatesReport>>,
     /// Why the last rebuild failed as a whole (not one workspace's state).
     pub(crate) load_error: Option<String>,
+    /// The config file's folder (to open stored listings' sources).
+    base: PathBuf,
+    /// Several replicas on one journal: how listings are shared (`None`: this
+    /// process lists every set itself).
+    shared: Option<SharedListing>,
 }
 
 impl StateSet {
@@ -609,6 +710,11 @@ impl StateSet {
                 last_listed: Some(SystemTime::now()),
                 error: None,
                 members,
+                source: ListingSource::Own,
+                listed_by: crate::replica::replica_id().to_owned(),
+                listings: 1,
+                applied: None,
+                warned_stale: false,
             });
         }
         let fetched = fetch(&workspaces).await?;
@@ -640,6 +746,8 @@ impl StateSet {
             workspaces: ws_tx,
             report: Arc::new(arc_swap::ArcSwap::from_pointee(StatesReport::default())),
             load_error: None,
+            base,
+            shared: None,
         };
         this.publish(crate::reload::UNREADABLE_CHECKS);
         Ok(this)
@@ -751,6 +859,9 @@ impl StateSet {
                 workspaces: s.members.len(),
                 last_listed: s.last_listed.map(rfc3339),
                 error: s.error.clone(),
+                source: s.source,
+                listed_by: s.listed_by.clone(),
+                listings: s.listings,
             });
         }
         if let Some(msg) = &self.load_error {
@@ -760,58 +871,203 @@ impl StateSet {
         self.report.store(Arc::new(report));
     }
 
-    /// Lists every set whose interval elapsed at `now`: new workspaces are added
-    /// (without a state yet: the next read fetches it), gone ones removed. A failed
-    /// listing keeps the previous list and records the error. Returns whether the
-    /// workspace list changed.
+    /// Shares the workspace-set listings through `shared` (several replicas on one
+    /// journal): from now on [`StateSet::relist`] lists a set only while this replica
+    /// leads (and stores each listing), and otherwise follows the stored listing.
+    pub(crate) fn share(&mut self, shared: SharedListing) {
+        self.shared = Some(shared);
+    }
+
+    /// Brings each set's list up to date at `now`, and returns whether the workspace
+    /// list changed. New workspaces are added (without a state yet: the next read
+    /// fetches it), gone ones removed; a failed listing keeps the previous list and
+    /// records the error.
+    ///
+    /// * One process (no [`StateSet::share`]): lists every set whose interval
+    ///   elapsed.
+    /// * Several replicas, this one leading: the same, and stores each listing
+    ///   (successful or not) in the journal.
+    /// * Several replicas, following: reads each set's stored listing (one small
+    ///   query per set and tick) and applies a new one; when there is none yet, it is
+    ///   older than [`STALE_LISTING_INTERVALS`] intervals, or the journal cannot be
+    ///   read, it lists the set itself once its own interval elapsed (without storing
+    ///   it).
     pub(crate) async fn relist(&mut self, now: tokio::time::Instant) -> bool {
         let mut changed = false;
         for i in 0..self.sets.len() {
-            if self.sets[i].next_list > now {
-                continue;
-            }
-            self.sets[i].next_list = now + self.sets[i].interval();
+            let due = self.sets[i].next_list <= now;
+            let interval = self.sets[i].interval();
             let name = self.sets[i].name().to_owned();
-            match self.sets[i].set.list().await {
-                Err(e) => {
-                    tracing::warn!(set = %name, error = %e, "Workspace set listing failed; keeping the previous list.");
-                    self.sets[i].error = Some(e.to_string());
-                }
-                Ok(found) => {
-                    let set = &mut self.sets[i];
-                    set.error = None;
-                    set.last_listed = Some(SystemTime::now());
-                    let names: BTreeSet<String> =
-                        found.iter().map(|w| w.config.name.clone()).collect();
-                    let gone: Vec<String> = set.members.difference(&names).cloned().collect();
-                    set.members = names;
-                    for g in &gone {
-                        tracing::info!(set = %name, workspace = %g, "Workspace gone from its set.");
+            let shared = self.shared.clone();
+            match shared {
+                None => {
+                    if due {
+                        self.sets[i].next_list = now + interval;
+                        let found = self.list_own(i).await;
+                        changed |= self.apply(i, found);
                     }
-                    let before = self.entries.len();
-                    self.entries.retain(|e| {
-                        e.ws.set.as_deref() != Some(name.as_str())
-                            || !gone.contains(&e.ws.config.name)
-                    });
-                    changed |= self.entries.len() != before;
-                    for ws in found {
-                        match self.entries.iter_mut().find(|e| e.ws.name() == ws.name()) {
-                            Some(e) if e.ws.set.as_deref() == Some(name.as_str()) => {
-                                // Still there: keep its source (and its versions).
+                }
+                Some(sh) if sh.leader.is_leader() => {
+                    if due {
+                        self.sets[i].next_list = now + interval;
+                        let found = self.list_own(i).await;
+                        let listing = self.listing_of(i, &found, &sh.holder);
+                        changed |= self.apply(i, found);
+                        if let Err(e) = sh.journal.put_listing(name.clone(), listing).await {
+                            tracing::warn!(set = %name, error = %e, "Cannot store the workspace set listing; the other replicas list it themselves once it is stale.");
+                        }
+                    }
+                }
+                Some(sh) => {
+                    let stored = sh.journal.get_listing(name.clone()).await;
+                    let max_age = interval * STALE_LISTING_INTERVALS;
+                    let fresh = match &stored {
+                        Ok(Some(l)) => {
+                            let age = (chrono::Utc::now() - l.listed_at)
+                                .to_std()
+                                .unwrap_or_default();
+                            age <= max_age
+                        }
+                        _ => false,
+                    };
+                    match stored {
+                        Ok(Some(l)) if fresh => {
+                            // The leader lists it: our own listing is not due.
+                            self.sets[i].next_list = now + interval;
+                            self.sets[i].warned_stale = false;
+                            if self.sets[i].applied != Some(l.listed_at) {
+                                changed |= self.follow(i, &l);
                             }
-                            Some(_) => {
-                                let msg = format!(
-                                    "workspace set {name}: found workspace {} that another entry already defines; ignored",
-                                    ws.name()
-                                );
-                                tracing::warn!("{msg}");
-                                self.sets[i].error = Some(msg);
+                        }
+                        other => {
+                            if due {
+                                match &other {
+                                    Ok(Some(l)) if !self.sets[i].warned_stale => {
+                                        tracing::warn!(set = %name, listed_by = %l.holder, listed_at = %l.listed_at, "The stored workspace set listing is stale (no leader lists it); listing it here.");
+                                        self.sets[i].warned_stale = true;
+                                    }
+                                    Err(e) => {
+                                        tracing::warn!(set = %name, error = %e, "Cannot read the stored workspace set listing; listing it here.");
+                                    }
+                                    _ => {}
+                                }
+                                self.sets[i].next_list = now + interval;
+                                let found = self.list_own(i).await;
+                                changed |= self.apply(i, found);
                             }
-                            None => {
-                                tracing::info!(set = %name, workspace = %ws.name(), location = %ws.location(), "New workspace in its set.");
-                                self.entries.push(Entry::new(ws));
-                                changed = true;
-                            }
+                        }
+                    }
+                }
+            }
+        }
+        changed
+    }
+
+    /// Lists set `i` here, recording this replica as the lister.
+    async fn list_own(&mut self, i: usize) -> Result<Vec<Workspace>, Error> {
+        let found = self.sets[i].set.list().await;
+        let set = &mut self.sets[i];
+        set.listings += 1;
+        set.source = ListingSource::Own;
+        set.listed_by = crate::replica::replica_id().to_owned();
+        set.applied = None;
+        found
+    }
+
+    /// The listing to store for set `i` after `found`: its workspaces (sorted by
+    /// name), or after a failure the list in use with the error.
+    fn listing_of(&self, i: usize, found: &Result<Vec<Workspace>, Error>, holder: &str) -> Listing {
+        let set = self.sets[i].name();
+        let mut workspaces: Vec<ListedWorkspace> = match found {
+            Ok(ws) => ws
+                .iter()
+                .map(|w| ListedWorkspace {
+                    workspace: w.config.name.clone(),
+                    location: w.location().to_owned(),
+                })
+                .collect(),
+            Err(_) => self
+                .entries
+                .iter()
+                .filter(|e| e.ws.set.as_deref() == Some(set))
+                .map(|e| ListedWorkspace {
+                    workspace: e.ws.config.name.clone(),
+                    location: e.ws.location().to_owned(),
+                })
+                .collect(),
+        };
+        workspaces.sort_by(|a, b| a.workspace.cmp(&b.workspace));
+        Listing {
+            workspaces,
+            listed_at: chrono::Utc::now(),
+            holder: holder.to_owned(),
+            error: found.as_ref().err().map(ToString::to_string),
+        }
+    }
+
+    /// Applies the stored listing `l` to set `i` (a follower); returns whether the
+    /// workspace list changed.
+    fn follow(&mut self, i: usize, l: &Listing) -> bool {
+        let (found, errors) = self.sets[i].set.open_listing(l, &self.base);
+        let name = self.sets[i].name().to_owned();
+        tracing::debug!(set = %name, listed_by = %l.holder, workspaces = found.len(), "Following the stored workspace set listing.");
+        let changed = self.apply(i, Ok(found));
+        let set = &mut self.sets[i];
+        set.source = ListingSource::Journal;
+        set.listed_by.clone_from(&l.holder);
+        set.applied = Some(l.listed_at);
+        set.last_listed = Some(SystemTime::from(l.listed_at));
+        let mut all: Vec<String> = l.error.iter().cloned().collect();
+        all.extend(errors);
+        if !all.is_empty() {
+            set.error = Some(all.join("; "));
+        }
+        changed
+    }
+
+    /// Applies a listing's outcome to set `i`: new workspaces added, gone ones
+    /// removed; a failed listing keeps the previous list and records the error.
+    /// Returns whether the workspace list changed.
+    fn apply(&mut self, i: usize, found: Result<Vec<Workspace>, Error>) -> bool {
+        let mut changed = false;
+        let name = self.sets[i].name().to_owned();
+        match found {
+            Err(e) => {
+                tracing::warn!(set = %name, error = %e, "Workspace set listing failed; keeping the previous list.");
+                self.sets[i].error = Some(e.to_string());
+            }
+            Ok(found) => {
+                let set = &mut self.sets[i];
+                set.error = None;
+                set.last_listed = Some(SystemTime::now());
+                let names: BTreeSet<String> = found.iter().map(|w| w.config.name.clone()).collect();
+                let gone: Vec<String> = set.members.difference(&names).cloned().collect();
+                set.members = names;
+                for g in &gone {
+                    tracing::info!(set = %name, workspace = %g, "Workspace gone from its set.");
+                }
+                let before = self.entries.len();
+                self.entries.retain(|e| {
+                    e.ws.set.as_deref() != Some(name.as_str()) || !gone.contains(&e.ws.config.name)
+                });
+                changed |= self.entries.len() != before;
+                for ws in found {
+                    match self.entries.iter_mut().find(|e| e.ws.name() == ws.name()) {
+                        Some(e) if e.ws.set.as_deref() == Some(name.as_str()) => {
+                            // Still there: keep its source (and its versions).
+                        }
+                        Some(_) => {
+                            let msg = format!(
+                                "workspace set {name}: found workspace {} that another entry already defines; ignored",
+                                ws.name()
+                            );
+                            tracing::warn!("{msg}");
+                            self.sets[i].error = Some(msg);
+                        }
+                        None => {
+                            tracing::info!(set = %name, workspace = %ws.name(), location = %ws.location(), "New workspace in its set.");
+                            self.entries.push(Entry::new(ws));
+                            changed = true;
                         }
                     }
                 }
@@ -964,6 +1220,8 @@ mod tests {
             workspaces,
             report: Arc::new(arc_swap::ArcSwap::from_pointee(StatesReport::default())),
             load_error: None,
+            base: PathBuf::from("/etc/dr"),
+            shared: None,
         };
         let table = set.locks();
         let to_fn = table.to_fn();
@@ -1029,6 +1287,120 @@ mod tests {
         }
     }
 
+    /// A state set of one workspace set `envs` (prefix `aws-`, interval 1 s) whose
+    /// lister answers `script` in turn, due now.
+    fn scripted_set(script: Vec<Result<Vec<&'static str>, &'static str>>) -> StateSet {
+        let config = Config::parse(
+            "[[workspace_sets]]\nname = \"envs\"\nprefix = \"aws-\"\nstate = \"s3://tfstate/env/*/terraform.tfstate\"\nlist_interval_secs = 1\n",
+            Path::new("/etc/dr/driftreactor.toml"),
+        )
+        .unwrap();
+        let set = Set {
+            config: config.workspace_sets[0].clone(),
+            field: "workspace_sets[0].state".into(),
+            lister: Box::new(Scripted(std::sync::Mutex::new(script))),
+        };
+        let (locks, _) = watch::channel(Arc::new(BTreeMap::new()));
+        let (workspaces, _) = watch::channel(Arc::new(BTreeMap::new()));
+        StateSet {
+            entries: Vec::new(),
+            sets: vec![SetEntry {
+                set,
+                next_list: tokio::time::Instant::now(),
+                last_listed: None,
+                error: None,
+                members: BTreeSet::new(),
+                source: ListingSource::Own,
+                listed_by: String::new(),
+                listings: 0,
+                applied: None,
+                warned_stale: false,
+            }],
+            locks,
+            workspaces,
+            report: Arc::new(arc_swap::ArcSwap::from_pointee(StatesReport::default())),
+            load_error: None,
+            base: PathBuf::from("/etc/dr"),
+            shared: None,
+        }
+    }
+
+    /// Several replicas on one journal (here one SQLite file): the leader lists and
+    /// stores each listing; a follower applies the stored listing without listing
+    /// (its lister has no answer scripted: a call would panic), rebuilding each
+    /// source from the stored location; once the stored listing is older than three
+    /// intervals, the follower lists the set itself.
+    #[tokio::test]
+    async fn a_follower_applies_the_leaders_stored_listing_and_lists_itself_once_it_is_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = driftreactor_journal::connect(&driftreactor_journal::JournalConfig::at(
+            dir.path().join("j.sqlite"),
+        ))
+        .await
+        .unwrap();
+        let mut leader = scripted_set(vec![Ok(vec!["blue", "green"]), Ok(vec!["green", "white"])]);
+        leader.share(SharedListing {
+            journal: journal.clone(),
+            leader: Leader::single(),
+            holder: "replica-a".into(),
+        });
+        let mut follower = scripted_set(vec![Ok(vec!["black"])]);
+        follower.share(SharedListing {
+            journal: journal.clone(),
+            leader: Leader::never(),
+            holder: "replica-b".into(),
+        });
+        let now = tokio::time::Instant::now();
+        assert!(leader.relist(now).await);
+        let stored = journal.get_listing("envs".into()).await.unwrap().unwrap();
+        assert_eq!(stored.holder, "replica-a");
+        assert_eq!(
+            stored
+                .workspaces
+                .iter()
+                .map(|w| (w.workspace.as_str(), w.location.as_str()))
+                .collect::<Vec<_>>(),
+            [
+                ("aws-blue", "s3://tfstate/prod.tfstate"),
+                ("aws-green", "s3://tfstate/prod.tfstate")
+            ]
+        );
+        assert!(follower.relist(now).await);
+        assert_eq!(follower.names(), ["aws-blue", "aws-green"]);
+        assert_eq!(
+            follower.entries[0].ws.location(),
+            "s3://tfstate/prod.tfstate"
+        );
+        assert_eq!(follower.sets[0].listings, 0, "the follower did not list");
+        follower.publish(3);
+        let report = follower.report().load_full();
+        assert_eq!(report.sets[0].source, ListingSource::Journal);
+        assert_eq!(report.sets[0].listed_by, "replica-a");
+        // The same stored listing again: nothing to do.
+        assert!(!follower.relist(now + Duration::from_secs(5)).await);
+        // The leader's next listing reaches the follower at its next tick.
+        let later = now + Duration::from_secs(1);
+        assert!(leader.relist(later).await);
+        assert!(follower.relist(later).await);
+        assert_eq!(follower.names(), ["aws-green", "aws-white"]);
+        assert_eq!(follower.sets[0].listings, 0);
+        // The leader is gone: its last listing is older than three intervals.
+        let mut old = journal.get_listing("envs".into()).await.unwrap().unwrap();
+        old.listed_at -= chrono::Duration::seconds(4);
+        journal.put_listing("envs".into(), old).await.unwrap();
+        let much_later = later + Duration::from_secs(5);
+        assert!(follower.relist(much_later).await);
+        assert_eq!(
+            follower.names(),
+            ["aws-black"],
+            "the follower listed it itself"
+        );
+        assert_eq!(follower.sets[0].listings, 1);
+        follower.publish(3);
+        assert_eq!(follower.report().load().sets[0].source, ListingSource::Own);
+        journal.close().await;
+    }
+
     #[tokio::test]
     async fn a_relisting_adds_and_removes_workspaces_and_a_failed_one_keeps_the_list() {
         let config = Config::parse(
@@ -1056,11 +1428,18 @@ mod tests {
                 last_listed: None,
                 error: None,
                 members: BTreeSet::new(),
+                source: ListingSource::Own,
+                listed_by: String::new(),
+                listings: 0,
+                applied: None,
+                warned_stale: false,
             }],
             locks,
             workspaces,
             report: Arc::new(arc_swap::ArcSwap::from_pointee(StatesReport::default())),
             load_error: None,
+            base: PathBuf::from("/etc/dr"),
+            shared: None,
         };
         let list = states.workspaces();
         assert!(states.relist(now).await);
