@@ -20,6 +20,7 @@ use driftreactor_journal::{Entry, JournalConfig};
 use driftreactor_testkit::aws_e2e::{MotoApi, REGION, cloudtrail_open_port};
 use driftreactor_testkit::moto::MotoServer;
 use driftreactor_testkit::postgres::Server;
+use object_store::ObjectStoreExt;
 
 const SECRET: &str = "pg-push-secret";
 /// The SQS queue of the three-replica test.
@@ -175,7 +176,13 @@ impl Replica {
     /// [`Replica::start`] with `cwd` as the working directory (`config` may be
     /// relative to it).
     fn start_in(cwd: &Path, config: &Path, id: &str, log: &Path) -> Self {
+        Self::start_with(cwd, config, id, log, &[])
+    }
+
+    /// [`Replica::start_in`] with extra environment variables.
+    fn start_with(cwd: &Path, config: &Path, id: &str, log: &Path, env: &[(&str, &str)]) -> Self {
         let mut child = driftreactor_for_moto()
+            .envs(env.iter().copied())
             .current_dir(cwd)
             .args(["serve", "--config"])
             .arg(config)
@@ -1122,4 +1129,207 @@ fn postgres_journal_plans_in_the_config_folder_by_an_absolute_path() {
         "{record}"
     );
     replica.stop();
+}
+
+/// The S3 bucket of the workspace-set test.
+const SET_BUCKET: &str = "tfstate-sets";
+
+/// moto's S3 bucket [`SET_BUCKET`] through `object_store` (signed requests).
+fn set_store(endpoint: &str) -> Arc<dyn object_store::ObjectStore> {
+    Arc::new(
+        object_store::aws::AmazonS3Builder::new()
+            .with_endpoint(endpoint)
+            .with_allow_http(true)
+            .with_region(REGION)
+            .with_access_key_id("test")
+            .with_secret_access_key("test")
+            .with_bucket_name(SET_BUCKET)
+            .build()
+            .unwrap(),
+    )
+}
+
+/// A state (format 4) with one bucket, of lineage `name`.
+fn bucket_state(name: &str) -> Vec<u8> {
+    format!(
+        r#"{{"version": 4, "terraform_version": "1.11.4", "serial": 1, "lineage": "{name}", "outputs": {{}},
+  "resources": [{{"mode": "managed", "type": "aws_s3_bucket", "name": "b", "provider": "provider[\"registry.terraform.io/hashicorp/aws\"]",
+    "instances": [{{"attributes": {{"id": "{name}-bucket", "arn": "arn:aws:s3:::{name}-bucket"}}}}]}}]}}"#
+    )
+    .into_bytes()
+}
+
+/// The workspaces with a loaded state on a `/readyz` body, sorted.
+fn loaded_workspaces(body: &serde_json::Value) -> Vec<String> {
+    let mut n: Vec<String> = body["states"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|s| s["serial"].is_u64())
+        .filter_map(|s| s["workspace"].as_str().map(str::to_owned))
+        .collect();
+    n.sort();
+    n
+}
+
+/// Issue 14, singletons: two replicas on one PostgreSQL share a `[[workspace_sets]]`
+/// over moto's S3. Only the replica holding the leader lease lists the set (after the
+/// one listing each replica makes at its start); the other follows the listing the
+/// leader stored in the journal: a fourth state object appears on both, while the
+/// follower's own listings (`/readyz` `workspace_sets[].listings` and
+/// `driftreactor_workspace_set_listings_total{set}`) stay at the one of its start.
+/// When the leader stops, the follower takes the lease and lists the set itself: a
+/// deleted object goes.
+#[test]
+fn only_the_leader_lists_workspace_sets_and_every_replica_follows() {
+    let pg = Server::start().unwrap_or_else(|e| panic!("{e}"));
+    let moto = MotoServer::start_or_skip().expect("moto_server is needed");
+    let endpoint = moto.endpoint();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let store = set_store(&endpoint);
+    let put = |name: &str| {
+        let key = object_store::path::Path::parse(format!("env/{name}/terraform.tfstate")).unwrap();
+        rt.block_on(store.put(&key, bucket_state(name).into()))
+            .unwrap();
+    };
+    let (status, _) = http(
+        endpoint.trim_start_matches("http://"),
+        "PUT",
+        &format!("/{SET_BUCKET}"),
+        b"",
+    )
+    .unwrap();
+    assert!((200..300).contains(&status), "create bucket: {status}");
+    for name in ["blue", "green", "red"] {
+        put(name);
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = |sub: &str| {
+        let d = dir.path().join(sub);
+        std::fs::create_dir_all(&d).unwrap();
+        let text = format!(
+            "[[workspace_sets]]\nname = \"envs\"\nprefix = \"aws-\"\n\
+             state = \"s3://{SET_BUCKET}/env/*/terraform.tfstate\"\nlist_interval_secs = 1\n\n\
+             [server]\nstate_reload_secs = 1\nshutdown_grace_secs = 5\n\n\
+             [journal]\nurl = \"{}\"\nsslmode = \"disable\"\nconnect_timeout_secs = 2\n",
+            pg.url()
+        );
+        let path = d.join("driftreactor.toml");
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let env = [("AWS_ENDPOINT_URL_S3", endpoint.as_str())];
+    let a = Replica::start_with(
+        Path::new("."),
+        &config("a"),
+        "list-a",
+        &dir.path().join("a.log"),
+        &env,
+    );
+    wait_until(Duration::from_secs(30), "list-a leads", |last| {
+        let (_, body) = readyz(&a.addr);
+        *last = body.to_string();
+        (body["replica"]["leader"] == true).then_some(())
+    });
+    let b = Replica::start_with(
+        Path::new("."),
+        &config("b"),
+        "list-b",
+        &dir.path().join("b.log"),
+        &env,
+    );
+    let three = ["aws-blue", "aws-green", "aws-red"];
+    // The follower applies the leader's stored listing.
+    let body = wait_until(
+        Duration::from_secs(60),
+        "list-b follows list-a's listing",
+        |last| {
+            let (_, body) = readyz(&b.addr);
+            *last = body.to_string();
+            let set = &body["workspace_sets"][0];
+            (set["source"] == "journal" && set["listed_by"] == "list-a").then_some(body)
+        },
+    );
+    assert_eq!(loaded_workspaces(&body), three, "{body}");
+    assert_eq!(body["replica"]["leader"], false, "{body}");
+    assert_eq!(
+        body["workspace_sets"][0]["listings"], 1,
+        "only its start: {body}"
+    );
+    assert_eq!(
+        sql(
+            &pg,
+            "SELECT holder FROM workspace_listings WHERE set_name = 'envs'"
+        ),
+        "list-a"
+    );
+
+    // A fourth object: both replicas load it; only the leader listed.
+    put("white");
+    let four = ["aws-blue", "aws-green", "aws-red", "aws-white"];
+    for r in [&a, &b] {
+        wait_until(
+            Duration::from_secs(60),
+            &format!("{} loads the fourth workspace", r.id),
+            |last| {
+                let (_, body) = readyz(&r.addr);
+                *last = body.to_string();
+                (loaded_workspaces(&body) == four).then_some(())
+            },
+        );
+    }
+    let (_, body_a) = readyz(&a.addr);
+    let (_, body_b) = readyz(&b.addr);
+    assert_eq!(body_a["workspace_sets"][0]["source"], "self", "{body_a}");
+    assert!(
+        body_a["workspace_sets"][0]["listings"].as_u64().unwrap() > 1,
+        "the leader lists: {body_a}"
+    );
+    assert_eq!(body_b["workspace_sets"][0]["source"], "journal", "{body_b}");
+    assert_eq!(body_b["workspace_sets"][0]["listings"], 1, "{body_b}");
+    let listings = |r: &Replica| {
+        let (_, m) = http(&r.addr, "GET", "/metrics", b"").unwrap();
+        metric(
+            &m,
+            "driftreactor_workspace_set_listings_total{set=\"envs\"}",
+        )
+    };
+    assert!(listings(&a) > 1.0);
+    assert_eq!(listings(&b), 1.0, "the follower listed only at its start");
+
+    // The leader stops (releasing its lease): the follower takes over and lists.
+    a.stop();
+    rt.block_on(
+        store.delete(&object_store::path::Path::parse("env/red/terraform.tfstate").unwrap()),
+    )
+    .unwrap();
+    let body = wait_until(
+        Duration::from_secs(90),
+        "list-b leads, lists the set itself and drops the deleted workspace",
+        |last| {
+            let (_, body) = readyz(&b.addr);
+            *last = body.to_string();
+            // Stored by list-b as the leader (it may list the set itself before
+            // it leads, once list-a's stored listing went stale).
+            let holder = sql(
+                &pg,
+                "SELECT holder FROM workspace_listings WHERE set_name = 'envs'",
+            );
+            *last = format!("stored by {holder}; /readyz {body}");
+            (body["replica"]["leader"] == true
+                && holder == "list-b"
+                && body["workspace_sets"][0]["source"] == "self"
+                && loaded_workspaces(&body) == ["aws-blue", "aws-green", "aws-white"])
+            .then_some(body)
+        },
+    );
+    assert!(
+        body["workspace_sets"][0]["listings"].as_u64().unwrap() > 1,
+        "{body}"
+    );
+    b.stop();
 }
