@@ -182,7 +182,8 @@ pub(crate) struct Ctx {
     /// What `/readyz` shows of the states (locations, locks, errors, workspace sets),
     /// as of the last reload tick.
     states: Arc<ArcSwap<states::StatesReport>>,
-    /// The leader lease singletons run under (journal pruning): always leading on
+    /// The leader lease singletons run under (journal pruning, workspace-set
+    /// listing): always leading on
     /// the embedded journal, [`replica::Leader::spawn`] on a shared one.
     leader: replica::Leader,
 }

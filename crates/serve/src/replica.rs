@@ -4,9 +4,9 @@
 //! * [`replica_id`]: the holder name of every lease this process takes
 //!   (`DRIFTREACTOR_REPLICA_ID`, else `<hostname>-<pid>-<start time>`).
 //! * [`Leader`]: a small reusable helper that keeps trying to take a named lease
-//!   (`leader`) and renews it while held; singletons (journal pruning today; the
-//!   periodic backstop and workspace-set listing can hook in the same way) run only
-//!   while [`Leader::is_leader`] is true. With the embedded SQLite journal (one
+//!   (`leader`) and renews it while held; singletons (journal pruning, workspace-set
+//!   listing: `crate::states`; the periodic backstop can hook in the same way) run
+//!   only while [`Leader::is_leader`] is true. With the embedded SQLite journal (one
 //!   process) no leader is needed: [`Leader::single`] always leads.
 //! * [`lease_observer`]: counts `driftreactor_lease_acquisitions_total{kind}` and
 //!   `driftreactor_lease_losses_total{kind}`; a periodic ping task observes
