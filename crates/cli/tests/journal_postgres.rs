@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{corpus, driftreactor_for_moto, http, listening_addr};
+use common::{append_log, corpus, driftreactor_for_moto, http, listening_addr, log_tail};
 use driftreactor_journal::{Entry, JournalConfig};
 use driftreactor_testkit::aws_e2e::{MotoApi, REGION, cloudtrail_open_port};
 use driftreactor_testkit::moto::MotoServer;
@@ -186,19 +186,13 @@ impl Replica {
             .env("DRIFTREACTOR_PG_PASSWORD", "unused-password")
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())
-            .stderr(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(log)
-                    .unwrap(),
-            )
+            .stderr(append_log(log))
             .spawn()
             .unwrap();
         let addr = listening_addr(child.stdout.take().unwrap()).unwrap_or_else(|| {
             panic!(
                 "replica {id} exited before listening; its log:\n{}",
-                log_tail(log)
+                log_tail(log, 80)
             )
         });
         Self {
@@ -220,7 +214,7 @@ impl Replica {
                     s.success(),
                     "replica {} exited with {s} after SIGTERM; its log:\n{}",
                     self.id,
-                    log_tail(&self.log)
+                    log_tail(&self.log, 80)
                 );
                 return;
             }
@@ -229,7 +223,7 @@ impl Replica {
                 panic!(
                     "replica {} did not exit within 60 s of SIGTERM; its log:\n{}",
                     self.id,
-                    log_tail(&self.log)
+                    log_tail(&self.log, 80)
                 );
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -245,13 +239,6 @@ impl Drop for Replica {
             let _ = self.child.wait();
         }
     }
-}
-
-/// The last 80 lines of a replica's log, for failure messages.
-fn log_tail(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(80)..].join("\n")
 }
 
 /// `psql` on the test's database; panics naming what failed.

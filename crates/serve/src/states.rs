@@ -631,18 +631,24 @@ impl StateSet {
                 Err(err) => e.lock_error = Some(err.to_string()),
             }
         }
+        let this = Self::with(entries, sets);
+        this.publish(crate::reload::UNREADABLE_CHECKS);
+        Ok(this)
+    }
+
+    /// `entries` and `sets` with empty lock and workspace tables and an empty report
+    /// (nothing published yet).
+    fn with(entries: Vec<Entry>, sets: Vec<SetEntry>) -> Self {
         let (locks, _) = watch::channel(Arc::new(BTreeMap::new()));
-        let (ws_tx, _) = watch::channel(Arc::new(BTreeMap::new()));
-        let this = Self {
+        let (workspaces, _) = watch::channel(Arc::new(BTreeMap::new()));
+        Self {
             entries,
             sets,
             locks,
-            workspaces: ws_tx,
+            workspaces,
             report: Arc::new(arc_swap::ArcSwap::from_pointee(StatesReport::default())),
             load_error: None,
-        };
-        this.publish(crate::reload::UNREADABLE_CHECKS);
-        Ok(this)
+        }
     }
 
     /// The states of every workspace, in load order (for the first graph).
@@ -955,16 +961,7 @@ mod tests {
             field: "workspaces[0].state".into(),
             source: Arc::new(Locked),
         };
-        let (locks, _) = watch::channel(Arc::new(BTreeMap::new()));
-        let (workspaces, _) = watch::channel(Arc::new(BTreeMap::new()));
-        let mut set = StateSet {
-            entries: vec![Entry::new(ws)],
-            sets: Vec::new(),
-            locks,
-            workspaces,
-            report: Arc::new(arc_swap::ArcSwap::from_pointee(StatesReport::default())),
-            load_error: None,
-        };
+        let mut set = StateSet::with(vec![Entry::new(ws)], Vec::new());
         let table = set.locks();
         let to_fn = table.to_fn();
         let list = set.workspaces();
@@ -1046,22 +1043,16 @@ mod tests {
             ]))),
         };
         let now = tokio::time::Instant::now();
-        let (locks, _) = watch::channel(Arc::new(BTreeMap::new()));
-        let (workspaces, _) = watch::channel(Arc::new(BTreeMap::new()));
-        let mut states = StateSet {
-            entries: Vec::new(),
-            sets: vec![SetEntry {
+        let mut states = StateSet::with(
+            Vec::new(),
+            vec![SetEntry {
                 set,
                 next_list: now,
                 last_listed: None,
                 error: None,
                 members: BTreeSet::new(),
             }],
-            locks,
-            workspaces,
-            report: Arc::new(arc_swap::ArcSwap::from_pointee(StatesReport::default())),
-            load_error: None,
-        };
+        );
         let list = states.workspaces();
         assert!(states.relist(now).await);
         assert_eq!(states.names(), ["aws-blue", "aws-green"]);
