@@ -307,6 +307,23 @@ fn sg_id(ws: usize, group: usize) -> String {
     format!("sg-{:017x}", 0xa000 + ws * 16 + group)
 }
 
+/// PostgreSQL, moto (needed), a one-worker runtime and moto's API with SQS queue
+/// `queue` fed through EventBridge; the queue's URL last.
+fn pg_and_moto_queue(
+    queue: &str,
+) -> (Server, MotoServer, tokio::runtime::Runtime, MotoApi, String) {
+    let pg = Server::start().unwrap_or_else(|e| panic!("{e}"));
+    let moto = MotoServer::start_or_skip().expect("moto_server is needed");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let aws = MotoApi::new(&moto.endpoint());
+    let queue_url = rt.block_on(aws.wire_eventbridge(queue));
+    (pg, moto, rt, aws, queue_url)
+}
+
 /// Queue attributes `ApproximateNumberOfMessages` and `…NotVisible`.
 async fn queue_depth(aws: &MotoApi, url: &str) -> (u64, u64) {
     let r = aws
@@ -467,15 +484,7 @@ const GROUPS: usize = 4;
 fn three_replicas_on_one_queue_record_each_event_once_and_never_overlap_applies() {
     use std::os::unix::fs::PermissionsExt;
     let begun = Instant::now();
-    let pg = Server::start().unwrap_or_else(|e| panic!("{e}"));
-    let moto = MotoServer::start_or_skip().expect("moto_server is needed");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let aws = MotoApi::new(&moto.endpoint());
-    let queue_url = rt.block_on(aws.wire_eventbridge(REPLICA_QUEUE));
+    let (pg, moto, rt, aws, queue_url) = pg_and_moto_queue(REPLICA_QUEUE);
     // The envelope EventBridge (moto's) wraps a CloudTrail record in on its way to SQS.
     rt.block_on(put_records(
         &aws,
@@ -882,16 +891,8 @@ fn two_replicas_receiving_one_push_batch_record_it_once() {
 /// journal, once, at the end, and the queue is empty.
 #[test]
 fn a_ten_second_postgres_outage_loses_nothing() {
-    let pg = Server::start().unwrap_or_else(|e| panic!("{e}"));
-    let moto = MotoServer::start_or_skip().expect("moto_server is needed");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let aws = MotoApi::new(&moto.endpoint());
     let queue = "driftreactor-outage";
-    let queue_url = rt.block_on(aws.wire_eventbridge(queue));
+    let (pg, moto, rt, aws, queue_url) = pg_and_moto_queue(queue);
     let dir = tempfile::tempdir().unwrap();
     let config = push_config(dir.path(), &pg, Some((&moto.endpoint(), queue)));
     let replica = Replica::start(&config, "outage", &dir.path().join("serve.log"));

@@ -948,13 +948,15 @@ mod tests {
         }
     }
 
+    /// `text` as the config file `/etc/dr/driftreactor.toml`.
+    fn parse(text: &str) -> Config {
+        Config::parse(text, Path::new("/etc/dr/driftreactor.toml")).unwrap()
+    }
+
     #[tokio::test]
     async fn the_lock_and_workspace_tables_follow_what_is_published() {
-        let config = Config::parse(
-            "[[workspaces]]\nname = \"prod\"\nstate = \"s3://tfstate/prod.tfstate\"\n",
-            Path::new("/etc/dr/driftreactor.toml"),
-        )
-        .unwrap();
+        let config =
+            parse("[[workspaces]]\nname = \"prod\"\nstate = \"s3://tfstate/prod.tfstate\"\n");
         let ws = Workspace {
             config: config.workspaces[0].clone(),
             set: None,
@@ -1028,11 +1030,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_relisting_adds_and_removes_workspaces_and_a_failed_one_keeps_the_list() {
-        let config = Config::parse(
+        let config = parse(
             "[[workspace_sets]]\nname = \"envs\"\nprefix = \"aws-\"\nstate = \"s3://tfstate/env/*/terraform.tfstate\"\nlist_interval_secs = 1\n",
-            Path::new("/etc/dr/driftreactor.toml"),
-        )
-        .unwrap();
+        );
         let set = Set {
             config: config.workspace_sets[0].clone(),
             field: "workspace_sets[0].state".into(),
