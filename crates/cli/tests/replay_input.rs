@@ -537,3 +537,30 @@ fn colliding_state_names_name_their_origins() {
         run.stderr
     );
 }
+
+/// Trial finding 2: a JSON Lines line cut off after a complete key/value swallowed the
+/// lines after it (mid-file), or made the whole file one rejected line (first line).
+#[test]
+fn a_cut_off_line_in_json_lines_does_not_swallow_the_lines_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let sg = fixture("aws/events/01_sg_open_ssh_console.json");
+    let rds = fixture("aws/events/03_rds_modify_cli.json");
+    for (name, text, bad) in [
+        ("mid.jsonl", format!("{sg}\n{{\"broken\": \n{rds}\n"), 1),
+        ("first.jsonl", format!("{{\"broken\": \n{sg}\n{rds}\n"), 0),
+    ] {
+        let f = write(dir.path(), name, text);
+        let run = replay(&[&f]);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        let lines = run.lines();
+        assert_eq!(lines.len(), 3, "{}", run.stdout);
+        for (i, l) in lines.iter().enumerate() {
+            if i == bad {
+                assert_eq!(l["verdict"], "rejected", "{l}");
+                assert!(reason(l).contains(&format!("line {}", bad + 1)), "{l}");
+            } else {
+                assert_eq!(l["verdict"], "drift", "{l}");
+            }
+        }
+    }
+}
