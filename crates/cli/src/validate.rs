@@ -72,9 +72,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .map_or_else(String::new, |s| format!(", from workspace set {s}"));
         writeln!(
             out,
-            "  {}: {} instances, serial {}, {} ({}{})",
+            "  {}: {} instance{}, serial {}, {} ({}{})",
             meta.workspace,
             meta.instances,
+            if meta.instances == 1 { "" } else { "s" },
             meta.serial,
             ws.location(),
             dir,
