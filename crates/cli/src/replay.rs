@@ -34,9 +34,15 @@ pub struct Args {
     /// files, or state URLs (`s3://BUCKET/KEY`, `gs://BUCKET/OBJECT`,
     /// `az://CONTAINER/BLOB`, `https://ACCOUNT.blob.core.windows.net/CONTAINER/BLOB`,
     /// `tfe://[HOST/]ORG/WORKSPACE`, read with the cloud's standard credentials and
-    /// endpoint variables); each becomes a workspace named after its file or the URL's
-    /// last part (without the extensions; a `tfe://` URL: its workspace).
-    #[arg(long = "state", value_name = "FILE|DIR|URL")]
+    /// endpoint variables). May be repeated. Each becomes a workspace named after its
+    /// file or the URL's last part without the extensions (`prod.tfstate` → `prod`);
+    /// Terraform's default `terraform.tfstate` is named after its folder or key prefix
+    /// part (`s3://b/env/prod/terraform.tfstate` → `prod`); a `tfe://` URL: its
+    /// workspace. States of a directory that would get the same name are named by
+    /// their path relative to it (`x/prod`, `y/prod`). `NAME=FILE|URL` names the
+    /// workspace: when the argument is not an existing path and the part before its
+    /// first `=` is `[A-Za-z0-9_.-]+`. Two states with the same name are an error.
+    #[arg(long = "state", value_name = "[NAME=]FILE|DIR|URL")]
     pub states: Vec<PathBuf>,
     /// The config file (workspaces, principals, policy; see README).
     #[arg(long, value_name = "TOML")]
@@ -86,6 +92,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(path) => {
             let names: Vec<String> = states.iter().map(|s| s.name.clone()).collect();
             let config = Config::load_with_workspaces(path, &names)?;
+            if let Some(ws) = config.workspaces.iter().find(|w| names.contains(&w.name)) {
+                bail!(
+                    "--state: workspace {} is defined twice (by [[workspaces]] in {} and by --state); name the --state one with --state NAME=FILE|URL",
+                    ws.name,
+                    path.display()
+                );
+            }
             // All of it, as serve and validate check it (sources are read, not built).
             driftreactor_serve::check::check(
                 &config,
@@ -193,22 +206,73 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 /// The `--state` arguments as workspaces: a URL (see [`driftreactor_config::is_url`])
 /// is one workspace named [`StateLocation::default_workspace`]; a file or folder as
-/// [`inputs::state_workspaces`].
+/// [`inputs::state_workspaces`]; `NAME=FILE|URL` (an argument that is not an existing
+/// path, with `NAME` of `[A-Za-z0-9_.-]+` before its first `=`) one workspace named
+/// `NAME`. Two arguments giving the same name are an error naming both.
 fn state_args(paths: &[PathBuf]) -> anyhow::Result<Vec<WorkspaceConfig>> {
-    let mut out = Vec::new();
+    let mut out: Vec<WorkspaceConfig> = Vec::new();
+    // The argument each workspace of `out` comes from.
+    let mut origins: Vec<String> = Vec::new();
     for p in paths {
-        if driftreactor_config::is_url(p) {
-            let text = p.to_string_lossy();
-            let location =
-                StateLocation::parse(&text).map_err(|e| anyhow::anyhow!("--state {e}"))?;
-            out.push(workspace(location.default_workspace(), p.clone()));
-        } else {
-            for f in inputs::state_workspaces(std::slice::from_ref(p))? {
-                out.push(workspace(f.workspace, f.path));
+        let arg = p.to_string_lossy().into_owned();
+        let found = match named_state(p) {
+            Some((name, value)) => {
+                if !driftreactor_config::is_url(&value) {
+                    if value.is_dir() {
+                        bail!(
+                            "--state {arg}: a name is given to one state file or URL, not to a directory"
+                        );
+                    }
+                    if !value.exists() {
+                        bail!(
+                            "--state {arg}: state file {} does not exist",
+                            value.display()
+                        );
+                    }
+                } else {
+                    StateLocation::parse(&value.to_string_lossy())
+                        .map_err(|e| anyhow::anyhow!("--state {e}"))?;
+                }
+                vec![workspace(name, value)]
             }
+            None if driftreactor_config::is_url(p) => {
+                let location =
+                    StateLocation::parse(&arg).map_err(|e| anyhow::anyhow!("--state {e}"))?;
+                vec![workspace(location.default_workspace(), p.clone())]
+            }
+            None => inputs::state_workspaces(std::slice::from_ref(p))?
+                .into_iter()
+                .map(|f| workspace(f.workspace, f.path))
+                .collect(),
+        };
+        for ws in found {
+            if let Some(i) = out.iter().position(|w| w.name == ws.name) {
+                bail!(
+                    "--state: workspace {} is defined twice (by --state {} and by --state {arg}); name them with --state NAME=FILE|URL",
+                    ws.name,
+                    origins[i]
+                );
+            }
+            origins.push(arg.clone());
+            out.push(ws);
         }
     }
     Ok(out)
+}
+
+/// `Some((NAME, VALUE))` for a `--state NAME=VALUE` argument: one that is not an
+/// existing path and has a `NAME` of `[A-Za-z0-9_.-]+` before its first `=`.
+fn named_state(arg: &std::path::Path) -> Option<(String, PathBuf)> {
+    if arg.exists() {
+        return None;
+    }
+    let text = arg.to_str()?;
+    let (name, value) = text.split_once('=')?;
+    let valid = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+    (valid && !value.is_empty()).then(|| (name.to_owned(), PathBuf::from(value)))
 }
 
 /// A workspace of `--state`: its name and its state (path or URL), detect-only.
@@ -257,6 +321,16 @@ fn load_states(
 /// and sets (the first `own` workspaces), else (a `--state` argument) the workspace,
 /// location and answer alone.
 fn state_error(config: &Config, own: usize, e: &states::Error) -> anyhow::Error {
+    // A set found a name a `--state` argument (not a `[[workspaces]]`) gave.
+    if let states::Error::Duplicate {
+        workspace, second, ..
+    } = e
+        && !config.workspaces.iter().any(|w| &w.name == workspace)
+    {
+        return anyhow::anyhow!(
+            "--state: workspace {workspace} is defined twice (by --state and by {second}); name the --state one with --state NAME=FILE|URL"
+        );
+    }
     let from_arg = e
         .field()
         .strip_prefix("workspaces[")

@@ -43,6 +43,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .block_on(states::read_all(&config))
         .map_err(|e| e.to_config_error(&config))?;
     drop(runtime);
+    // The `[[policy]] workspace` globs against every name, the sets' listed ones
+    // included (loading checks them only when there is no set).
+    let names: Vec<&str> = workspaces.iter().map(|w| w.name()).collect();
+    config.check_policy_workspaces(&names)?;
     let inputs: Vec<_> = fetched.into_iter().map(|f| f.state).collect();
     let estate = estate::load_bytes(&inputs, LoadOptions { secrets: false }).map_err(|e| {
         match check::estate_error(&config, &e) {
@@ -68,9 +72,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .map_or_else(String::new, |s| format!(", from workspace set {s}"));
         writeln!(
             out,
-            "  {}: {} instances, serial {}, {} ({}{})",
+            "  {}: {} instance{}, serial {}, {} ({}{})",
             meta.workspace,
             meta.instances,
+            if meta.instances == 1 { "" } else { "s" },
             meta.serial,
             ws.location(),
             dir,

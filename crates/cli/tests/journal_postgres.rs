@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{corpus, driftreactor_for_moto, http, listening_addr};
+use common::{append_log, corpus, driftreactor_for_moto, http, listening_addr, log_tail};
 use driftreactor_journal::{Entry, JournalConfig};
 use driftreactor_testkit::aws_e2e::{MotoApi, REGION, cloudtrail_open_port};
 use driftreactor_testkit::moto::MotoServer;
@@ -193,19 +193,13 @@ impl Replica {
             .env("DRIFTREACTOR_PG_PASSWORD", "unused-password")
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())
-            .stderr(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(log)
-                    .unwrap(),
-            )
+            .stderr(append_log(log))
             .spawn()
             .unwrap();
         let addr = listening_addr(child.stdout.take().unwrap()).unwrap_or_else(|| {
             panic!(
                 "replica {id} exited before listening; its log:\n{}",
-                log_tail(log)
+                log_tail(log, 80)
             )
         });
         Self {
@@ -227,7 +221,7 @@ impl Replica {
                     s.success(),
                     "replica {} exited with {s} after SIGTERM; its log:\n{}",
                     self.id,
-                    log_tail(&self.log)
+                    log_tail(&self.log, 80)
                 );
                 return;
             }
@@ -236,7 +230,7 @@ impl Replica {
                 panic!(
                     "replica {} did not exit within 60 s of SIGTERM; its log:\n{}",
                     self.id,
-                    log_tail(&self.log)
+                    log_tail(&self.log, 80)
                 );
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -252,13 +246,6 @@ impl Drop for Replica {
             let _ = self.child.wait();
         }
     }
-}
-
-/// The last 80 lines of a replica's log, for failure messages.
-fn log_tail(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(80)..].join("\n")
 }
 
 /// `psql` on the test's database; panics naming what failed.
@@ -325,6 +312,23 @@ fn sg_state(ws: usize, groups: usize) -> String {
 
 fn sg_id(ws: usize, group: usize) -> String {
     format!("sg-{:017x}", 0xa000 + ws * 16 + group)
+}
+
+/// PostgreSQL, moto (needed), a one-worker runtime and moto's API with SQS queue
+/// `queue` fed through EventBridge; the queue's URL last.
+fn pg_and_moto_queue(
+    queue: &str,
+) -> (Server, MotoServer, tokio::runtime::Runtime, MotoApi, String) {
+    let pg = Server::start().unwrap_or_else(|e| panic!("{e}"));
+    let moto = MotoServer::start_or_skip().expect("moto_server is needed");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let aws = MotoApi::new(&moto.endpoint());
+    let queue_url = rt.block_on(aws.wire_eventbridge(queue));
+    (pg, moto, rt, aws, queue_url)
 }
 
 /// Queue attributes `ApproximateNumberOfMessages` and `…NotVisible`.
@@ -487,15 +491,7 @@ const GROUPS: usize = 4;
 fn three_replicas_on_one_queue_record_each_event_once_and_never_overlap_applies() {
     use std::os::unix::fs::PermissionsExt;
     let begun = Instant::now();
-    let pg = Server::start().unwrap_or_else(|e| panic!("{e}"));
-    let moto = MotoServer::start_or_skip().expect("moto_server is needed");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let aws = MotoApi::new(&moto.endpoint());
-    let queue_url = rt.block_on(aws.wire_eventbridge(REPLICA_QUEUE));
+    let (pg, moto, rt, aws, queue_url) = pg_and_moto_queue(REPLICA_QUEUE);
     // The envelope EventBridge (moto's) wraps a CloudTrail record in on its way to SQS.
     rt.block_on(put_records(
         &aws,
@@ -902,16 +898,8 @@ fn two_replicas_receiving_one_push_batch_record_it_once() {
 /// journal, once, at the end, and the queue is empty.
 #[test]
 fn a_ten_second_postgres_outage_loses_nothing() {
-    let pg = Server::start().unwrap_or_else(|e| panic!("{e}"));
-    let moto = MotoServer::start_or_skip().expect("moto_server is needed");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let aws = MotoApi::new(&moto.endpoint());
     let queue = "driftreactor-outage";
-    let queue_url = rt.block_on(aws.wire_eventbridge(queue));
+    let (pg, moto, rt, aws, queue_url) = pg_and_moto_queue(queue);
     let dir = tempfile::tempdir().unwrap();
     let config = push_config(dir.path(), &pg, Some((&moto.endpoint(), queue)));
     let replica = Replica::start(&config, "outage", &dir.path().join("serve.log"));

@@ -450,3 +450,117 @@ fn states_accepted_though_wrong_are_errors_naming_file_and_field() {
         assert!(out.stdout.is_empty(), "{name}");
     }
 }
+
+/// `driftreactor replay --format json ARGS` without a config, from the repository root.
+fn replay_bare(args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_driftreactor"))
+        .args(["replay", "--format", "json"])
+        .args(args)
+        .current_dir(repo())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Copies the demo AWS state to `rel` under `dir`; returns its path.
+fn state_at(dir: &Path, rel: &str) -> String {
+    let p = dir.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::copy(repo().join("fixtures/aws/state/prod.tfstate"), &p).unwrap();
+    p.to_str().unwrap().to_owned()
+}
+
+/// Trial finding 1: every state named `terraform.tfstate` (Terraform's default) became
+/// workspace `terraform`, so two of them (as files or in a folder) failed with
+/// "defined twice".
+#[test]
+fn repeated_state_flags_for_terraform_tfstate_files_get_distinct_workspaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = state_at(dir.path(), "env/prod/terraform.tfstate");
+    let b = state_at(dir.path(), "env/staging/terraform.tfstate");
+    let event = "fixtures/aws/events/01_sg_open_ssh_console.json";
+    let folder = dir.path().join("env").to_str().unwrap().to_owned();
+    for args in [
+        vec!["--state", &a, "--state", &b, event],
+        vec!["--state", &folder, event],
+    ] {
+        let run = replay_bare(&args);
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+        assert!(run.stdout.contains("\"prod\""), "{}", run.stdout);
+        assert!(run.stdout.contains("\"staging\""), "{}", run.stdout);
+    }
+}
+
+/// Trial finding 1: `--state NAME=FILE` names the workspace.
+#[test]
+fn a_state_name_can_be_given_on_the_command_line() {
+    let event = "fixtures/aws/events/01_sg_open_ssh_console.json";
+    let run = replay_bare(&["--state", "mine.1=fixtures/aws/state/prod.tfstate", event]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("\"mine.1\""), "{}", run.stdout);
+    // A path that exists is a path even with a `=` in it.
+    let dir = tempfile::tempdir().unwrap();
+    let odd = state_at(dir.path(), "x=y.tfstate");
+    let run = replay_bare(&["--state", &odd, event]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("\"x=y\""), "{}", run.stdout);
+}
+
+/// Trial finding 1: two states of the same name said "by [[workspaces]] and by
+/// [[workspaces]]" when both were `--state` arguments.
+#[test]
+fn colliding_state_names_name_their_origins() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = state_at(dir.path(), "x/prod.tfstate");
+    let y = state_at(dir.path(), "y/prod.tfstate");
+    let event = "fixtures/aws/events/01_sg_open_ssh_console.json";
+    let run = replay_bare(&["--state", &x, "--state", &y, event]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains(&format!("by --state {x} and by --state {y}")),
+        "{}",
+        run.stderr
+    );
+    // Against the config's own workspace.
+    let run = replay(&["--state", "aws-prod=fixtures/aws/state/prod.tfstate", event]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains("workspace aws-prod is defined twice (by [[workspaces]] in fixtures/driftreactor.toml and by --state)"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// Trial finding 2: a JSON Lines line cut off after a complete key/value swallowed the
+/// lines after it (mid-file), or made the whole file one rejected line (first line).
+#[test]
+fn a_cut_off_line_in_json_lines_does_not_swallow_the_lines_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let sg = fixture("aws/events/01_sg_open_ssh_console.json");
+    let rds = fixture("aws/events/03_rds_modify_cli.json");
+    for (name, text, bad) in [
+        ("mid.jsonl", format!("{sg}\n{{\"broken\": \n{rds}\n"), 1),
+        ("first.jsonl", format!("{{\"broken\": \n{sg}\n{rds}\n"), 0),
+    ] {
+        let f = write(dir.path(), name, text);
+        let run = replay(&[&f]);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        let lines = run.lines();
+        assert_eq!(lines.len(), 3, "{}", run.stdout);
+        for (i, l) in lines.iter().enumerate() {
+            if i == bad {
+                assert_eq!(l["verdict"], "rejected", "{l}");
+                assert!(reason(l).contains(&format!("line {}", bad + 1)), "{l}");
+            } else {
+                assert_eq!(l["verdict"], "drift", "{l}");
+            }
+        }
+    }
+}

@@ -7,14 +7,13 @@
 //!
 //! Needs moto_server; fails naming it unless `DRIFTREACTOR_SKIP_MOTO=1`.
 
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use driftreactor_testkit::aws_e2e::{MotoApi, REGION};
 
 mod common;
-use common::{driftreactor_for_moto, listening_addr};
+use common::{driftreactor_for_moto, listening_addr, log_tail};
 use driftreactor_testkit::moto::MotoServer;
 use serde_json::{Value, json};
 
@@ -22,13 +21,6 @@ const QUEUE: &str = "driftreactor-readiness";
 const SOURCE: &str = "events";
 /// Bound of every wait below (polling, never a timed assertion).
 const DEADLINE: Duration = Duration::from_secs(90);
-
-/// The server's log so far, for failure messages.
-fn log_tail(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(40)..].join("\n")
-}
 
 struct Server {
     child: Child,
@@ -71,7 +63,7 @@ impl Server {
             assert!(
                 start.elapsed() < DEADLINE,
                 "{what}: not within {DEADLINE:?}; last /readyz {code} {body}\n{}",
-                log_tail(&self.log)
+                log_tail(&self.log, 40)
             );
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
@@ -273,9 +265,9 @@ wait_time_secs = 1
         }
         if start.elapsed() > DEADLINE {
             let _ = child.kill();
-            panic!("no exit after SIGTERM\n{}", log_tail(&log));
+            panic!("no exit after SIGTERM\n{}", log_tail(&log, 40));
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    assert!(status.success(), "{status:?}\n{}", log_tail(&log));
+    assert!(status.success(), "{status:?}\n{}", log_tail(&log, 40));
 }

@@ -27,7 +27,7 @@ use driftreactor_testkit::terraform::{Terraform, temp_dir};
 use serde_json::Value;
 
 mod common;
-use common::{driftreactor_for_moto, listening_addr};
+use common::{driftreactor_for_moto, listening_addr, log_tail};
 
 const QUEUE: &str = "driftreactor-serve-e2e";
 const EVENT_ID: &str = "serve-e2e-web-22";
@@ -38,13 +38,6 @@ const REMEDIATION_TIMEOUT: Duration = Duration::from_secs(240);
 fn output(tf: &Terraform, dir: &Path, name: &str) -> String {
     let out = tf.run_ok(dir, &["output", "-raw", name]);
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-/// The server's stderr so far (its log, `RUST_LOG=info`), for failure messages.
-fn log_tail(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(60)..].join("\n")
 }
 
 fn toml_str(s: &str) -> String {
@@ -70,7 +63,7 @@ fn sigterm(child: &mut Child, log: &Path) -> std::process::ExitStatus {
             let _ = child.kill();
             panic!(
                 "driftreactor serve did not exit within 60 s of SIGTERM; its log:\n{}",
-                log_tail(log)
+                log_tail(log, 60)
             );
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -188,7 +181,7 @@ visibility_timeout_secs = 120
     let Some(addr) = listening_addr(child.stdout.take().unwrap()) else {
         panic!(
             "driftreactor serve exited before listening; its log:\n{}",
-            log_tail(&log)
+            log_tail(&log, 60)
         )
     };
     let http = reqwest::Client::builder()
@@ -235,7 +228,7 @@ visibility_timeout_secs = 120
             journaled.is_some(),
             reverted,
             aws.ingress_ports(&web).await,
-            log_tail(&log)
+            log_tail(&log, 60)
         );
     }
     let event = journaled.unwrap();
@@ -273,7 +266,7 @@ visibility_timeout_secs = 120
             Instant::now() < deadline,
             "no `reverted` drift row within 30 s: {:?}; log:\n{}",
             get("/v1/drift?status=all").await,
-            log_tail(&log)
+            log_tail(&log, 60)
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -299,17 +292,21 @@ visibility_timeout_secs = 120
             && l.contains("aws_security_group.web")
             && l.contains("kind=Reverted")),
         "{}",
-        log_tail(&log)
+        log_tail(&log, 60)
     );
 
     let status = sigterm(&mut child, &log);
     assert!(
         status.success(),
         "exit after SIGTERM: {status}; log:\n{}",
-        log_tail(&log)
+        log_tail(&log, 60)
     );
     let text = std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(text.contains("Remediation stopped."), "{}", log_tail(&log));
+    assert!(
+        text.contains("Remediation stopped."),
+        "{}",
+        log_tail(&log, 60)
+    );
     for line in text.lines().filter(|l| l.contains("Drift transition.")) {
         eprintln!("serve: {line}");
     }

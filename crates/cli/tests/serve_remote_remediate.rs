@@ -19,19 +19,18 @@
 //! condition under [`DEADLINE`].
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use driftreactor_testkit::aws_e2e::REGION;
-use driftreactor_testkit::moto::MotoServer;
-use object_store::aws::AmazonS3Builder;
-use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::ObjectStore;
 use serde_json::Value;
 
 mod common;
-use common::{AKS_ID, aks_write, driftreactor_for_moto, listening_addr};
+use common::{
+    AKS_ID, aks_write, delete, driftreactor_for_moto, get_json, get_text, http_client, log_tail,
+    moto_bucket, put, spawn_serve, stop_cleanly,
+};
 
 const BUCKET: &str = "tfstate";
 const SECRET: &str = "remote-remediate-secret";
@@ -103,35 +102,30 @@ fn lock_info(key: &str) -> Vec<u8> {
     .unwrap()
 }
 
-/// moto's S3 through `object_store` (signed requests, as the service makes them).
-fn s3(endpoint: &str) -> Arc<dyn ObjectStore> {
-    Arc::new(
-        AmazonS3Builder::new()
-            .with_endpoint(endpoint)
-            .with_allow_http(true)
-            .with_region(REGION)
-            .with_access_key_id("test")
-            .with_secret_access_key("test")
-            .with_bucket_name(BUCKET)
-            .build()
-            .unwrap(),
+/// A `[[workspace_sets]]` `envs` over moto's S3 (`envs/*/terraform.tfstate`, prefix
+/// `az-`) whose workspaces the fake remediates.
+fn envs_set() -> String {
+    format!(
+        r#"
+[[workspace_sets]]
+name = "envs"
+prefix = "az-"
+state = "s3://{BUCKET}/envs/*/terraform.tfstate"
+list_interval_secs = 1
+dir = {{infra}}
+tool_path = {{tool}}
+env = {{ FAKE_DIR = {{fake}} }}
+"#
     )
 }
 
-async fn put(store: &Arc<dyn ObjectStore>, key: &str, bytes: Vec<u8>) {
-    store
-        .put(&ObjectPath::parse(key).unwrap(), PutPayload::from(bytes))
-        .await
-        .unwrap();
-}
-
-async fn create_bucket(endpoint: &str) {
-    let r = reqwest::Client::new()
-        .put(format!("{endpoint}/{BUCKET}"))
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success(), "create bucket: {}", r.status());
+/// Puts workspace `name`'s state at `key` with Terraform's lock object beside it (as
+/// somebody's running apply holds it); the lock object's key.
+async fn put_locked_state(store: &Arc<dyn ObjectStore>, key: &str, name: &str) -> String {
+    let lock_key = format!("{key}.tflock");
+    put(store, key, state(name)).await;
+    put(store, &lock_key, lock_info(key)).await;
+    lock_key
 }
 
 /// The running binary, its folder (the fake terraform and its record) and its log.
@@ -199,36 +193,15 @@ secret_env = "DRIFTREACTOR_REMOTE_REMEDIATE_SECRET"
     /// the journal, the fake and its record).
     async fn spawn(dir: tempfile::TempDir, endpoint: &str) -> Self {
         let config = dir.path().join("driftreactor.toml");
-        let log = dir.path().join("serve.log");
-        let mut child = driftreactor_for_moto()
-            .args(["serve", "--config"])
-            .arg(&config)
-            .args(["--listen", "127.0.0.1:0"])
-            .env("AWS_ENDPOINT_URL_S3", endpoint)
-            .env("DRIFTREACTOR_REMOTE_REMEDIATE_SECRET", SECRET)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::piped())
-            .stderr(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&log)
-                    .unwrap(),
-            )
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let addr = tokio::task::spawn_blocking(move || listening_addr(stdout))
-            .await
-            .unwrap();
+        let mut cmd = driftreactor_for_moto();
+        cmd.env("AWS_ENDPOINT_URL_S3", endpoint)
+            .env("DRIFTREACTOR_REMOTE_REMEDIATE_SECRET", SECRET);
+        let (child, addr) = spawn_serve(cmd, &config, &dir.path().join("serve.log")).await;
         let server = Self {
             child,
             base: format!("http://{}", addr.clone().unwrap_or_default()),
             dir,
-            http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(10))
-                .build()
-                .unwrap(),
+            http: http_client(),
         };
         assert!(
             addr.is_some(),
@@ -244,11 +217,7 @@ secret_env = "DRIFTREACTOR_REMOTE_REMEDIATE_SECRET"
 
     /// The fake's record: one line of arguments per call.
     fn calls(&self) -> Vec<String> {
-        std::fs::read_to_string(self.file("calls.log"))
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_owned)
-            .collect()
+        calls(self.dir.path())
     }
 
     /// How many calls of `verb` (`plan`, `apply`) the fake recorded.
@@ -266,34 +235,17 @@ secret_env = "DRIFTREACTOR_REMOTE_REMEDIATE_SECRET"
 
     /// The fake's record and the server's log tail, for failure messages.
     fn diagnostics(&self) -> String {
-        let log = std::fs::read_to_string(self.file("serve.log")).unwrap_or_default();
-        let lines: Vec<&str> = log.lines().collect();
-        format!(
-            "fake terraform calls:\n{}\nserver log:\n{}",
-            self.calls().join("\n"),
-            lines[lines.len().saturating_sub(50)..].join("\n")
-        )
+        diagnostics(self.dir.path())
     }
 
     async fn get(&self, path: &str) -> Value {
-        let r = self
-            .http
-            .get(format!("{}{path}", self.base))
-            .send()
+        get_json(&self.http, &format!("{}{path}", self.base))
             .await
-            .unwrap();
-        r.json().await.unwrap()
+            .1
     }
 
     async fn get_text(&self, path: &str) -> String {
-        self.http
-            .get(format!("{}{path}", self.base))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
+        get_text(&self.http, &format!("{}{path}", self.base)).await
     }
 
     /// Pushes an ARM write of workspace `name`'s cluster (event id `id`).
@@ -351,6 +303,25 @@ secret_env = "DRIFTREACTOR_REMOTE_REMEDIATE_SECRET"
         .await
     }
 
+    /// Waits (`what`, for the failure message) until `/readyz` shows a remediation of
+    /// `workspace` waiting for its state lock (`remediation_waiting`) for which `also`
+    /// holds; that entry.
+    async fn until_waiting(
+        &self,
+        what: &str,
+        workspace: &str,
+        also: impl Fn(&Value) -> bool,
+    ) -> Value {
+        self.until(what, async |s: &Self| {
+            s.get("/readyz").await["remediation_waiting"]
+                .as_array()?
+                .iter()
+                .find(|w| w["workspace"] == workspace && also(w))
+                .cloned()
+        })
+        .await
+    }
+
     /// SIGTERM, a clean exit, then `serve` again on the same folder.
     async fn restart(self, endpoint: &str) -> Self {
         let dir = self.stop();
@@ -359,21 +330,29 @@ secret_env = "DRIFTREACTOR_REMOTE_REMEDIATE_SECRET"
 
     /// SIGTERM, then waits (bounded) for a clean exit; the test's folder.
     fn stop(mut self) -> tempfile::TempDir {
-        let pid = self.child.id().to_string();
-        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                assert!(status.success(), "exit {status}\n{}", self.diagnostics());
-                return self.dir;
-            }
-            if start.elapsed() > DEADLINE {
-                let _ = self.child.kill();
-                panic!("no exit after SIGTERM\n{}", self.diagnostics());
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let dir = self.dir.path();
+        stop_cleanly(&mut self.child, DEADLINE, || diagnostics(dir));
+        self.dir
     }
+}
+
+/// The fake's record in the test's folder `dir`: one line of arguments per call.
+fn calls(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("calls.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The fake's record and the server's log tail in the test's folder `dir`, for
+/// failure messages.
+fn diagnostics(dir: &Path) -> String {
+    format!(
+        "fake terraform calls:\n{}\nserver log:\n{}",
+        calls(dir).join("\n"),
+        log_tail(&dir.join("serve.log"), 50)
+    )
 }
 
 /// Workspace `name` on `/readyz` once its state is in the graph (has a serial).
@@ -397,12 +376,9 @@ fn assert_targeted(server: &Server) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_workspace_found_by_a_set_is_remediated() {
-    let Some(moto) = MotoServer::start_or_skip() else {
+    let Some((_moto, endpoint, store)) = moto_bucket(BUCKET).await else {
         return;
     };
-    let endpoint = moto.endpoint();
-    create_bucket(&endpoint).await;
-    let store = s3(&endpoint);
     for name in ["blue", "green"] {
         put(
             &store,
@@ -411,22 +387,7 @@ async fn a_workspace_found_by_a_set_is_remediated() {
         )
         .await;
     }
-    let server = Server::start(
-        &endpoint,
-        &format!(
-            r#"
-[[workspace_sets]]
-name = "envs"
-prefix = "az-"
-state = "s3://{BUCKET}/envs/*/terraform.tfstate"
-list_interval_secs = 1
-dir = {{infra}}
-tool_path = {{tool}}
-env = {{ FAKE_DIR = {{fake}} }}
-"#
-        ),
-    )
-    .await;
+    let server = Server::start(&endpoint, &envs_set()).await;
     let readyz = server.get("/readyz").await;
     assert!(loaded(&readyz, "az-blue").is_some(), "{readyz}");
     assert!(loaded(&readyz, "az-green").is_some(), "{readyz}");
@@ -483,17 +444,12 @@ env = {{ FAKE_DIR = {{fake}} }}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_state_lock_delays_remediation_until_released() {
-    let Some(moto) = MotoServer::start_or_skip() else {
+    let Some((_moto, endpoint, store)) = moto_bucket(BUCKET).await else {
         return;
     };
-    let endpoint = moto.endpoint();
-    create_bucket(&endpoint).await;
-    let store = s3(&endpoint);
     let key = "env/prod/terraform.tfstate";
-    let lock_key = format!("{key}.tflock");
-    put(&store, key, state("prod")).await;
     // Somebody's apply holds Terraform's lock.
-    put(&store, &lock_key, lock_info(key)).await;
+    let lock_key = put_locked_state(&store, key, "prod").await;
     let server = Server::start(
         &endpoint,
         &format!(
@@ -523,16 +479,7 @@ env = {{ FAKE_DIR = {{fake}} }}
     // The drift waits for the lock: shown on /readyz, the fake not called.
     server.push("prod", "remote-remediate-prod-1").await;
     let waiting = server
-        .until(
-            "the remediation waiting for the lock",
-            async |s: &Server| {
-                s.get("/readyz").await["remediation_waiting"]
-                    .as_array()?
-                    .iter()
-                    .find(|w| w["workspace"] == "prod")
-                    .cloned()
-            },
-        )
+        .until_waiting("the remediation waiting for the lock", "prod", |_| true)
         .await;
     assert_eq!(waiting["reason"], "state_locked", "{waiting}");
     assert_eq!(
@@ -555,12 +502,8 @@ env = {{ FAKE_DIR = {{fake}} }}
     // It goes on waiting while the lock is there: a later wait of the same batch.
     let since = waiting["since"].as_str().unwrap().to_owned();
     server
-        .until("a second wait for the same lock", async |s: &Server| {
-            s.get("/readyz").await["remediation_waiting"]
-                .as_array()?
-                .iter()
-                .find(|w| w["workspace"] == "prod" && w["since"] != since.as_str())
-                .map(|_| ())
+        .until_waiting("a second wait for the same lock", "prod", |w| {
+            w["since"] != since.as_str()
         })
         .await;
     assert_eq!(server.count("plan"), 0, "{}", server.diagnostics());
@@ -574,10 +517,7 @@ env = {{ FAKE_DIR = {{fake}} }}
     );
 
     // The apply finished: Terraform deletes its lock object. The plan then runs.
-    store
-        .delete(&ObjectPath::parse(&lock_key).unwrap())
-        .await
-        .unwrap();
+    delete(&store, &lock_key).await;
     server.until_reverted("prod").await;
     assert_eq!(server.count("plan"), 1, "{}", server.diagnostics());
     assert_eq!(server.count("apply"), 1, "{}", server.diagnostics());
@@ -597,44 +537,14 @@ env = {{ FAKE_DIR = {{fake}} }}
 /// it runs the resubmitted work, or it "cannot revert: the workspace has no `dir`".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pending_remediation_of_a_listed_workspace_is_reverted_after_a_restart() {
-    let Some(moto) = MotoServer::start_or_skip() else {
+    let Some((_moto, endpoint, store)) = moto_bucket(BUCKET).await else {
         return;
     };
-    let endpoint = moto.endpoint();
-    create_bucket(&endpoint).await;
-    let store = s3(&endpoint);
-    let key = "envs/blue/terraform.tfstate";
-    let lock_key = format!("{key}.tflock");
-    put(&store, key, state("blue")).await;
-    put(&store, &lock_key, lock_info(key)).await;
-    let server = Server::start(
-        &endpoint,
-        &format!(
-            r#"
-[[workspace_sets]]
-name = "envs"
-prefix = "az-"
-state = "s3://{BUCKET}/envs/*/terraform.tfstate"
-list_interval_secs = 1
-dir = {{infra}}
-tool_path = {{tool}}
-env = {{ FAKE_DIR = {{fake}} }}
-"#
-        ),
-    )
-    .await;
+    let lock_key = put_locked_state(&store, "envs/blue/terraform.tfstate", "blue").await;
+    let server = Server::start(&endpoint, &envs_set()).await;
     server.push("blue", "remote-remediate-restart-1").await;
     server
-        .until(
-            "the remediation waiting for the lock",
-            async |s: &Server| {
-                s.get("/readyz").await["remediation_waiting"]
-                    .as_array()?
-                    .iter()
-                    .find(|w| w["workspace"] == "az-blue")
-                    .map(|_| ())
-            },
-        )
+        .until_waiting("the remediation waiting for the lock", "az-blue", |_| true)
         .await;
     let pending = server.get("/v1/remediations?status=pending").await;
     assert_eq!(
@@ -643,10 +553,7 @@ env = {{ FAKE_DIR = {{fake}} }}
         "{pending}"
     );
     // The lock goes while the service is down; the restart resubmits the pending work.
-    store
-        .delete(&ObjectPath::parse(&lock_key).unwrap())
-        .await
-        .unwrap();
+    delete(&store, &lock_key).await;
     let server = server.restart(&endpoint).await;
     server.until_reverted("az-blue").await;
     assert_eq!(server.count("plan"), 1, "{}", server.diagnostics());

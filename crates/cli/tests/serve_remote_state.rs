@@ -20,20 +20,18 @@
 //! observable condition under [`DEADLINE`].
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use driftreactor_testkit::aws_e2e::REGION;
-use driftreactor_testkit::moto::MotoServer;
 use driftreactor_testkit::terraform::Terraform;
-use object_store::aws::AmazonS3Builder;
-use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde_json::Value;
 
 mod common;
-use common::{driftreactor_for_moto, listening_addr};
+use common::{
+    delete, driftreactor_for_moto, get_json, get_text, http_client, log_tail, moto_bucket, put,
+    spawn_serve, stop_cleanly,
+};
 
 const BUCKET: &str = "tfstate";
 const KEY: &str = "env/prod/terraform.tfstate";
@@ -86,37 +84,6 @@ resource "terraform_data" "gate" {{
     )
 }
 
-/// moto's S3 through `object_store` (signed requests, as the service makes them).
-fn s3(endpoint: &str) -> Arc<dyn ObjectStore> {
-    Arc::new(
-        AmazonS3Builder::new()
-            .with_endpoint(endpoint)
-            .with_allow_http(true)
-            .with_region(REGION)
-            .with_access_key_id("test")
-            .with_secret_access_key("test")
-            .with_bucket_name(BUCKET)
-            .build()
-            .unwrap(),
-    )
-}
-
-async fn put(store: &Arc<dyn ObjectStore>, key: &str, bytes: Vec<u8>) {
-    store
-        .put(&ObjectPath::parse(key).unwrap(), PutPayload::from(bytes))
-        .await
-        .unwrap();
-}
-
-async fn create_bucket(endpoint: &str) {
-    let r = reqwest::Client::new()
-        .put(format!("{endpoint}/{BUCKET}"))
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success(), "create bucket: {}", r.status());
-}
-
 fn state(serial: u64, lineage: &str) -> Vec<u8> {
     format!(
         r#"{{"version": 4, "terraform_version": "1.11.4", "serial": {serial}, "lineage": "{lineage}", "outputs": {{}},
@@ -126,11 +93,25 @@ fn state(serial: u64, lineage: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-/// The server's log so far, for failure messages.
-fn log_tail(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(40)..].join("\n")
+/// Writes `driftreactor.toml` into `dir`: `tables` (the workspaces) and the server
+/// and journal settings every test here uses.
+fn write_config(dir: &Path, tables: &str) -> PathBuf {
+    let config = dir.join("driftreactor.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"{tables}
+[server]
+state_reload_secs = 1
+shutdown_grace_secs = 5
+
+[journal]
+path = "journal.sqlite"
+"#
+        ),
+    )
+    .unwrap();
+    config
 }
 
 struct Server {
@@ -144,45 +125,25 @@ impl Server {
     /// Starts `driftreactor serve` on `config` with moto's S3 as the S3 endpoint.
     async fn start(config: &Path, endpoint: &str) -> Self {
         let log = config.with_file_name("serve.log");
-        let mut child = driftreactor_for_moto()
-            .args(["serve", "--config"])
-            .arg(config)
-            .args(["--listen", "127.0.0.1:0"])
-            .env("AWS_ENDPOINT_URL_S3", endpoint)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let addr = tokio::task::spawn_blocking(move || listening_addr(stdout))
-            .await
-            .unwrap();
+        let mut cmd = driftreactor_for_moto();
+        cmd.env("AWS_ENDPOINT_URL_S3", endpoint);
+        let (child, addr) = spawn_serve(cmd, config, &log).await;
         let Some(addr) = addr else {
             panic!(
                 "driftreactor serve exited before listening\n{}",
-                log_tail(&log)
+                log_tail(&log, 40)
             );
         };
         Self {
             child,
             base: format!("http://{addr}"),
             log,
-            http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(10))
-                .build()
-                .unwrap(),
+            http: http_client(),
         }
     }
 
     async fn get(&self, path: &str) -> (u16, Value) {
-        let r = self
-            .http
-            .get(format!("{}{path}", self.base))
-            .send()
-            .await
-            .unwrap();
-        (r.status().as_u16(), r.json().await.unwrap())
+        get_json(&self.http, &format!("{}{path}", self.base)).await
     }
 
     /// Polls `/readyz` until `done` holds; its last body.
@@ -196,39 +157,19 @@ impl Server {
             assert!(
                 start.elapsed() < DEADLINE,
                 "{what}: not within {DEADLINE:?}; last /readyz {body}\n{}",
-                log_tail(&self.log)
+                log_tail(&self.log, 40)
             );
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
 
     async fn metrics(&self) -> String {
-        self.http
-            .get(format!("{}/metrics", self.base))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
+        get_text(&self.http, &format!("{}/metrics", self.base)).await
     }
 
     /// SIGTERM, then waits for a clean exit.
     fn stop(mut self) {
-        let pid = self.child.id().to_string();
-        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                assert!(status.success(), "exit {status}\n{}", log_tail(&self.log));
-                return;
-            }
-            if start.elapsed() > DEADLINE {
-                let _ = self.child.kill();
-                panic!("no exit after SIGTERM\n{}", log_tail(&self.log));
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        stop_cleanly(&mut self.child, DEADLINE, || log_tail(&self.log, 40));
     }
 }
 
@@ -246,14 +187,12 @@ fn serial(body: &Value, name: &str) -> Option<u64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_follows_a_terraform_s3_backend_its_serial_its_lock_and_a_bad_object() {
-    let Some(moto) = MotoServer::start_or_skip() else {
+    let Some((_moto, endpoint, store)) = moto_bucket(BUCKET).await else {
         return;
     };
     let Some(tf) = Terraform::find_or_skip() else {
         return;
     };
-    let endpoint = moto.endpoint();
-    create_bucket(&endpoint).await;
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("main.tf"), backend_root(&endpoint)).unwrap();
     tf.run_ok(root.path(), &["init", "-input=false", "-no-color"]);
@@ -263,25 +202,16 @@ async fn serve_follows_a_terraform_s3_backend_its_serial_its_lock_and_a_bad_obje
     );
 
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("driftreactor.toml");
-    std::fs::write(
-        &config,
-        format!(
+    let config = write_config(
+        dir.path(),
+        &format!(
             r#"
 [[workspaces]]
 name = "prod"
 state = "s3://{BUCKET}/{KEY}"
-
-[server]
-state_reload_secs = 1
-shutdown_grace_secs = 5
-
-[journal]
-path = "journal.sqlite"
 "#
         ),
-    )
-    .unwrap();
+    );
     let server = Server::start(&config, &endpoint).await;
 
     // The state Terraform wrote to S3 is the graph.
@@ -375,7 +305,7 @@ path = "journal.sqlite"
 
     // The object replaced by something that is not a state: the last good graph
     // stays, and `state_error` names the workspace, the URL and the reason.
-    put(&s3(&endpoint), KEY, b"<html>not a state</html>".to_vec()).await;
+    put(&store, KEY, b"<html>not a state</html>".to_vec()).await;
     let body = server
         .until("state_error for the bad object", |b| {
             b.get("state_error").is_some()
@@ -396,12 +326,9 @@ path = "journal.sqlite"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_workspace_set_finds_three_states_then_a_fourth() {
-    let Some(moto) = MotoServer::start_or_skip() else {
+    let Some((_moto, endpoint, store)) = moto_bucket(BUCKET).await else {
         return;
     };
-    let endpoint = moto.endpoint();
-    create_bucket(&endpoint).await;
-    let store = s3(&endpoint);
     for name in ["blue", "green", "red"] {
         put(
             &store,
@@ -415,27 +342,18 @@ async fn a_workspace_set_finds_three_states_then_a_fourth() {
     put(&store, "sets/blue/terraform.tfstate.tflock", b"{}".to_vec()).await;
 
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("driftreactor.toml");
-    std::fs::write(
-        &config,
-        format!(
+    let config = write_config(
+        dir.path(),
+        &format!(
             r#"
 [[workspace_sets]]
 name = "envs"
 prefix = "aws-"
 state = "s3://{BUCKET}/sets/*/terraform.tfstate"
 list_interval_secs = 1
-
-[server]
-state_reload_secs = 1
-shutdown_grace_secs = 5
-
-[journal]
-path = "journal.sqlite"
 "#
         ),
-    )
-    .unwrap();
+    );
     let server = Server::start(&config, &endpoint).await;
     let names = |b: &Value| -> Vec<String> {
         let mut n: Vec<String> = b["states"]
@@ -474,10 +392,7 @@ path = "journal.sqlite"
     assert_eq!(code, 200, "{res}");
 
     // One is deleted: it goes.
-    store
-        .delete(&ObjectPath::parse("sets/red/terraform.tfstate").unwrap())
-        .await
-        .unwrap();
+    delete(&store, "sets/red/terraform.tfstate").await;
     let body = server
         .until("the deleted workspace gone", |b| names(b).len() == 3)
         .await;
@@ -504,12 +419,9 @@ fn driftreactor(endpoint: &str, args: &[&str]) -> std::process::Output {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replay_of_an_s3_state_equals_replay_of_the_same_file_and_validate_names_the_answer() {
-    let Some(moto) = MotoServer::start_or_skip() else {
+    let Some((_moto, endpoint, store)) = moto_bucket(BUCKET).await else {
         return;
     };
-    let endpoint = moto.endpoint();
-    create_bucket(&endpoint).await;
-    let store = s3(&endpoint);
     let corpus = common::corpus();
     let dir = tempfile::tempdir().unwrap();
     // The same states locally and in S3; both runs name the workspaces after the last

@@ -229,3 +229,30 @@ fn a_state_that_is_not_json_is_invalid_json_not_a_boolean_or_null() {
         );
     }
 }
+
+/// Trial finding 6: `validate` printed "legacy: 1 instances".
+#[test]
+fn validate_says_one_instance_in_the_singular() {
+    let (dir, path) = config("[[workspaces]]\nname = \"legacy\"\nstate = \"legacy.tfstate\"\n");
+    std::fs::write(
+        dir.path().join("legacy.tfstate"),
+        r#"{"version": 4, "terraform_version": "1.9.0", "serial": 1, "lineage": "l", "outputs": {}, "resources": [
+            {"mode": "managed", "type": "aws_s3_bucket", "name": "b",
+             "provider": "provider[\"registry.terraform.io/hashicorp/aws\"]",
+             "instances": [{"schema_version": 0, "attributes": {"id": "b", "arn": "arn:aws:s3:::b"}}]}]}"#,
+    )
+    .unwrap();
+    let out = validate(&path);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("  legacy: 1 instance, serial 1"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(" instances, serial "), "{stdout}");
+}

@@ -429,27 +429,32 @@ impl Config {
         known.extend(extra_workspaces.iter().map(String::as_str));
         known.sort_unstable();
         known.dedup();
-        // Workspace sets' names are only known once listed: no check then.
-        if let Some((i, glob)) = policy
-            .rules_matching_no_workspace(&known)
-            .into_iter()
-            .next()
-            .filter(|_| self.workspace_sets.is_empty())
-        {
-            let known = if known.is_empty() {
-                "no workspace is configured".to_owned()
-            } else {
-                format!("known workspaces: {}", known.join(", "))
-            };
-            return Err(Error::Invalid {
-                path,
-                field: format!("policy[{i}].workspace"),
-                reason: format!(
-                    "`{glob}` matches no configured workspace, so the rule would never apply ({known})"
-                ),
-            });
+        // Workspace sets' names are only known once listed: no check then (`validate`
+        // checks again with the listed names, see [`Config::check_policy_workspaces`]).
+        if self.workspace_sets.is_empty() {
+            no_workspace_matched(&policy, &known, &path)?;
         }
         Ok(())
+    }
+
+    /// Checks that every `[[policy]] workspace` glob matches one of `workspaces` (the
+    /// names of all workspaces, those the `[[workspace_sets]]` found once listed
+    /// included), as loading does when there are no sets.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] naming the file, `policy[N].workspace`, the glob and the
+    /// known names; also for a policy that does not compile.
+    pub fn check_policy_workspaces(&self, workspaces: &[&str]) -> Result<()> {
+        let path = self.path.clone().unwrap_or_default();
+        let policy = Policy::compile(&self.policy_config()).map_err(|e| Error::Invalid {
+            path: path.clone(),
+            field: "policy".into(),
+            reason: e.to_string(),
+        })?;
+        let mut known = workspaces.to_vec();
+        known.sort_unstable();
+        known.dedup();
+        no_workspace_matched(&policy, &known, &path)
     }
 
     /// The policy part (`[principals]` and `[[policy]]`) for the decider.
@@ -511,9 +516,52 @@ fn one_line(e: &toml::de::Error, text: Option<&str>) -> String {
         .join(" ")
 }
 
+/// The error for the first `[[policy]]` rule whose `workspace` glob matches none of
+/// `known` (sorted names), if any.
+fn no_workspace_matched(policy: &Policy, known: &[&str], path: &Path) -> Result<()> {
+    if let Some((i, glob)) = policy.rules_matching_no_workspace(known).into_iter().next() {
+        let known = if known.is_empty() {
+            "no workspace is configured".to_owned()
+        } else {
+            format!("known workspaces: {}", known.join(", "))
+        };
+        return Err(Error::Invalid {
+            path: path.to_owned(),
+            field: format!("policy[{i}].workspace"),
+            reason: format!(
+                "`{glob}` matches no configured workspace, so the rule would never apply ({known})"
+            ),
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Trial finding 4: with `[[workspace_sets]]` a policy workspace glob matching no
+    /// workspace was never checked; `validate` checks it against the listed names.
+    #[test]
+    fn a_policy_workspace_matching_no_listed_workspace_is_an_error() {
+        let cfg = Config::parse(
+            "[[workspace_sets]]\nname = \"envs\"\nstate = \"s3://b/env/*/terraform.tfstate\"\n\n\
+             [[policy]]\nworkspace = \"prod*\"\naction = \"revert\"\n",
+            Path::new("/etc/dr/driftreactor.toml"),
+        )
+        .unwrap();
+        cfg.check_policy_workspaces(&["prod", "staging"]).unwrap();
+        let err = cfg
+            .check_policy_workspaces(&["staging"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("policy[0].workspace"), "{err}");
+        assert!(
+            err.contains("`prod*` matches no configured workspace"),
+            "{err}"
+        );
+        assert!(err.contains("known workspaces: staging"), "{err}");
+    }
 
     #[test]
     fn relative_state_paths_resolve_against_the_config_dir() {

@@ -137,19 +137,12 @@ pub fn load<'a>(
     states: impl IntoIterator<Item = &'a StateFile>,
     options: LoadOptions,
 ) -> Result<Estate, LoadError> {
-    let mut builder = builder(options);
-    let mut metas = Vec::new();
-    for s in states {
-        let meta = builder
-            .add_state_file(&s.workspace, &s.path)
-            .map_err(|source| LoadError::State {
-                workspace: s.workspace.clone(),
-                path: s.path.clone(),
-                source,
-            })?;
-        metas.push(meta);
-    }
-    Ok(finish(builder, metas))
+    build(
+        states,
+        options,
+        |b, s| b.add_state_file(&s.workspace, &s.path),
+        |s| (s.workspace.clone(), s.path.clone()),
+    )
 }
 
 /// Builds the estate from states already in memory (see [`StateBytes`]), in order,
@@ -165,16 +158,33 @@ pub fn load_bytes<'a>(
     states: impl IntoIterator<Item = &'a StateBytes>,
     options: LoadOptions,
 ) -> Result<Estate, LoadError> {
+    build(
+        states,
+        options,
+        |b, s| b.add_state_bytes(&s.workspace, &s.origin, &s.bytes),
+        |s| (s.workspace.clone(), PathBuf::from(&s.origin)),
+    )
+}
+
+/// One graph over `states`, in order: `add` puts a state into the builder; a failure
+/// is [`LoadError::State`] with the workspace and path `origin` names.
+fn build<'a, T: 'a>(
+    states: impl IntoIterator<Item = &'a T>,
+    options: LoadOptions,
+    add: impl Fn(&mut GraphBuilder, &T) -> Result<StateMeta, driftreactor_tfgraph::Error>,
+    origin: impl Fn(&T) -> (String, PathBuf),
+) -> Result<Estate, LoadError> {
     let mut builder = builder(options);
     let mut metas = Vec::new();
     for s in states {
-        let meta = builder
-            .add_state_bytes(&s.workspace, &s.origin, &s.bytes)
-            .map_err(|source| LoadError::State {
-                workspace: s.workspace.clone(),
-                path: PathBuf::from(&s.origin),
+        let meta = add(&mut builder, s).map_err(|source| {
+            let (workspace, path) = origin(s);
+            LoadError::State {
+                workspace,
+                path,
                 source,
-            })?;
+            }
+        })?;
         metas.push(meta);
     }
     Ok(finish(builder, metas))

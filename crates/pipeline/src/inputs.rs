@@ -32,7 +32,11 @@ pub enum InputError {
 
 /// Every `--state` path (folders expanded to their `*.tfstate` / `*.tfstate.json`
 /// files, recursively, sorted by path, hidden entries skipped) as a workspace named
-/// after its file ([`workspace_name`]).
+/// after its file ([`workspace_name`]). Within one folder, states that would get the
+/// same name are each named by their path relative to the folder instead, without the
+/// extensions and without a last `/terraform` (`d/x/prod.tfstate` and
+/// `d/y/prod.tfstate` → `x/prod` and `y/prod`; `d/a/terraform.tfstate` and
+/// `d/b/a/terraform.tfstate` → `a` and `b/a`).
 ///
 /// # Errors
 /// [`InputError`] when a file does not exist, a folder holds no state file or cannot
@@ -40,22 +44,63 @@ pub enum InputError {
 pub fn state_workspaces(paths: &[PathBuf]) -> Result<Vec<StateFile>, InputError> {
     let mut out = Vec::new();
     for path in paths {
-        for file in state_files(path)? {
-            out.push(StateFile::new(workspace_name(&file), file));
+        let files = state_files(path)?;
+        let names: Vec<String> = files.iter().map(|f| workspace_name(f)).collect();
+        for (i, file) in files.iter().enumerate() {
+            let collides = names.iter().filter(|n| **n == names[i]).count() > 1;
+            let name = match file.strip_prefix(path) {
+                Ok(rel) if collides => relative_name(rel),
+                _ => names[i].clone(),
+            };
+            out.push(StateFile::new(name, file.clone()));
         }
     }
     Ok(out)
 }
 
-/// `prod.tfstate` → `prod`, `prod.tfstate.json` → `prod`, `x.json` → `x`.
+/// `x/prod.tfstate` → `x/prod`, `b/a/terraform.tfstate` → `b/a` (`/`-separated).
+fn relative_name(rel: &Path) -> String {
+    let text = rel
+        .iter()
+        .map(|p| p.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/");
+    let text = strip_state_extensions(&text);
+    match text.strip_suffix("/terraform") {
+        Some(dir) => dir.to_owned(),
+        None => text.to_owned(),
+    }
+}
+
+/// `prod.tfstate.json` → `prod`, `prod.tfstate` → `prod`, `x.json` → `x`.
+fn strip_state_extensions(name: &str) -> &str {
+    let name = name.strip_suffix(".json").unwrap_or(name);
+    name.strip_suffix(".tfstate").unwrap_or(name)
+}
+
+/// The workspace name of a state file: its name without `.tfstate` / `.tfstate.json`
+/// / `.json` (`prod.tfstate` → `prod`), except Terraform's default
+/// `terraform.tfstate` / `terraform.tfstate.json`, named after its folder
+/// (`env/prod/terraform.tfstate` → `prod`; `terraform` when the folder has no name).
 pub fn workspace_name(file: &Path) -> String {
     let name = file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let name = name.strip_suffix(".json").unwrap_or(&name);
-    let name = name.strip_suffix(".tfstate").unwrap_or(name);
-    name.to_owned()
+    let stem = strip_state_extensions(&name);
+    if stem == "terraform" {
+        let parent = file.parent().filter(|p| !p.as_os_str().is_empty());
+        let folder = match parent {
+            Some(p) => p.file_name().map(|n| n.to_string_lossy().into_owned()),
+            None => std::env::current_dir()
+                .ok()
+                .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned())),
+        };
+        if let Some(folder) = folder.filter(|f| !f.is_empty()) {
+            return folder;
+        }
+    }
+    stem.to_owned()
 }
 
 fn state_files(path: &Path) -> Result<Vec<PathBuf>, InputError> {
@@ -289,11 +334,42 @@ mod tests {
         let ws = state_workspaces(&[d.to_owned()]).unwrap();
         let names: Vec<_> = ws.iter().map(|s| s.workspace.as_str()).collect();
         assert_eq!(names, ["stage", "prod"]);
+        assert_eq!(
+            workspace_name(Path::new("env/prod/terraform.tfstate")),
+            "prod"
+        );
+        assert_eq!(workspace_name(Path::new("a/terraform.tfstate.json")), "a");
         let err = state_workspaces(&[d.join("more/readme.md").with_extension("x")]).unwrap_err();
         assert!(err.to_string().starts_with("state file "), "{err}");
         std::fs::create_dir_all(d.join("empty")).unwrap();
         let err = state_workspaces(&[d.join("empty")]).unwrap_err();
         assert!(matches!(err, InputError::EmptyStateDir(_)), "{err}");
+    }
+
+    /// Trial finding 1: every `terraform.tfstate` of a folder became workspace
+    /// `terraform`, so a folder of Terraform's standard layout failed as defined twice.
+    #[test]
+    fn repeated_state_flags_for_terraform_tfstate_files_get_distinct_workspaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for f in [
+            "a/terraform.tfstate",
+            "b/terraform.tfstate",
+            "x/prod.tfstate",
+            "y/prod.tfstate",
+            "c/a/terraform.tfstate.json",
+        ] {
+            std::fs::create_dir_all(d.join(f).parent().unwrap()).unwrap();
+            std::fs::write(d.join(f), "{}").unwrap();
+        }
+        let ws = state_workspaces(&[d.to_owned()]).unwrap();
+        let names: Vec<_> = ws.iter().map(|s| s.workspace.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c/a", "x/prod", "y/prod"]);
+        // Two paths given apart.
+        let ws = state_workspaces(&[d.join("a/terraform.tfstate"), d.join("b/terraform.tfstate")])
+            .unwrap();
+        let names: Vec<_> = ws.iter().map(|s| s.workspace.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
     }
 
     #[cfg(unix)]

@@ -737,20 +737,26 @@ impl StateSet {
                 Err(err) => e.lock_error = Some(err.to_string()),
             }
         }
+        let this = Self::with(entries, sets, base);
+        this.publish(crate::reload::UNREADABLE_CHECKS);
+        Ok(this)
+    }
+
+    /// `entries` and `sets` with empty lock and workspace tables and an empty report
+    /// (nothing published yet).
+    fn with(entries: Vec<Entry>, sets: Vec<SetEntry>, base: PathBuf) -> Self {
         let (locks, _) = watch::channel(Arc::new(BTreeMap::new()));
-        let (ws_tx, _) = watch::channel(Arc::new(BTreeMap::new()));
-        let this = Self {
+        let (workspaces, _) = watch::channel(Arc::new(BTreeMap::new()));
+        Self {
             entries,
             sets,
             locks,
-            workspaces: ws_tx,
+            workspaces,
             report: Arc::new(arc_swap::ArcSwap::from_pointee(StatesReport::default())),
             load_error: None,
             base,
             shared: None,
-        };
-        this.publish(crate::reload::UNREADABLE_CHECKS);
-        Ok(this)
+        }
     }
 
     /// The states of every workspace, in load order (for the first graph).
@@ -1198,31 +1204,22 @@ mod tests {
         }
     }
 
+    /// `text` as the config file `/etc/dr/driftreactor.toml`.
+    fn parse(text: &str) -> Config {
+        Config::parse(text, Path::new("/etc/dr/driftreactor.toml")).unwrap()
+    }
+
     #[tokio::test]
     async fn the_lock_and_workspace_tables_follow_what_is_published() {
-        let config = Config::parse(
-            "[[workspaces]]\nname = \"prod\"\nstate = \"s3://tfstate/prod.tfstate\"\n",
-            Path::new("/etc/dr/driftreactor.toml"),
-        )
-        .unwrap();
+        let config =
+            parse("[[workspaces]]\nname = \"prod\"\nstate = \"s3://tfstate/prod.tfstate\"\n");
         let ws = Workspace {
             config: config.workspaces[0].clone(),
             set: None,
             field: "workspaces[0].state".into(),
             source: Arc::new(Locked),
         };
-        let (locks, _) = watch::channel(Arc::new(BTreeMap::new()));
-        let (workspaces, _) = watch::channel(Arc::new(BTreeMap::new()));
-        let mut set = StateSet {
-            entries: vec![Entry::new(ws)],
-            sets: Vec::new(),
-            locks,
-            workspaces,
-            report: Arc::new(arc_swap::ArcSwap::from_pointee(StatesReport::default())),
-            load_error: None,
-            base: PathBuf::from("/etc/dr"),
-            shared: None,
-        };
+        let mut set = StateSet::with(vec![Entry::new(ws)], Vec::new(), PathBuf::from("/etc/dr"));
         let table = set.locks();
         let to_fn = table.to_fn();
         let list = set.workspaces();
@@ -1290,21 +1287,17 @@ mod tests {
     /// A state set of one workspace set `envs` (prefix `aws-`, interval 1 s) whose
     /// lister answers `script` in turn, due now.
     fn scripted_set(script: Vec<Result<Vec<&'static str>, &'static str>>) -> StateSet {
-        let config = Config::parse(
+        let config = parse(
             "[[workspace_sets]]\nname = \"envs\"\nprefix = \"aws-\"\nstate = \"s3://tfstate/env/*/terraform.tfstate\"\nlist_interval_secs = 1\n",
-            Path::new("/etc/dr/driftreactor.toml"),
-        )
-        .unwrap();
+        );
         let set = Set {
             config: config.workspace_sets[0].clone(),
             field: "workspace_sets[0].state".into(),
             lister: Box::new(Scripted(std::sync::Mutex::new(script))),
         };
-        let (locks, _) = watch::channel(Arc::new(BTreeMap::new()));
-        let (workspaces, _) = watch::channel(Arc::new(BTreeMap::new()));
-        StateSet {
-            entries: Vec::new(),
-            sets: vec![SetEntry {
+        StateSet::with(
+            Vec::new(),
+            vec![SetEntry {
                 set,
                 next_list: tokio::time::Instant::now(),
                 last_listed: None,
@@ -1316,13 +1309,8 @@ mod tests {
                 applied: None,
                 warned_stale: false,
             }],
-            locks,
-            workspaces,
-            report: Arc::new(arc_swap::ArcSwap::from_pointee(StatesReport::default())),
-            load_error: None,
-            base: PathBuf::from("/etc/dr"),
-            shared: None,
-        }
+            PathBuf::from("/etc/dr"),
+        )
     }
 
     /// Several replicas on one journal (here one SQLite file): the leader lists and
@@ -1403,11 +1391,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_relisting_adds_and_removes_workspaces_and_a_failed_one_keeps_the_list() {
-        let config = Config::parse(
+        let config = parse(
             "[[workspace_sets]]\nname = \"envs\"\nprefix = \"aws-\"\nstate = \"s3://tfstate/env/*/terraform.tfstate\"\nlist_interval_secs = 1\n",
-            Path::new("/etc/dr/driftreactor.toml"),
-        )
-        .unwrap();
+        );
         let set = Set {
             config: config.workspace_sets[0].clone(),
             field: "workspace_sets[0].state".into(),
@@ -1418,11 +1404,9 @@ mod tests {
             ]))),
         };
         let now = tokio::time::Instant::now();
-        let (locks, _) = watch::channel(Arc::new(BTreeMap::new()));
-        let (workspaces, _) = watch::channel(Arc::new(BTreeMap::new()));
-        let mut states = StateSet {
-            entries: Vec::new(),
-            sets: vec![SetEntry {
+        let mut states = StateSet::with(
+            Vec::new(),
+            vec![SetEntry {
                 set,
                 next_list: now,
                 last_listed: None,
@@ -1434,13 +1418,8 @@ mod tests {
                 applied: None,
                 warned_stale: false,
             }],
-            locks,
-            workspaces,
-            report: Arc::new(arc_swap::ArcSwap::from_pointee(StatesReport::default())),
-            load_error: None,
-            base: PathBuf::from("/etc/dr"),
-            shared: None,
-        };
+            PathBuf::from("/etc/dr"),
+        );
         let list = states.workspaces();
         assert!(states.relist(now).await);
         assert_eq!(states.names(), ["aws-blue", "aws-green"]);

@@ -20,8 +20,9 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 /// Records or several values), which decides whether report lines get a `#N` suffix.
 ///
 /// JSON Lines: when the payload does not read as a sequence of JSON values and its
-/// first line is a whole value (or plain garbage, not the start of a value spanning
-/// lines), every non-blank line is its own item: a bad line is one error item (its
+/// first line is a whole value (or plain garbage, or cut off before a line that is a
+/// whole value at column 0, not the start of a pretty-printed value spanning lines),
+/// every non-blank line is its own item: a bad line is one error item (its
 /// line number in the message) and the lines after it go on. Otherwise (a
 /// pretty-printed value that breaks), a JSON error after some values is returned as
 /// the last element, so nothing before it is lost.
@@ -79,17 +80,42 @@ fn looks_like_lines(payload: &[u8]) -> bool {
     }
     for item in serde_json::Deserializer::from_slice(first).into_iter::<serde::de::IgnoredAny>() {
         if let Err(e) = item {
-            return !e.is_eof();
+            if !e.is_eof() {
+                return true;
+            }
+            // The first line's value goes on: JSON Lines all the same when that line
+            // was cut off (a later line is a whole value of its own).
+            let start = first.as_ptr() as usize - payload.as_ptr() as usize;
+            return cut_off(&payload[start..]);
         }
     }
     true
+}
+
+/// True when the value that starts on the first line of `rest` and goes on past it
+/// does not parse, and one of the lines it would span (up to the line of the error)
+/// is a whole JSON object or array of its own starting at column 0: the first line
+/// was a JSON Lines line cut off (`{"a": `), not the start of a pretty-printed value
+/// that breaks (whose inner lines are indented or not whole).
+fn cut_off(rest: &[u8]) -> bool {
+    let Some(Err(e)) = serde_json::Deserializer::from_slice(rest)
+        .into_iter::<serde::de::IgnoredAny>()
+        .next()
+    else {
+        return false;
+    };
+    rest.split(|&b| b == b'\n').take(e.line()).skip(1).any(|l| {
+        matches!(l.first(), Some(b'{' | b'[')) && matches!(stream_raw(l), Ok(v) if v.len() == 1)
+    })
 }
 
 /// JSON Lines: every non-blank line its own item (or items, for an array or a
 /// CloudTrail log file on one line); a line that does not parse is one error item. A
 /// line whose value goes on (a pretty-printed value) is read on past its line until
 /// the value ends or breaks; a break is one error item, and reading goes on after the
-/// line it is on. Linear in the payload.
+/// line it is on. A line cut off (see [`cut_off`]: a later line it would swallow is a
+/// whole value of its own) is one error item naming its line, and the next line goes
+/// on. Linear in the payload for well-formed lines.
 fn lines(payload: &[u8]) -> Result<(Vec<Item<'_>>, bool), NormalizeError> {
     let newlines = |b: &[u8]| b.iter().filter(|&&c| c == b'\n').count();
     let mut out = Vec::new();
@@ -111,7 +137,7 @@ fn lines(payload: &[u8]) -> Result<(Vec<Item<'_>>, bool), NormalizeError> {
             Ok(values) => {
                 expand(values, &mut out);
             }
-            Err(e) if e.is_eof() => {
+            Err(e) if e.is_eof() && !cut_off(&payload[pos..]) => {
                 let mut it =
                     serde_json::Deserializer::from_slice(&payload[pos..]).into_iter::<&RawValue>();
                 match it.next() {
@@ -338,6 +364,44 @@ mod tests {
             "{items:?}"
         );
         assert!(items[4..].iter().all(Result::is_err), "{items:?}");
+    }
+
+    /// Trial finding 2: a line cut off after a complete key/value (`{"broken": `) was
+    /// read as the start of a pretty-printed value and swallowed the lines after it;
+    /// as the first line it made the whole file one error.
+    #[test]
+    fn a_cut_off_line_in_json_lines_does_not_swallow_the_lines_after_it() {
+        // Mid-file.
+        let (items, batch) = texts("{\"a\":1}\n{\"broken\": \n{\"b\":2}\n");
+        assert!(batch);
+        assert_eq!(items.len(), 3, "{items:?}");
+        assert_eq!(items[0], Ok(r#"{"a":1}"#.into()));
+        assert!(
+            items[1].as_ref().unwrap_err().contains("line 2"),
+            "{items:?}"
+        );
+        assert_eq!(items[2], Ok(r#"{"b":2}"#.into()));
+        // More lines after it: none of them is swallowed either.
+        let (items, _) = texts("{\"a\":1}\n{\"broken\": \n{\"b\":2}\n{\"c\":3}");
+        assert_eq!(items.len(), 4, "{items:?}");
+        assert_eq!(items[2], Ok(r#"{"b":2}"#.into()));
+        assert_eq!(items[3], Ok(r#"{"c":3}"#.into()));
+        // The first line.
+        let (items, batch) = texts("{\"broken\": \n{\"a\":1}\n{\"b\":2}\n");
+        assert!(batch);
+        assert_eq!(items.len(), 3, "{items:?}");
+        assert!(
+            items[0].as_ref().unwrap_err().contains("line 1"),
+            "{items:?}"
+        );
+        assert_eq!(items[1], Ok(r#"{"a":1}"#.into()));
+        assert_eq!(items[2], Ok(r#"{"b":2}"#.into()));
+        // A pretty-printed document still reads whole, and one that breaks is one error.
+        let (items, batch) = texts("{\n  \"a\": {\"b\": 1},\n  \"c\": [1, 2]\n}\n");
+        assert!(!batch);
+        assert_eq!(items.len(), 1);
+        assert!(items[0].is_ok());
+        assert!(split(b"{\n  \"a\": {\"b\": 1},\n  \"c\": oops\n}\n").is_err());
     }
 
     /// Issue 12 item 2: an empty list yielded no item at all.

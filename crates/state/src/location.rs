@@ -199,15 +199,27 @@ impl StateLocation {
 
     /// A workspace name for a location given without one (`replay --state URL`): the
     /// last path part without `.tfstate` / `.json` (`s3://b/env/prod.tfstate` →
-    /// `prod`), the workspace of a `tfe://` URL.
+    /// `prod`), except Terraform's default `terraform.tfstate` (`.json`), named after
+    /// the key prefix part before it (`s3://b/env/prod/terraform.tfstate` → `prod`;
+    /// `terraform` at the bucket's root); the workspace of a `tfe://` URL.
     pub fn default_workspace(&self) -> String {
         let text = self.display();
         let last = text.rsplit('/').find(|p| !p.is_empty()).unwrap_or(&text);
-        let stem = last
-            .strip_suffix(".json")
-            .unwrap_or(last)
-            .strip_suffix(".tfstate")
-            .unwrap_or_else(|| last.strip_suffix(".json").unwrap_or(last));
+        let stem = last.strip_suffix(".json").unwrap_or(last);
+        let stem = stem.strip_suffix(".tfstate").unwrap_or(stem);
+        if stem == "terraform" {
+            // Terraform's default object name: the key prefix part before it names it.
+            let key = match self {
+                StateLocation::File(p) => p.to_string_lossy().into_owned(),
+                StateLocation::S3 { key, .. } => key.clone(),
+                StateLocation::Gcs { object, .. } => object.clone(),
+                StateLocation::Azure { blob, .. } => blob.clone(),
+                StateLocation::Tfe(_) => String::new(),
+            };
+            if let Some(folder) = key.rsplit('/').filter(|p| !p.is_empty()).nth(1) {
+                return folder.to_owned();
+            }
+        }
         stem.to_owned()
     }
 }
@@ -289,7 +301,9 @@ mod tests {
     fn default_workspace_is_the_last_part() {
         let name = |t: &str| StateLocation::parse(t).unwrap().default_workspace();
         assert_eq!(name("s3://b/env/prod.tfstate"), "prod");
-        assert_eq!(name("s3://b/env/prod/terraform.tfstate"), "terraform");
+        assert_eq!(name("s3://b/env/prod/terraform.tfstate"), "prod");
+        assert_eq!(name("gs://b/env/staging/terraform.tfstate.json"), "staging");
+        assert_eq!(name("s3://b/terraform.tfstate"), "terraform");
         assert_eq!(name("gs://b/x.tfstate.json"), "x");
         assert_eq!(name("tfe://acme/web"), "web");
     }

@@ -4,11 +4,15 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::{ChildStdout, Command};
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use driftreactor_testkit::aws_e2e::REGION;
+use object_store::aws::AmazonS3Builder;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
 /// The line `driftreactor serve` prints on stdout once bound, before the address.
 pub const LISTENING: &str = "driftreactor serve: listening on ";
@@ -44,6 +48,135 @@ pub fn listening_addr(stdout: ChildStdout) -> Option<String> {
     };
     std::thread::spawn(move || for _ in lines {});
     Some(addr)
+}
+
+/// `path` opened for appending (created when missing): a child's stderr log that a
+/// restart adds to.
+pub fn append_log(path: &Path) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap()
+}
+
+/// The last `n` lines of the log at `path` (empty when unreadable), for failure
+/// messages.
+pub fn log_tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Starts `cmd serve --config CONFIG --listen 127.0.0.1:0` with `RUST_LOG=info` and
+/// its stderr appended to `log`; the child and the address it listens on (`None`
+/// when it exited before listening).
+pub async fn spawn_serve(mut cmd: Command, config: &Path, log: &Path) -> (Child, Option<String>) {
+    let mut child = cmd
+        .args(["serve", "--config"])
+        .arg(config)
+        .args(["--listen", "127.0.0.1:0"])
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(append_log(log))
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let addr = tokio::task::spawn_blocking(move || listening_addr(stdout))
+        .await
+        .unwrap();
+    (child, addr)
+}
+
+/// SIGTERM to `child`, then waits (polling, up to `deadline`) for a clean exit;
+/// `diagnostics` goes into the failure messages.
+pub fn stop_cleanly(child: &mut Child, deadline: Duration, diagnostics: impl Fn() -> String) {
+    let pid = child.id().to_string();
+    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "exit {status}\n{}", diagnostics());
+            return;
+        }
+        if start.elapsed() > deadline {
+            let _ = child.kill();
+            panic!("no exit after SIGTERM\n{}", diagnostics());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The HTTP client the serve tests use (10 s timeout).
+pub fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap()
+}
+
+/// A GET of `url`: the status and the JSON body.
+pub async fn get_json(http: &reqwest::Client, url: &str) -> (u16, serde_json::Value) {
+    let r = http.get(url).send().await.unwrap();
+    (r.status().as_u16(), r.json().await.unwrap())
+}
+
+/// A GET of `url`: the body as text.
+pub async fn get_text(http: &reqwest::Client, url: &str) -> String {
+    http.get(url).send().await.unwrap().text().await.unwrap()
+}
+
+/// Starts moto (`None` when it is skipped) and creates `bucket` in its S3; moto, its
+/// endpoint and the bucket through [`moto_s3`].
+pub async fn moto_bucket(
+    bucket: &str,
+) -> Option<(
+    driftreactor_testkit::moto::MotoServer,
+    String,
+    Arc<dyn ObjectStore>,
+)> {
+    let moto = driftreactor_testkit::moto::MotoServer::start_or_skip()?;
+    let endpoint = moto.endpoint();
+    let r = reqwest::Client::new()
+        .put(format!("{endpoint}/{bucket}"))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "create bucket: {}", r.status());
+    let store = moto_s3(&endpoint, bucket);
+    Some((moto, endpoint, store))
+}
+
+/// moto's S3 bucket `bucket` through `object_store` (signed requests, as the service
+/// makes them).
+pub fn moto_s3(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
+    Arc::new(
+        AmazonS3Builder::new()
+            .with_endpoint(endpoint)
+            .with_allow_http(true)
+            .with_region(REGION)
+            .with_access_key_id("test")
+            .with_secret_access_key("test")
+            .with_bucket_name(bucket)
+            .build()
+            .unwrap(),
+    )
+}
+
+/// Writes `bytes` to object `key` of `store`.
+pub async fn put(store: &Arc<dyn ObjectStore>, key: &str, bytes: Vec<u8>) {
+    store
+        .put(&ObjectPath::parse(key).unwrap(), PutPayload::from(bytes))
+        .await
+        .unwrap();
+}
+
+/// Deletes object `key` of `store`.
+pub async fn delete(store: &Arc<dyn ObjectStore>, key: &str) {
+    store
+        .delete(&ObjectPath::parse(key).unwrap())
+        .await
+        .unwrap();
 }
 
 #[allow(unused_imports)]
