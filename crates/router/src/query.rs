@@ -211,3 +211,66 @@ fn walk(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use driftreactor_tfgraph::GraphBuilder;
+
+    /// A state whose `dependencies` form a cycle a → b → c → a (Terraform never
+    /// writes one, a hand-edited state may), plus d → a.
+    fn cyclic() -> Graph {
+        let res = |name: &str, deps: &[&str]| {
+            serde_json::json!({
+                "mode": "managed", "type": "null_resource", "name": name,
+                "provider": "provider[\"registry.terraform.io/hashicorp/null\"]",
+                "instances": [{"attributes": {"id": name}, "dependencies": deps}]
+            })
+        };
+        let state = serde_json::json!({
+            "version": 4, "terraform_version": "1.9.0", "serial": 1, "lineage": "l",
+            "resources": [
+                res("a", &["null_resource.b"]),
+                res("b", &["null_resource.c"]),
+                res("c", &["null_resource.a"]),
+                res("d", &["null_resource.a"]),
+            ]
+        });
+        let mut b = GraphBuilder::new(Vec::new());
+        b.add_state_bytes("w", "cyclic.tfstate", state.to_string().as_bytes())
+            .unwrap();
+        b.build()
+    }
+
+    fn addrs(e: &[PathEntry]) -> Vec<(String, usize)> {
+        e.iter().map(|e| (e.address.to_string(), e.depth)).collect()
+    }
+
+    #[test]
+    fn a_cycle_is_walked_once_without_the_start() {
+        let g = cyclic();
+        let deps = dependencies(&g, "w", "null_resource.a", None).unwrap();
+        assert_eq!(
+            addrs(&deps),
+            [("null_resource.b".into(), 1), ("null_resource.c".into(), 2)]
+        );
+        let path: Vec<&str> = deps[1].path.iter().map(|a| &**a).collect();
+        assert_eq!(
+            path,
+            ["null_resource.a", "null_resource.b", "null_resource.c"]
+        );
+        let up = dependents(&g, "w", "null_resource.a", None).unwrap();
+        assert_eq!(
+            addrs(&up),
+            [
+                ("null_resource.c".into(), 1),
+                ("null_resource.d".into(), 1),
+                ("null_resource.b".into(), 2)
+            ]
+        );
+        assert_eq!(
+            addrs(&dependents(&g, "w", "null_resource.a", Some(1)).unwrap()).len(),
+            2
+        );
+    }
+}
