@@ -490,7 +490,7 @@ struct FindParams {
 /// `GET /v1/resources?cloud_id=…[&workspace=…]`: the managed resources, across
 /// workspaces, that a cloud identifier maps to, each with its match kind
 /// (`driftreactor_pipeline::find_cloud_id`), redacted; an empty list when none. 400
-/// without `cloud_id`.
+/// without `cloud_id`, 404 for an unknown `workspace`.
 async fn find_resources(State(s): State<AppState>, Query(p): Query<FindParams>) -> Response {
     let Some(cloud_id) = p.cloud_id.filter(|c| !c.trim().is_empty()) else {
         return error(
@@ -504,6 +504,15 @@ async fn find_resources(State(s): State<AppState>, Query(p): Query<FindParams>) 
     };
     let mut found = driftreactor_pipeline::find_cloud_id(graph, &cloud_id);
     if let Some(w) = p.workspace.as_deref().filter(|w| !w.is_empty()) {
+        if !graph.states().iter().any(|st| st.workspace == w) {
+            return error(
+                StatusCode::NOT_FOUND,
+                s.ctx
+                    .redactor
+                    .text(&format!("workspace: unknown workspace `{w}`"))
+                    .into_owned(),
+            );
+        }
         found.retain(|f| &*f.workspace == w);
     }
     let body = json!({ "cloud_id": cloud_id, "resources": found });

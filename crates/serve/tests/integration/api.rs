@@ -457,6 +457,11 @@ async fn graph_dependents_dependencies_and_cloud_id_lookup_answer_from_the_state
             "depth",
         ),
         ("/v1/resources", 400, "cloud_id"),
+        (
+            "/v1/resources?cloud_id=sg-0123456789abcdef0&workspace=staging",
+            404,
+            "staging",
+        ),
     ] {
         let (status, body) = h.get_json(path).await;
         let msg = body["error"].as_str().unwrap_or_default().to_owned();
