@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod graph;
 #[cfg(feature = "postgres")]
 mod journal;
 mod replay;
@@ -34,6 +35,9 @@ enum Command {
     Setup(setup::Args),
     /// Run the sidecar: receive live events, journal them, serve the HTTP API.
     Serve(serve::Args),
+    /// Query the state graph with no server: `graph dependents|dependencies ADDRESS`,
+    /// `graph find CLOUD_ID`.
+    Graph(graph::Args),
     /// Check a config file (every section, every state) and print what it holds.
     Validate(validate::Args),
     /// Journal maintenance (`journal copy`: a SQLite journal into PostgreSQL).
@@ -49,6 +53,7 @@ fn main() -> ExitCode {
         Command::Setup(args) => setup::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Validate(args) => validate::run(args),
+        Command::Graph(args) => graph::run(args),
         #[cfg(feature = "postgres")]
         Command::Journal(args) => journal::run(args),
     };

@@ -209,7 +209,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// [`inputs::state_workspaces`]; `NAME=FILE|URL` (an argument that is not an existing
 /// path, with `NAME` of `[A-Za-z0-9_.-]+` before its first `=`) one workspace named
 /// `NAME`. Two arguments giving the same name are an error naming both.
-fn state_args(paths: &[PathBuf]) -> anyhow::Result<Vec<WorkspaceConfig>> {
+pub(crate) fn state_args(paths: &[PathBuf]) -> anyhow::Result<Vec<WorkspaceConfig>> {
     let mut out: Vec<WorkspaceConfig> = Vec::new();
     // The argument each workspace of `out` comes from.
     let mut origins: Vec<String> = Vec::new();
@@ -294,7 +294,7 @@ fn workspace(name: String, state: PathBuf) -> WorkspaceConfig {
 /// listed once) and of `extra` (the `--state` arguments) through its source, and
 /// builds them with their sensitive values. A failure names the workspace, the
 /// location and the store's answer (and, for the config's own, the file and field).
-fn load_states(
+pub(crate) fn load_states(
     config: &Config,
     extra: Vec<WorkspaceConfig>,
 ) -> anyhow::Result<driftreactor_pipeline::Estate> {

@@ -151,6 +151,28 @@ pub fn payload_ids(event: &DriftEvent, s: &str, out: &mut Vec<String>) {
     }
 }
 
+/// The candidate canonical ids of a cloud identifier of any provider, for
+/// [`driftreactor_router::query::find`]: the provider's own canonicalisation, as the
+/// router's fallback scan uses it ([`payload_ids`]) — an AWS ARN (with its plain key)
+/// or EC2 id, an Azure resource ID (lower-cased), a GCP resource name, full resource
+/// name or self link (canonical path). A string no provider recognizes gives nothing.
+pub fn cloud_id_candidates(s: &str, out: &mut Vec<String>) {
+    let s = s.trim();
+    driftreactor_aws::payload_ids(s, out);
+    if s.contains("/providers/") || s.starts_with("/subscriptions/") {
+        out.extend(driftreactor_azure::arm_id::canonical(s));
+    } else if s.contains('/') && !s.contains(char::is_whitespace) && !s.starts_with("arn:") {
+        out.extend(driftreactor_gcp::resource_name::canonical(None, s, None));
+    }
+}
+
+/// The managed resources, across all workspaces of `graph`, that the cloud
+/// identifier `cloud_id` (ARN, EC2 id, Azure resource ID, GCP self link / resource
+/// name) maps to: [`driftreactor_router::query::find`] with [`cloud_id_candidates`].
+pub fn find_cloud_id(graph: &Graph, cloud_id: &str) -> Vec<driftreactor_router::query::Found> {
+    driftreactor_router::query::find(graph, cloud_id, &cloud_id_candidates)
+}
+
 /// Normalizes one JSON value whose format is unknown: sniffs it, then calls the
 /// provider's normalizer.
 ///

@@ -29,6 +29,8 @@
 //! Provider-neutral: all provider knowledge lives in the canonical identifiers the
 //! normalizers and the [`driftreactor_tfgraph::StateIdentity`] plug-ins agree on.
 
+pub mod query;
+
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 

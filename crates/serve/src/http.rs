@@ -1,4 +1,4 @@
-//! The HTTP API (axum): health, readiness, metrics, events, drift, remediations,
+//! The HTTP API (axum): health, readiness, metrics, events, drift, remediations, graph,
 //! resources, and the push endpoints.
 
 use std::collections::HashMap;
@@ -96,6 +96,8 @@ pub(crate) fn router(
         .route("/v1/events", get(events))
         .route("/v1/drift", get(drift))
         .route("/v1/remediations", get(remediations))
+        .route("/v1/graph/{workspace}/{*rest}", get(graph_walk))
+        .route("/v1/resources", get(find_resources))
         .route(
             "/v1/resources/{workspace}/{*address}",
             get(resource).post(clear),
@@ -404,6 +406,117 @@ async fn events(State(s): State<AppState>, Query(p): Query<EventsParams>) -> Res
         Ok(rows) => axum::Json(json!({ "events": rows })).into_response(),
         Err(e) => internal(&e),
     }
+}
+
+/// The query of `GET /v1/graph/…`.
+#[derive(Debug, Deserialize)]
+struct WalkParams {
+    /// How many edges to follow (1: direct only); unlimited when absent.
+    depth: Option<usize>,
+}
+
+/// The answer when the model has no graph to query.
+fn no_graph() -> Response {
+    error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the loaded model has no state graph to query",
+    )
+}
+
+/// `GET /v1/graph/{workspace}/{address}/dependents?depth=N` and `…/dependencies`:
+/// the resources that depend on the address (or that it depends on), directly or
+/// transitively, nearest first, each with its depth and the path of addresses from
+/// the address ([`driftreactor_router::query`]; at most 1000), redacted. 404 for an
+/// unknown workspace or address, 400 for a bad `depth`.
+async fn graph_walk(
+    State(s): State<AppState>,
+    Path((workspace, rest)): Path<(String, String)>,
+    Query(p): Query<WalkParams>,
+) -> Response {
+    let (address, dependents) = match (
+        rest.strip_suffix("/dependents"),
+        rest.strip_suffix("/dependencies"),
+    ) {
+        (Some(a), _) if !a.is_empty() => (a, true),
+        (_, Some(a)) if !a.is_empty() => (a, false),
+        _ => {
+            return error(
+                StatusCode::NOT_FOUND,
+                "only GET /v1/graph/{workspace}/{address}/dependents and …/dependencies are defined",
+            );
+        }
+    };
+    let loaded = s.ctx.state.load_full();
+    let Some(graph) = loaded.model.graph() else {
+        return no_graph();
+    };
+    let walked = if dependents {
+        driftreactor_router::query::dependents(graph, &workspace, address, p.depth)
+    } else {
+        driftreactor_router::query::dependencies(graph, &workspace, address, p.depth)
+    };
+    match walked {
+        Ok(entries) => {
+            let key = if dependents {
+                "dependents"
+            } else {
+                "dependencies"
+            };
+            let body = json!({
+                "workspace": workspace,
+                "address": address,
+                "depth": p.depth,
+                key: entries,
+            });
+            axum::Json(s.ctx.redactor.json(&body)).into_response()
+        }
+        Err(e) => error(
+            StatusCode::NOT_FOUND,
+            s.ctx.redactor.text(&e.to_string()).into_owned(),
+        ),
+    }
+}
+
+/// The query of `GET /v1/resources`.
+#[derive(Debug, Deserialize)]
+struct FindParams {
+    /// The cloud identifier (ARN, EC2 id, Azure resource ID, GCP self link or full
+    /// resource name).
+    cloud_id: Option<String>,
+    /// Only the matches of this workspace.
+    workspace: Option<String>,
+}
+
+/// `GET /v1/resources?cloud_id=…[&workspace=…]`: the managed resources, across
+/// workspaces, that a cloud identifier maps to, each with its match kind
+/// (`driftreactor_pipeline::find_cloud_id`), redacted; an empty list when none. 400
+/// without `cloud_id`, 404 for an unknown `workspace`.
+async fn find_resources(State(s): State<AppState>, Query(p): Query<FindParams>) -> Response {
+    let Some(cloud_id) = p.cloud_id.filter(|c| !c.trim().is_empty()) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "cloud_id: required (an ARN, resource ID or self link)",
+        );
+    };
+    let loaded = s.ctx.state.load_full();
+    let Some(graph) = loaded.model.graph() else {
+        return no_graph();
+    };
+    let mut found = driftreactor_pipeline::find_cloud_id(graph, &cloud_id);
+    if let Some(w) = p.workspace.as_deref().filter(|w| !w.is_empty()) {
+        if !graph.states().iter().any(|st| st.workspace == w) {
+            return error(
+                StatusCode::NOT_FOUND,
+                s.ctx
+                    .redactor
+                    .text(&format!("workspace: unknown workspace `{w}`"))
+                    .into_owned(),
+            );
+        }
+        found.retain(|f| &*f.workspace == w);
+    }
+    let body = json!({ "cloud_id": cloud_id, "resources": found });
+    axum::Json(s.ctx.redactor.json(&body)).into_response()
 }
 
 fn internal(e: &driftreactor_journal::Error) -> Response {

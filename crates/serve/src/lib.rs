@@ -8,6 +8,7 @@
 //!  state reload (conditional read + lock of each workspace every N s, workspace sets re-listed) ── ArcSwap::store ──┘
 //!  retention (every prune_interval_secs) ── Journal::prune: batches on the journal's writer thread
 //!  HTTP API: /healthz /readyz /metrics /v1/events /v1/drift /v1/remediations /v1/resources/{ws}/{address}
+//!            /v1/resources?cloud_id= /v1/graph/{ws}/{address}/dependents|dependencies
 //! ```
 //!
 //! [`start`] sets everything up and returns a [`Running`] service bound to its

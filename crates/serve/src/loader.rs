@@ -164,6 +164,10 @@ impl Model for PipelineModel {
         )
     }
 
+    fn graph(&self) -> Option<&driftreactor_tfgraph::Graph> {
+        Some(self.pipeline.graph())
+    }
+
     fn resource(&self, workspace: &str, address: &str) -> Option<ResourceInfo> {
         let graph = self.pipeline.graph();
         let id = graph.find(workspace, address)?;

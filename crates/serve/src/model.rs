@@ -72,6 +72,13 @@ pub trait Model: Send + Sync {
 
     /// What the graph knows of (workspace, address); `None` when it is not managed.
     fn resource(&self, workspace: &str, address: &str) -> Option<ResourceInfo>;
+
+    /// The state graph the model routes against, for the graph queries of
+    /// `/v1/graph/…` and `/v1/resources?cloud_id=`; `None` (the default) when the
+    /// model has none (those endpoints then answer 503).
+    fn graph(&self) -> Option<&driftreactor_tfgraph::Graph> {
+        None
+    }
 }
 
 /// A [`Model`] with the facts of the states it was built from.

@@ -543,6 +543,21 @@ impl Graph {
         }
         out
     }
+    /// Nodes that depend on `node` directly (their resolved `dependencies` name it),
+    /// in load order, each once. Empty for an unknown id.
+    pub fn direct_dependents(&self, node: NodeId) -> Vec<NodeId> {
+        if node.0 as usize >= self.deps.node_count() {
+            return Vec::new();
+        }
+        let mut out: Vec<NodeId> = self
+            .deps
+            .neighbors_directed(NodeIndex::new(node.0 as usize), Direction::Incoming)
+            .map(|i| NodeId(u32::try_from(i.index()).unwrap_or(u32::MAX)))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
     /// Nodes `node` depends on directly (its resolved `dependencies`), in load order.
     /// Empty for an unknown id.
     pub fn dependencies(&self, node: NodeId) -> Vec<NodeId> {

@@ -356,3 +356,117 @@ async fn item20_api_errors_answer_json_and_bad_filters_are_400() {
     assert_eq!(status, 200, "{body}");
     h.stop().await;
 }
+
+/// Issue 15, "A queryable graph": `/v1/graph/{workspace}/{address}/dependents` and
+/// `…/dependencies` (transitive, with the path, `depth`) and
+/// `/v1/resources?cloud_id=` on the demo AWS state.
+#[tokio::test]
+async fn graph_dependents_dependencies_and_cloud_id_lookup_answer_from_the_state() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/aws/state/prod.tfstate"),
+        dir.path().join("prod.tfstate"),
+    )
+    .unwrap();
+    let h = Harness::start_with("", driftreactor_serve::SourceRegistry::new(), Some(dir)).await;
+
+    let (status, body) = h
+        .get_json("/v1/graph/prod/aws_security_group.web/dependents")
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["address"], "aws_security_group.web");
+    let deps = body["dependents"].as_array().unwrap();
+    assert!(
+        deps.iter()
+            .any(|d| d["address"] == r#"aws_instance.app["blue"]"#
+                && d["workspace"] == "prod"
+                && d["depth"] == 1
+                && d["path"]
+                    == serde_json::json!([
+                        "aws_security_group.web",
+                        r#"aws_instance.app["blue"]"#
+                    ])),
+        "{body}"
+    );
+
+    // An address with brackets and quotes, percent-encoded; depth-limited.
+    let blue = "aws_instance.app%5B%22blue%22%5D";
+    let (status, body) = h
+        .get_json(&format!("/v1/graph/prod/{blue}/dependencies?depth=1"))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["address"], r#"aws_instance.app["blue"]"#);
+    let deps = body["dependencies"].as_array().unwrap();
+    assert!(
+        deps.iter()
+            .any(|d| d["address"] == "aws_security_group.web"),
+        "{body}"
+    );
+    assert!(deps.iter().all(|d| d["depth"] == 1), "{body}");
+    let (_, body) = h
+        .get_json(&format!("/v1/graph/prod/{blue}/dependencies"))
+        .await;
+    let role = body["dependencies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["address"] == "aws_iam_role.app")
+        .cloned()
+        .unwrap_or_else(|| panic!("{body}"));
+    assert_eq!(role["depth"], 2);
+
+    let arn = "arn:aws:ec2:eu-west-1:111122223333:security-group/sg-0123456789abcdef0";
+    let (status, body) = h.get_json(&format!("/v1/resources?cloud_id={arn}")).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["resources"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!(
+                {"workspace": "prod", "address": "aws_security_group.web", "match": "primary"}
+            )),
+        "{body}"
+    );
+    let (status, body) = h
+        .get_json("/v1/resources?cloud_id=arn:aws:s3:::no-such-bucket")
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["resources"], serde_json::json!([]));
+
+    // Errors name what is wrong.
+    for (path, code, word) in [
+        (
+            "/v1/graph/prod/aws_instance.nope/dependents",
+            404,
+            "aws_instance.nope",
+        ),
+        (
+            "/v1/graph/staging/aws_security_group.web/dependents",
+            404,
+            "staging",
+        ),
+        (
+            "/v1/graph/prod/aws_security_group.web/sideways",
+            404,
+            "dependents",
+        ),
+        (
+            "/v1/graph/prod/aws_security_group.web/dependents?depth=x",
+            400,
+            "depth",
+        ),
+        ("/v1/resources", 400, "cloud_id"),
+        (
+            "/v1/resources?cloud_id=sg-0123456789abcdef0&workspace=staging",
+            404,
+            "staging",
+        ),
+    ] {
+        let (status, body) = h.get_json(path).await;
+        let msg = body["error"].as_str().unwrap_or_default().to_owned();
+        assert_eq!(status, code, "{path}: {body}");
+        assert!(msg.contains(word), "{path}: {msg}");
+    }
+    h.stop().await;
+}

@@ -55,6 +55,9 @@ struct Res {
 /// The real pipeline is wired in the binary; these tests are about delivery.
 pub struct TestModel {
     resources: Vec<Res>,
+    /// The real state graph of the same states (the real identity plug-ins), for the
+    /// graph queries of `/v1/graph` and `/v1/resources?cloud_id=`.
+    graph: driftreactor_tfgraph::Graph,
 }
 
 fn event_of(provider: Provider, v: &Value) -> Result<DriftEvent, String> {
@@ -169,6 +172,10 @@ impl Model for TestModel {
                 dependents: Vec::<ResourceKey>::new(),
             })
     }
+
+    fn graph(&self) -> Option<&driftreactor_tfgraph::Graph> {
+        Some(&self.graph)
+    }
 }
 
 /// Loads [`TestModel`] from the config's workspaces (real state files, format v4).
@@ -193,6 +200,8 @@ impl ModelLoader for TestLoader {
     fn load(&self, inputs: &[driftreactor_pipeline::StateBytes]) -> Result<Loaded, LoadError> {
         let mut resources = Vec::new();
         let mut states = Vec::new();
+        let mut graph =
+            driftreactor_tfgraph::GraphBuilder::new(driftreactor_pipeline::identities());
         for input in inputs {
             let ws = &input.workspace;
             let failed = |e: String| LoadError::State {
@@ -201,6 +210,9 @@ impl ModelLoader for TestLoader {
             };
             let v: Value = serde_json::from_slice(&input.bytes)
                 .map_err(|e| failed(format!("{}: {e}", input.origin)))?;
+            graph
+                .add_state_bytes(ws, &input.origin, &input.bytes)
+                .map_err(|e| failed(e.to_string()))?;
             states.push(StateInfo {
                 workspace: ws.clone(),
                 path: PathBuf::from(&input.origin),
@@ -231,7 +243,10 @@ impl ModelLoader for TestLoader {
             }
         }
         Ok(Loaded {
-            model: Arc::new(TestModel { resources }),
+            model: Arc::new(TestModel {
+                resources,
+                graph: graph.build(),
+            }),
             states,
         })
     }
