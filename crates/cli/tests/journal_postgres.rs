@@ -289,6 +289,87 @@ fn wait_until<T>(
     }
 }
 
+/// [`wait_until`] that answers `Err(last seen)` instead of panicking after `within`,
+/// so the caller can add what it knows to the failure.
+fn wait_until_or<T>(
+    within: Duration,
+    mut check: impl FnMut(&mut String) -> Option<T>,
+) -> Result<T, String> {
+    let deadline = Instant::now() + within;
+    let mut last = String::new();
+    loop {
+        if let Some(v) = check(&mut last) {
+            return Ok(v);
+        }
+        if Instant::now() >= deadline {
+            return Err(last);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// What a failed replica wait needs to be diagnosed: the journal's rows for the
+/// `drifted` (workspace, address) pairs (drift rows, remediation targets and their
+/// remediations, applied addresses), the leases, the recording terraform's lines
+/// naming those addresses and the tail of every replica's log.
+fn replica_diagnosis(
+    pg: &Server,
+    configs: &[(PathBuf, PathBuf)],
+    drifted: &[(String, String)],
+    record: &Path,
+) -> String {
+    let q = |statement: &str| {
+        pg.psql(statement)
+            .unwrap_or_else(|e| format!("{statement}: {e}"))
+    };
+    let mut out = String::new();
+    for (ws, address) in drifted {
+        let key = format!("workspace = '{ws}' AND address = '{address}'");
+        out += &format!(
+            "--- {ws} {address}\ndrift: {}\ntargets (seq|done|outcome|reason|status|updated_at):\n{}\napplied: {}\n",
+            q(&format!(
+                "SELECT kind, action, first_seen, last_seen, events, last_seq, status, status_at, status_reason FROM drift WHERE {key}"
+            )),
+            q(&format!(
+                "SELECT t.seq, t.done, t.outcome, t.reason, r.status, r.updated_at FROM remediation_targets t \
+                 JOIN remediations r USING (seq) WHERE t.{key} ORDER BY t.seq"
+            )),
+            q(&format!(
+                "SELECT a.apply_id, p.started, p.finished FROM remediation_applied_addresses a \
+                 JOIN remediation_applies p ON p.id = a.apply_id WHERE a.{key} ORDER BY a.apply_id"
+            )),
+        );
+    }
+    out += &format!(
+        "--- leases:\n{}\n",
+        q("SELECT name, holder, token, expires_at FROM leases ORDER BY name")
+    );
+    let record = std::fs::read_to_string(record).unwrap_or_default();
+    out += "--- recording terraform (lines naming a still-drifted address, applies of their workspaces):\n";
+    for line in record.lines() {
+        let mentions = drifted.iter().any(|(ws, a)| {
+            line.contains(ws.as_str()) && (line.contains(a.as_str()) || line.starts_with("apply"))
+        });
+        if mentions {
+            out += line;
+            out += "\n";
+        }
+    }
+    for (i, (_, log)) in configs.iter().enumerate() {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let naming: Vec<&str> = text
+            .lines()
+            .filter(|l| drifted.iter().any(|(_, a)| l.contains(a.as_str())))
+            .collect();
+        out += &format!(
+            "--- replica-{i} log, lines naming a still-drifted address (last 80):\n{}\n",
+            naming[naming.len().saturating_sub(80)..].join("\n")
+        );
+        out += &format!("--- replica-{i} log (tail):\n{}\n", log_tail(log, 120));
+    }
+    out
+}
+
 /// A state (format 4) managing `groups` security groups `aws_security_group.g<N>`
 /// with the ids [`sg_id`]`(ws, N)`.
 fn sg_state(ws: usize, groups: usize) -> String {
@@ -664,18 +745,35 @@ fn three_replicas_on_one_queue_record_each_event_once_and_never_overlap_applies(
         *last = format!("{depth:?}");
         (depth == (0, 0)).then_some(())
     });
-    wait_until(Duration::from_secs(120), "every remediation done", |last| {
+    let still_drifted = || -> Vec<(String, String)> {
+        (0..WORKSPACES)
+            .flat_map(|ws| {
+                std::fs::read_dir(drift.join(format!("ws{ws}")))
+                    .unwrap()
+                    .map(move |e| {
+                        (
+                            format!("ws{ws}"),
+                            e.unwrap().file_name().to_string_lossy().into_owned(),
+                        )
+                    })
+            })
+            .collect()
+    };
+    let remediation_done = wait_until_or(Duration::from_secs(120), |last| {
         let pending = sql(
             &pg,
             "SELECT count(*) FROM remediations WHERE status = 'pending'",
         );
-        let drifted: Vec<String> = (0..WORKSPACES)
-            .flat_map(|ws| std::fs::read_dir(drift.join(format!("ws{ws}"))).unwrap())
-            .map(|e| e.unwrap().path().display().to_string())
-            .collect();
+        let drifted = still_drifted();
         *last = format!("{pending} pending; still drifted: {drifted:?}");
         (pending == "0" && drifted.is_empty()).then_some(())
     });
+    if let Err(last) = remediation_done {
+        panic!(
+            "every remediation done not reached within 120 s; last seen: {last}\n{}",
+            replica_diagnosis(&pg, &configs, &still_drifted(), &record)
+        );
+    }
     // Every drift row ended reverted (or resolved): no current drift on any replica.
     wait_until(Duration::from_secs(60), "no current drift", |last| {
         let rows: Vec<String> = replicas
