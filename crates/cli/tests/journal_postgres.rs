@@ -691,8 +691,21 @@ fn three_replicas_on_one_queue_record_each_event_once_and_never_overlap_applies(
                     Some(_) => 4,
                     None => usize::from(b % 50 == 0),
                 };
-                let records: Vec<serde_json::Value> =
-                    chunk.iter().map(|(_, r)| r.clone()).collect();
+                // Each record occurs when it is published, as a real CloudTrail
+                // record does. (Stamped when the 5,000 were built, before the run, a
+                // group's second drift claimed to have happened within
+                // `own_change_grace_secs` of its first revert when that revert came
+                // within 5 s of the start: the replicas rightly took it for the echo
+                // of their own apply and left it unapplied.)
+                let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+                let records: Vec<serde_json::Value> = chunk
+                    .iter()
+                    .map(|(_, r)| {
+                        let mut r = r.clone();
+                        r["eventTime"] = serde_json::json!(now);
+                        r
+                    })
+                    .collect();
                 let (bridged, direct) = records.split_at(through);
                 if !bridged.is_empty() {
                     handle.block_on(put_records(&aws, bridged));
