@@ -813,6 +813,7 @@ async fn plan_and_act(
                 .iter()
                 .map(|c| (c.address.clone(), c.actions.clone()))
                 .collect();
+            let changed: Vec<String> = changes.keys().cloned().collect();
             batch.fenced().await?;
             let apply = tf.apply(plan_file).await;
             let finished = Utc::now();
@@ -826,11 +827,18 @@ async fn plan_and_act(
             };
             recall("record apply", ctx.store.record_apply(rec).await);
             apply?;
+            // A revert counts (towards `non_convergence_threshold`) only for the
+            // addresses the applied plan changed: an item of the batch whose drift was
+            // already gone (a late event of an address reverted earlier, joined into
+            // this batch) was not reverted again, and counting it made its next real
+            // drift escalate — and with it every address of that batch — unapplied.
             for i in &batch.items {
-                recall(
-                    "record stamp",
-                    ctx.store.record_revert(&i.key, finished).await,
-                );
+                if changed.iter().any(|a| guard::covers(&i.key.address, a)) {
+                    recall(
+                        "record stamp",
+                        ctx.store.record_revert(&i.key, finished).await,
+                    );
+                }
             }
             ctx.note(&batch.workspace, |n| {
                 n.outcome = Some(crate::Outcome::Reverted)

@@ -1021,3 +1021,60 @@ async fn item16_reconcile_runs_a_targeted_plan_without_an_event() {
     assert_eq!(tf.plans().len(), 2);
     r.shutdown().await;
 }
+
+/// Regression (the three-replica test's "still drifted" flake): a batch's apply
+/// counted a revert for every address of the batch, also for one the applied plan
+/// did not change (a late event of an address whose drift was already gone, joined
+/// into a batch that reverted another address). That bogus count made the address's
+/// next real drift reach `non_convergence_threshold` and escalate, unapplied, with
+/// every other address of its batch.
+#[tokio::test]
+async fn a_batch_address_the_apply_did_not_change_is_not_counted_as_reverted() {
+    // plan 1 (logs): no changes; plan 2 (db, web): the plan changes only web;
+    // plan 3 (db, drifted for real now): no changes, as after a revert.
+    let tf = FakeTf::new("0 2 0", "sg_update.json");
+    std::fs::write(tf.dir.join("plan.sleep"), "1").unwrap();
+    let r = Remediator::builder(RemediationConfig {
+        non_convergence_threshold: 1,
+        ..cfg()
+    })
+    .workspaces([tf.workspace("prod")])
+    .spawn();
+    let mut rx = r.subscribe();
+    let submit = |id: &'static str, address: &'static str| {
+        let r = &r;
+        async move {
+            let s = r
+                .submit(
+                    &event(id, "AuthorizeSecurityGroupIngress", Change::Update),
+                    &decision("prod", address, Decided::Revert),
+                    &[],
+                )
+                .await
+                .unwrap();
+            assert_eq!((s.queued, s.own_echoes), (1, 0), "{id}");
+        }
+    };
+    // The workspace is busy planning logs while db's and web's events arrive: they
+    // wait and then run as one batch.
+    submit("logs", "aws_s3_bucket.logs").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    submit("db-late", "aws_security_group.db").await;
+    submit("web", "aws_security_group.web").await;
+    r.run_until_idle().await;
+    assert_eq!(tf.plans().len(), 2, "{:?}", tf.calls());
+    assert!(
+        tf.plans()[1].contains("-target=aws_security_group.db")
+            && tf.plans()[1].contains("-target=aws_security_group.web"),
+        "db and web in one batch: {:?}",
+        tf.plans()
+    );
+    assert_eq!(tf.applies(), 1, "web reverted");
+    drain(&mut rx);
+    // db drifts: it was never reverted, so it is planned, not escalated.
+    submit("db", "aws_security_group.db").await;
+    r.run_until_idle().await;
+    let ts = kinds(&drain(&mut rx));
+    assert_eq!(ts, ["new_drift", "resolved"], "{:?}", tf.calls());
+    assert_eq!(tf.plans().len(), 3);
+}
