@@ -306,7 +306,7 @@ impl Hook {
 
     /// Replaces the remediated workspaces ([`Remediator::set_workspaces`]: added
     /// ones are remediated, removed ones' pending work is not started), waiting at
-    /// most [`CLEAR_TIMEOUT_SECS`] for a place in the queue. `serve` is meant to call
+    /// most [`CLEAR_TIMEOUT_SECS`] for a place in the queue. `serve` calls
     /// it after each re-listing of `[[workspace_sets]]` with every remediating
     /// workspace (fixed and listed).
     ///

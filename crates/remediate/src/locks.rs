@@ -35,7 +35,7 @@ pub struct StateLock {
 
 /// A snapshot of Terraform state locks per workspace.
 ///
-/// `serve` is meant to feed it from its state reload: every `state_reload_secs` it
+/// `serve` feeds it from its state reload: every `state_reload_secs` it
 /// asks each workspace's state source whether the lock object exists
 /// (`driftreactor_state::StateSource::lock`) and keeps the answer; this trait reads
 /// that answer, converting `LockInfo` into [`StateLock`] field by field. It is called

@@ -242,9 +242,9 @@ impl RemediatorBuilder {
     /// not counted as an attempt ([`Remediator::subscribe_waiting`]). Default: none
     /// (no workspace is held back; Terraform's `-lock-timeout` still applies).
     ///
-    /// `serve` is meant to pass the snapshot its state reload keeps of each
-    /// workspace's lock object (`driftreactor_state::StateSource::lock`), e.g. a
-    /// [`crate::LockTable`] it updates on every reload.
+    /// `serve` passes the snapshot its state reload keeps of each workspace's lock
+    /// object (`driftreactor_state::StateSource::lock`); [`crate::LockTable`] is a
+    /// ready-made snapshot for other embedders and tests.
     pub fn state_locks(mut self, locks: Arc<dyn StateLocks>) -> Self {
         self.state_locks = Some(SharedLocks(locks));
         self
@@ -509,7 +509,7 @@ impl Remediator {
     /// longer configured", and one log line names the workspace. Later events for a
     /// removed workspace are reported the same way until it is added again.
     ///
-    /// `serve` is meant to call it after each re-listing of `[[workspace_sets]]`
+    /// `serve` calls it after each re-listing of `[[workspace_sets]]`
     /// with every remediating workspace (the fixed `[[workspaces]]` ones and each
     /// set's current expansion: [`Workspace::from_config`] / [`Workspace::from_git`]
     /// of `WorkspaceSetConfig::workspace`), whether or not the listing changed.
