@@ -441,6 +441,9 @@ fn redact_line(redactor: &Redactor, mut line: ReportLine) -> ReportLine {
         r(s);
     }
     line.resource_ids.iter_mut().for_each(r);
+    if let Some(Some(changes)) = &mut line.changes {
+        redactor.changes(changes);
+    }
     if let Some(reason) = &mut line.reason {
         r(reason);
         if reason.chars().count() > MAX_REASON_CHARS {
