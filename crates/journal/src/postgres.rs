@@ -245,8 +245,14 @@ pub(crate) fn migrations() -> Vec<Migration> {
 /// SQLSTATEs a batch is retried on: deadlock with another replica's transaction,
 /// serialization failure.
 const RETRY_STATES: &[&str] = &["40P01", "40001"];
-/// How many times a batch is tried in all.
-const BATCH_TRIES: usize = 4;
+/// How many times a batch is tried in all. Two replicas appending the same
+/// redelivered events in opposite orders deadlock again and again while their batches
+/// overlap (PostgreSQL aborts one of the two each time): 4 tries were sometimes not
+/// enough on a loaded machine; each retry also waits a little longer
+/// ([`BATCH_RETRY_STEP`]) so the other replica's batch can commit first.
+const BATCH_TRIES: usize = 8;
+/// The wait before the n-th retry of a batch: n times this.
+const BATCH_RETRY_STEP: Duration = Duration::from_millis(5);
 
 fn pg(op: &'static str) -> impl Fn(sqlx_core::Error) -> Error {
     move |e| Error::Backend {
@@ -460,6 +466,7 @@ async fn commit_appends(pool: &PgPool, batch: Vec<AppendRequest>, n: usize, rows
         match commit(pool, &batch).await {
             Err(e) if tries < BATCH_TRIES && retryable(&e) => {
                 tracing::debug!(error = %e, tries, "Journal batch conflicted with another writer; retrying.");
+                tokio::time::sleep(BATCH_RETRY_STEP * u32::try_from(tries).unwrap_or(1)).await;
             }
             other => break other,
         }
