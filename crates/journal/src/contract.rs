@@ -710,3 +710,174 @@ pub(crate) async fn changes_contract(j: SharedJournal) {
         .is_empty()
     );
 }
+
+/// The drift transition log (`/v1/stream`): a drift event opens (first drift) or
+/// reopens (from another status) its row, a status change is recorded with its
+/// reason, nothing else is; ids grow in commit order; read after an id, by
+/// workspace, bounded; the wake-up receiver changes on commits that record one;
+/// retention prunes them.
+pub(crate) async fn transition_contract(j: SharedJournal) {
+    use crate::{TransitionKind, TransitionQuery};
+    let web = "aws_security_group.web";
+    let ws = || "prod".to_owned();
+    assert_eq!(j.last_transition_id().await.unwrap(), 0);
+    let mut wake = j.transition_wakeups();
+    wake.borrow_and_update();
+    let all = |after| {
+        let j = j.clone();
+        async move {
+            j.transitions(TransitionQuery {
+                after,
+                ..TransitionQuery::default()
+            })
+            .await
+            .unwrap()
+        }
+    };
+    j.append(vec![drift_entry("t-1", web)]).await.unwrap();
+    assert!(
+        wake.has_changed().unwrap(),
+        "a drift event wakes the readers"
+    );
+    wake.borrow_and_update();
+    // Drift of an open row, and an unmanaged change: no transition.
+    j.append(vec![drift_entry("t-2", web)]).await.unwrap();
+    j.append(vec![Entry::new(Provider::Aws, "t-unmanaged", "test")])
+        .await
+        .unwrap();
+    let seq2 = j
+        .drift_of(ws(), web.into())
+        .await
+        .unwrap()
+        .unwrap()
+        .last_event
+        .seq;
+    let status = |status, reason: &str| DriftUpdate {
+        workspace: ws(),
+        address: web.into(),
+        status,
+        reason: Some(reason.into()),
+        outcome: None,
+        event_ids: Vec::new(),
+        started: None,
+        only_from: Vec::new(),
+    };
+    wake.borrow_and_update();
+    assert_eq!(
+        j.set_drift_status(status(DriftStatus::Remediating, "planning"))
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(
+        wake.has_changed().unwrap(),
+        "a status change wakes the readers"
+    );
+    // The same status again changes the row but is no transition.
+    assert_eq!(
+        j.set_drift_status(status(DriftStatus::Remediating, "retrying"))
+            .await
+            .unwrap(),
+        1
+    );
+    j.set_drift_status(status(DriftStatus::Reverted, "applied"))
+        .await
+        .unwrap();
+    // No row: nothing.
+    let mut missing = status(DriftStatus::Escalated, "x");
+    missing.address = "aws_vpc.none".into();
+    assert_eq!(j.set_drift_status(missing).await.unwrap(), 0);
+    j.append(vec![drift_entry("t-3", web)]).await.unwrap();
+    let mut staging = drift_entry("t-4", "aws_s3_bucket.logs");
+    staging.matches[0].workspace = "staging".into();
+    j.append(vec![staging]).await.unwrap();
+
+    let got = all(0).await;
+    let seen: Vec<(&str, &str, TransitionKind, Option<DriftStatus>, DriftStatus)> = got
+        .iter()
+        .map(|t| {
+            (
+                t.workspace.as_str(),
+                t.address.as_str(),
+                t.kind,
+                t.from,
+                t.status,
+            )
+        })
+        .collect();
+    use DriftStatus::*;
+    assert_eq!(
+        seen,
+        [
+            ("prod", web, TransitionKind::Opened, None, Open),
+            (
+                "prod",
+                web,
+                TransitionKind::Status(Remediating),
+                Some(Open),
+                Remediating
+            ),
+            (
+                "prod",
+                web,
+                TransitionKind::Status(Reverted),
+                Some(Remediating),
+                Reverted
+            ),
+            ("prod", web, TransitionKind::Reopened, Some(Reverted), Open),
+            (
+                "staging",
+                "aws_s3_bucket.logs",
+                TransitionKind::Opened,
+                None,
+                Open
+            ),
+        ]
+    );
+    assert!(got.windows(2).all(|w| w[0].id < w[1].id), "ids grow");
+    assert_eq!(got[1].reason.as_deref(), Some("planning"));
+    assert_eq!(got[1].event_seq, Some(seq2));
+    assert_eq!(got[0].reason, None);
+    assert!(got[0].event_seq.is_some() && got[0].at.ends_with('Z'));
+    assert_eq!(j.last_transition_id().await.unwrap(), got[4].id);
+    // After an id, by workspace, bounded.
+    assert_eq!(all(got[1].id).await, got[2..].to_vec());
+    assert!(all(got[4].id).await.is_empty());
+    let staging = j
+        .transitions(TransitionQuery {
+            after: 0,
+            workspace: Some("staging".into()),
+            limit: 0,
+        })
+        .await
+        .unwrap();
+    assert_eq!(staging, got[4..].to_vec());
+    let two = j
+        .transitions(TransitionQuery {
+            after: got[0].id,
+            workspace: None,
+            limit: 2,
+        })
+        .await
+        .unwrap();
+    assert_eq!(two, got[1..3].to_vec());
+    // Retention: transitions recorded before the cutoff go.
+    let mut none = |_: &PruneReport| {};
+    j.prune_with(
+        Utc::now() + chrono::Duration::seconds(1),
+        1000,
+        Box::pin(std::future::pending()),
+        &mut none,
+    )
+    .await
+    .unwrap();
+    assert!(
+        all(0).await.is_empty(),
+        "pruned with the journal's retention"
+    );
+    // Ids keep growing after a prune.
+    let mut next = drift_entry("t-5", "aws_instance.new");
+    next.matches[0].workspace = "dev".into();
+    j.append(vec![next]).await.unwrap();
+    assert!(all(0).await[0].id > got[4].id);
+}
