@@ -128,6 +128,23 @@ impl Pipeline {
     }
 }
 
+impl Pipeline {
+    /// Decides one event that names its resource by address: a drift the periodic
+    /// backstop found in a plan (`source: "backstop"`). The route is
+    /// [`driftreactor_router::route_address`] (the address as the one primary match, its
+    /// dependents), the decision the same [`decide`] as every bus event's, so policy,
+    /// ignore rules and actions apply unchanged. Pure.
+    pub fn evaluate_address(&self, event: DriftEvent, workspace: &str, address: &str) -> Evaluated {
+        let routed = driftreactor_router::route_address(&self.graph, workspace, address);
+        let decision = decide(&self.policy, &self.graph, &event, &routed);
+        Evaluated {
+            event,
+            routed,
+            decision,
+        }
+    }
+}
+
 /// The candidate canonical ids of one string of `event`'s request or response, per
 /// provider, for the router's fallback scan ([`driftreactor_router::route_event`]):
 /// AWS ARNs and EC2 ids ([`driftreactor_aws::payload_ids`]), Azure resource IDs
