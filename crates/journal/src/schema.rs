@@ -12,7 +12,7 @@ use rusqlite_migration::{M, Migrations};
 use crate::{Error, Result};
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub(crate) const VERSION: i64 = 6;
+pub(crate) const VERSION: i64 = 7;
 
 pub(crate) const SCHEMA_V1: &str = "
 CREATE TABLE IF NOT EXISTS events (
@@ -183,6 +183,22 @@ CREATE TABLE IF NOT EXISTS workspace_listings (
 ) WITHOUT ROWID;
 ";
 
+/// The periodic backstop ([`crate::BackstopRun`]): per workspace, its latest pass and
+/// its latest clean one; and who first found each drift row ([`crate::FoundBy`]:
+/// `event` for the rows of earlier versions).
+pub(crate) const SCHEMA_BACKSTOP: &str = "
+CREATE TABLE IF NOT EXISTS backstop_runs (
+    workspace   TEXT PRIMARY KEY,
+    ran_at      TEXT NOT NULL,   -- RFC 3339 UTC, milliseconds, 'Z'
+    outcome     TEXT NOT NULL,   -- clean | drift | locked | failed
+    clean_at    TEXT,
+    drifted     INTEGER NOT NULL,
+    unannounced INTEGER NOT NULL,
+    error       TEXT
+) WITHOUT ROWID;
+ALTER TABLE drift ADD COLUMN found_by TEXT NOT NULL DEFAULT 'event';
+";
+
 /// Every table of the file, one migration per schema version (`PRAGMA user_version`
 /// counts the migrations applied; `rusqlite_migration` applies the missing ones, each
 /// in its own transaction). Append new versions at the end; never edit a released one.
@@ -196,6 +212,7 @@ pub(crate) const MIGRATION_STEPS: &[M<'static>] = &[
     M::up(SCHEMA_V4),
     M::up(SCHEMA_V5),
     M::up(SCHEMA_V6),
+    M::up(SCHEMA_BACKSTOP),
 ];
 
 /// Opens the database at `path`. This is the one place that sets up a connection to

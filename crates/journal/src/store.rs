@@ -28,8 +28,8 @@ use driftreactor_event::{Provider, ResourceKey};
 use std::time::Duration;
 
 use crate::{
-    ApplyRecord, DriftQuery, DriftRow, DriftUpdate, Entry, EventQuery, EventRow, Journal,
-    JournalConfig, Lease, Listing, PendingRemediation, PruneReport, RemediationQuery,
+    ApplyRecord, BackstopRun, DriftQuery, DriftRow, DriftUpdate, Entry, EventQuery, EventRow,
+    Journal, JournalConfig, Lease, Listing, PendingRemediation, PruneReport, RemediationQuery,
     RemediationRow, Result, Stamp, Written,
 };
 
@@ -324,6 +324,20 @@ pub trait JournalStore: Send + Sync + std::fmt::Debug + 'static {
     /// # Errors
     /// When the store cannot be read (or the stored row cannot be read back).
     fn get_listing(&self, set: String) -> JournalFuture<'_, Option<Listing>>;
+
+    /// Stores `run` as the latest backstop pass of `workspace`, replacing the
+    /// previous one ([`Journal::put_backstop`]).
+    ///
+    /// # Errors
+    /// When the store cannot be written.
+    fn put_backstop(&self, workspace: String, run: BackstopRun) -> JournalFuture<'_, ()>;
+
+    /// The latest backstop pass of `workspace`, if any was stored
+    /// ([`Journal::get_backstop`]).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    fn get_backstop(&self, workspace: String) -> JournalFuture<'_, Option<BackstopRun>>;
 }
 
 /// Opens the embedded SQLite journal at `cfg.path` and returns it as the handle every
@@ -544,6 +558,12 @@ impl JournalStore for Journal {
     }
     fn put_listing(&self, set: String, listing: Listing) -> JournalFuture<'_, ()> {
         Box::pin(Journal::put_listing(self, set, listing))
+    }
+    fn put_backstop(&self, workspace: String, run: BackstopRun) -> JournalFuture<'_, ()> {
+        Box::pin(Journal::put_backstop(self, workspace, run))
+    }
+    fn get_backstop(&self, workspace: String) -> JournalFuture<'_, Option<BackstopRun>> {
+        Box::pin(Journal::get_backstop(self, workspace))
     }
     fn get_listing(&self, set: String) -> JournalFuture<'_, Option<Listing>> {
         Box::pin(Journal::get_listing(self, set))
