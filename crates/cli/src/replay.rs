@@ -287,6 +287,7 @@ fn workspace(name: String, state: PathBuf) -> WorkspaceConfig {
         tool_path: None,
         env: std::collections::BTreeMap::new(),
         git: None,
+        backstop_interval: None,
     }
 }
 

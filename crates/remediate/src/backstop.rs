@@ -30,7 +30,7 @@ use crate::tf::{PlanExit, TfError};
 
 /// The delivering source's name of the backstop's events (the journal's `source`
 /// column, `found_by: backstop` on `/v1/drift`).
-pub const SOURCE: &str = "backstop";
+pub const SOURCE: &str = driftreactor_journal::BACKSTOP_SOURCE;
 
 /// The `service` of a backstop event.
 pub const SERVICE: &str = "backstop";
@@ -319,6 +319,82 @@ pub fn coverage(
             .cloned()
             .collect(),
     }
+}
+
+/// At most this many of an address's latest journaled events are looked at for its
+/// coverage.
+const EVENTS_PER_ADDRESS: usize = 200;
+
+/// The coverage of `plan` from what `journal` recorded: for each drifted address,
+/// whether a bus event (any source but [`SOURCE`]) with a drift verdict named it since
+/// `previous`'s last clean pass (all of the journal when there was none), or an earlier
+/// backstop pass found it; and the addresses of `plan.workspace` a bus event announced
+/// as drift since `previous`'s pass (the last clean one when there was none) whose
+/// drift the plan no longer shows.
+///
+/// # Errors
+/// The journal's error when it cannot be read.
+pub async fn journal_coverage(
+    journal: &dyn driftreactor_journal::JournalStore,
+    plan: &BackstopPlan,
+    previous: Option<&driftreactor_journal::BackstopRun>,
+) -> Result<Coverage, driftreactor_journal::Error> {
+    let since_clean = previous.and_then(|p| p.clean_at);
+    let since_pass = previous.map(|p| p.ran_at).or(since_clean);
+    let after = |row: &driftreactor_journal::EventRow, since: Option<DateTime<Utc>>| {
+        since.is_none_or(|since| {
+            DateTime::parse_from_rfc3339(&row.received_at)
+                .is_ok_and(|t| t.with_timezone(&Utc) >= since)
+        })
+    };
+    let ws = &plan.workspace;
+    let mut seen = BTreeMap::new();
+    for d in &plan.drift.drifted {
+        let rows = journal
+            .resource_events(ws.clone(), d.address.clone(), EVENTS_PER_ADDRESS)
+            .await?;
+        let mut s = Seen::default();
+        for row in rows
+            .iter()
+            .filter(|r| r.verdict == driftreactor_event::Verdict::Drift && after(r, since_clean))
+        {
+            if row.source == SOURCE {
+                s.by_backstop = true;
+            } else {
+                s.by_event = true;
+            }
+        }
+        seen.insert(d.address.clone(), s);
+    }
+    let found: BTreeSet<&str> = plan
+        .drift
+        .drifted
+        .iter()
+        .map(|d| d.address.as_str())
+        .collect();
+    let mut announced = BTreeSet::new();
+    let rows = journal
+        .drift_with(driftreactor_journal::DriftQuery {
+            workspace: Some(ws.clone()),
+            statuses: driftreactor_journal::DriftStatus::ALL.to_vec(),
+        })
+        .await?;
+    for row in rows {
+        if found.contains(row.address.as_str()) {
+            continue;
+        }
+        let events = journal
+            .resource_events(ws.clone(), row.address.clone(), EVENTS_PER_ADDRESS)
+            .await?;
+        if events.iter().any(|r| {
+            r.source != SOURCE
+                && r.verdict == driftreactor_event::Verdict::Drift
+                && after(r, since_pass)
+        }) {
+            announced.insert(row.address);
+        }
+    }
+    Ok(coverage(&plan.drift, &seen, &announced))
 }
 
 /// What a plan exit and its JSON give: no drift on exit 0 (nothing to read).

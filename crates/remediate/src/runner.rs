@@ -222,6 +222,37 @@ enum Msg {
     Hold(String, oneshot::Sender<Held>),
 }
 
+/// Runs backstop plans under the runner's workspace holds ([`Remediator::backstop`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Backstop {
+    tx: mpsc::WeakSender<Msg>,
+}
+
+impl Backstop {
+    /// See [`Remediator::backstop_plan`].
+    pub(crate) async fn plan(
+        &self,
+        workspace: &str,
+    ) -> Result<
+        (
+            crate::backstop::BackstopPlan,
+            crate::backstop::WorkspaceHold,
+        ),
+        crate::backstop::BackstopError,
+    > {
+        use crate::backstop::BackstopError;
+        let tx = self.tx.upgrade().ok_or(BackstopError::Stopped)?;
+        let (reply, rx) = oneshot::channel();
+        tx.send(Msg::Hold(workspace.to_owned(), reply))
+            .await
+            .map_err(|_| BackstopError::Stopped)?;
+        drop(tx);
+        let Held { hold, ctx } = rx.await.map_err(|_| BackstopError::Stopped)?;
+        let plan = crate::reconcile::backstop_plan(&ctx, workspace).await?;
+        Ok((plan, hold))
+    }
+}
+
 /// A granted [`Msg::Hold`]: the hold and the context to plan with.
 struct Held {
     hold: crate::backstop::WorkspaceHold,
@@ -710,15 +741,16 @@ impl Remediator {
         ),
         crate::backstop::BackstopError,
     > {
-        use crate::backstop::BackstopError;
-        let (tx, rx) = oneshot::channel();
-        self.tx
-            .send(Msg::Hold(workspace.to_owned(), tx))
-            .await
-            .map_err(|_| BackstopError::Stopped)?;
-        let Held { hold, ctx } = rx.await.map_err(|_| BackstopError::Stopped)?;
-        let plan = crate::reconcile::backstop_plan(&ctx, workspace).await?;
-        Ok((plan, hold))
+        self.backstop().plan(workspace).await
+    }
+
+    /// A handle that runs [`Remediator::backstop_plan`] (for the hand-off's hook); it
+    /// does not keep the remediator running: after [`Remediator::shutdown`] it
+    /// answers [`crate::BackstopError::Stopped`].
+    pub(crate) fn backstop(&self) -> Backstop {
+        Backstop {
+            tx: self.tx.downgrade(),
+        }
     }
 
     /// The settle window of `[remediation]`.
