@@ -377,7 +377,7 @@ fn remediate(
 }
 
 /// One transition in plain words.
-fn describe(t: &driftreactor_notify::Transition) -> String {
+pub(crate) fn describe(t: &driftreactor_notify::Transition) -> String {
     use driftreactor_notify::TransitionKind as K;
     let what = match &t.kind {
         K::NewDrift { action, .. } => format!("new drift ({action})"),
@@ -433,7 +433,8 @@ fn redact_line(redactor: &Redactor, mut line: ReportLine) -> ReportLine {
     line
 }
 
-fn write_row(out: &mut impl Write, line: &ReportLine) -> io::Result<()> {
+/// One report line as a table row.
+pub(crate) fn write_row(out: &mut impl Write, line: &ReportLine) -> io::Result<()> {
     let targets = if line.resources.is_empty() {
         line.resource_ids.join(", ")
     } else {
