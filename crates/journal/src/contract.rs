@@ -881,3 +881,121 @@ pub(crate) async fn transition_contract(j: SharedJournal) {
     j.append(vec![next]).await.unwrap();
     assert!(all(0).await[0].id > got[4].id);
 }
+
+/// Backstop bookkeeping and `found_by`: no run before the first write; the latest
+/// write replaces the previous one, per workspace, to the millisecond; a drift row
+/// first journaled from the backstop says `found_by: backstop` and keeps it when a bus
+/// event for it follows, one first announced by a bus event says `event`, and a
+/// drift found again after it was reverted is a new story.
+pub(crate) async fn backstop_contract(j: SharedJournal) {
+    use crate::{BACKSTOP_SOURCE, BackstopRun, FoundBy};
+    assert_eq!(j.get_backstop("prod".into()).await.unwrap(), None);
+    let at = chrono::DateTime::parse_from_rfc3339("2026-12-03T15:00:00.123Z")
+        .unwrap()
+        .with_timezone(&Utc);
+    let clean = BackstopRun {
+        ran_at: at,
+        outcome: "clean".into(),
+        clean_at: Some(at),
+        drifted: 0,
+        unannounced: 0,
+        error: None,
+    };
+    j.put_backstop("prod".into(), clean.clone()).await.unwrap();
+    assert_eq!(j.get_backstop("prod".into()).await.unwrap(), Some(clean));
+    let drift = BackstopRun {
+        ran_at: at + chrono::Duration::hours(6),
+        outcome: "drift".into(),
+        clean_at: Some(at),
+        drifted: 2,
+        unannounced: 1,
+        error: None,
+    };
+    j.put_backstop("prod".into(), drift.clone()).await.unwrap();
+    assert_eq!(j.get_backstop("prod".into()).await.unwrap(), Some(drift));
+    let failed = BackstopRun {
+        ran_at: at,
+        outcome: "failed".into(),
+        clean_at: None,
+        drifted: 0,
+        unannounced: 0,
+        error: Some("`plan` failed (exit Some(1)): no credentials".into()),
+    };
+    j.put_backstop("dev".into(), failed.clone()).await.unwrap();
+    assert_eq!(j.get_backstop("dev".into()).await.unwrap(), Some(failed));
+    assert_eq!(
+        j.get_backstop("prod".into())
+            .await
+            .unwrap()
+            .unwrap()
+            .drifted,
+        2
+    );
+
+    // found_by.
+    let from_backstop = |id: &str, address: &str| {
+        let mut e = drift_entry(id, address);
+        e.source = BACKSTOP_SOURCE.into();
+        e
+    };
+    j.append(vec![
+        from_backstop("bs-1", "aws_security_group.backstop_admin"),
+        drift_entry("bus-1", "aws_security_group.backstop_web"),
+    ])
+    .await
+    .unwrap();
+    // A late bus event for the backstop's find: still found by the backstop.
+    j.append(vec![drift_entry(
+        "bus-2",
+        "aws_security_group.backstop_admin",
+    )])
+    .await
+    .unwrap();
+    // The backstop finds the bus event's drift too: still found by the event.
+    j.append(vec![from_backstop(
+        "bs-2",
+        "aws_security_group.backstop_web",
+    )])
+    .await
+    .unwrap();
+    let found = |rows: Vec<crate::DriftRow>, address: &str| {
+        rows.into_iter()
+            .find(|r| r.address == address)
+            .map(|r| r.found_by)
+    };
+    let rows = j.drift(Some("prod".into())).await.unwrap();
+    assert_eq!(
+        found(rows.clone(), "aws_security_group.backstop_admin"),
+        Some(FoundBy::Backstop)
+    );
+    assert_eq!(
+        found(rows, "aws_security_group.backstop_web"),
+        Some(FoundBy::Event)
+    );
+    // Reverted, then found again by the backstop: a new story.
+    j.set_drift_status(DriftUpdate {
+        workspace: "prod".into(),
+        address: "aws_security_group.backstop_web".into(),
+        status: DriftStatus::Reverted,
+        reason: None,
+        outcome: None,
+        event_ids: Vec::new(),
+        started: None,
+        only_from: Vec::new(),
+    })
+    .await
+    .unwrap();
+    j.append(vec![from_backstop(
+        "bs-3",
+        "aws_security_group.backstop_web",
+    )])
+    .await
+    .unwrap();
+    let row = j
+        .drift_of("prod".into(), "aws_security_group.backstop_web".into())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(row.found_by, FoundBy::Backstop);
+    assert_eq!(serde_json::to_value(&row).unwrap()["found_by"], "backstop");
+}

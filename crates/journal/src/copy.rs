@@ -75,6 +75,19 @@ const TABLES: &[(&str, &[(&str, Col)])] = &[
             ("status", Col::Text),
             ("status_at", Col::Text),
             ("status_reason", Col::Text),
+            ("found_by", Col::Text),
+        ],
+    ),
+    (
+        "backstop_runs",
+        &[
+            ("workspace", Col::Text),
+            ("ran_at", Col::Text),
+            ("outcome", Col::Text),
+            ("clean_at", Col::Text),
+            ("drifted", Col::Int),
+            ("unannounced", Col::Int),
+            ("error", Col::Text),
         ],
     ),
     (

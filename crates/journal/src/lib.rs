@@ -80,6 +80,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
 mod changes;
+mod backstop;
 #[cfg(feature = "postgres")]
 pub mod copy;
 mod lease;
@@ -98,6 +99,7 @@ pub mod transitions;
 mod writer;
 
 pub use changes::{AddressChanges, ChangeEvent, ChangeQuery, MAX_EVENTS_PER_ADDRESS};
+pub use backstop::{BACKSTOP_SOURCE, BackstopRun, FoundBy};
 pub use lease::Lease;
 pub use lifecycle::{DriftQuery, DriftStatus, DriftUpdate};
 pub use listing::{ListedWorkspace, Listing};

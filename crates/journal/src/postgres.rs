@@ -56,8 +56,8 @@ use crate::query::{
 use crate::store::{JournalFuture, JournalStore, StopSignal};
 use crate::writer::ts;
 use crate::{
-    ApplyRecord, Decided, DriftQuery, DriftUpdate, Entry, Error, JournalConfig, Lease, Listing,
-    MatchRecord, PendingRemediation, Result, SslMode, Written, redact_url,
+    ApplyRecord, BackstopRun, Decided, DriftQuery, DriftUpdate, Entry, Error, JournalConfig, Lease,
+    Listing, MatchRecord, PendingRemediation, Result, SslMode, Written, redact_url,
 };
 
 type Tx = sqlx_core::transaction::Transaction<'static, Postgres>;
@@ -213,6 +213,21 @@ CREATE INDEX drift_transitions_at ON drift_transitions (at);
 CREATE INDEX drift_transitions_workspace ON drift_transitions (workspace, id);
 "#;
 
+/// The periodic backstop ([`crate::BackstopRun`]) and who first found each drift row
+/// ([`crate::FoundBy`]), as the SQLite journal's `SCHEMA_BACKSTOP`.
+const PG_BACKSTOP: &str = r#"
+CREATE TABLE backstop_runs (
+    workspace   TEXT COLLATE "C" PRIMARY KEY,
+    ran_at      TEXT COLLATE "C" NOT NULL,
+    outcome     TEXT NOT NULL,
+    clean_at    TEXT COLLATE "C",
+    drifted     BIGINT NOT NULL,
+    unannounced BIGINT NOT NULL,
+    error       TEXT
+);
+ALTER TABLE drift ADD COLUMN found_by TEXT NOT NULL DEFAULT 'event';
+"#;
+
 /// The versioned migrations, version 1 first. Append new versions at the end; never
 /// edit a released one (sqlx refuses a database whose applied migration's checksum
 /// differs).
@@ -237,6 +252,13 @@ pub(crate) fn migrations() -> Vec<Migration> {
             "drift transitions".into(),
             MigrationType::Simple,
             PG_DRIFT_TRANSITIONS.into(),
+            false,
+        ),
+        Migration::new(
+            4,
+            "backstop runs".into(),
+            MigrationType::Simple,
+            PG_BACKSTOP.into(),
             false,
         ),
     ]
@@ -622,10 +644,12 @@ async fn insert(
             .transpose()?;
             let inserted: bool = query::<Postgres>(
                 "INSERT INTO drift (workspace, address, kind, action, first_seen, last_seen, events, \
-                   last_seq, status, status_at, status_reason) \
-                 VALUES ($1, $2, $3, $4, $5, $5, 1, $6, 'open', $7, NULL) \
+                   last_seq, status, status_at, status_reason, found_by) \
+                 VALUES ($1, $2, $3, $4, $5, $5, 1, $6, 'open', $7, NULL, $8) \
                  ON CONFLICT (workspace, address) DO UPDATE SET \
                    kind = excluded.kind, action = excluded.action, \
+                   found_by = CASE WHEN drift.status IN ('reverted', 'resolved') \
+                     THEN excluded.found_by ELSE drift.found_by END, \
                    first_seen = LEAST(drift.first_seen, excluded.first_seen), \
                    last_seen = GREATEST(drift.last_seen, excluded.last_seen), \
                    events = drift.events + 1, last_seq = excluded.last_seq, \
@@ -639,6 +663,7 @@ async fn insert(
             .bind(&seen_at)
             .bind(seq)
             .bind(now)
+            .bind(crate::FoundBy::of_source(&e.source).as_str())
             .fetch_one(&mut **tx)
             .await?
             .try_get(0)?;
@@ -723,7 +748,8 @@ fn drift_row(r: &PgRow) -> sqlx_core::Result<DriftRow> {
         status: vocab(r, 7)?,
         status_at: r.try_get(8)?,
         status_reason: r.try_get(9)?,
-        last_event: event_row(r, 10)?,
+        found_by: crate::FoundBy::of_column(r.try_get::<Option<String>, _>(10)?.as_deref()),
+        last_event: event_row(r, 11)?,
     })
 }
 
@@ -1584,6 +1610,58 @@ impl PgJournal {
         Ok(())
     }
 
+    async fn put_backstop(&self, workspace: String, run: BackstopRun) -> Result<()> {
+        query::<Postgres>(
+            "INSERT INTO backstop_runs (workspace, ran_at, outcome, clean_at, drifted, \
+             unannounced, error) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+             ON CONFLICT (workspace) DO UPDATE SET ran_at = excluded.ran_at, \
+             outcome = excluded.outcome, clean_at = excluded.clean_at, \
+             drifted = excluded.drifted, unannounced = excluded.unannounced, \
+             error = excluded.error",
+        )
+        .bind(workspace)
+        .bind(ts(&run.ran_at))
+        .bind(run.outcome)
+        .bind(run.clean_at.as_ref().map(ts))
+        .bind(crate::backstop::count_col(run.drifted))
+        .bind(crate::backstop::count_col(run.unannounced))
+        .bind(run.error)
+        .execute(&self.inner.pool)
+        .await
+        .map_err(pg("write backstop run"))?;
+        Ok(())
+    }
+
+    async fn get_backstop(&self, workspace: String) -> Result<Option<BackstopRun>> {
+        let Some(row) = query::<Postgres>(
+            "SELECT ran_at, outcome, clean_at, drifted, unannounced, error \
+             FROM backstop_runs WHERE workspace = $1",
+        )
+        .bind(workspace)
+        .fetch_optional(&self.inner.pool)
+        .await
+        .map_err(pg("read backstop run"))?
+        else {
+            return Ok(None);
+        };
+        let ran: String = row.try_get(0).map_err(pg("read backstop run"))?;
+        let clean: Option<String> = row.try_get(2).map_err(pg("read backstop run"))?;
+        let bad = |e: chrono::ParseError| Error::Backend {
+            op: "read backstop run",
+            source: Box::new(e),
+        };
+        Ok(Some(BackstopRun {
+            ran_at: decode_time(&ran).map_err(bad)?,
+            outcome: row.try_get(1).map_err(pg("read backstop run"))?,
+            clean_at: clean.map(|c| decode_time(&c)).transpose().map_err(bad)?,
+            drifted: crate::backstop::col_count(row.try_get(3).map_err(pg("read backstop run"))?),
+            unannounced: crate::backstop::col_count(
+                row.try_get(4).map_err(pg("read backstop run"))?,
+            ),
+            error: row.try_get(5).map_err(pg("read backstop run"))?,
+        }))
+    }
+
     async fn get_listing(&self, set: String) -> Result<Option<Listing>> {
         let Some(row) = query::<Postgres>(
             "SELECT workspaces, listed_at, holder, error FROM workspace_listings \
@@ -1843,5 +1921,11 @@ impl JournalStore for PgJournal {
     }
     fn transition_wakeups(&self) -> tokio::sync::watch::Receiver<u64> {
         self.inner.wake.subscribe()
+    }
+    fn put_backstop(&self, workspace: String, run: BackstopRun) -> JournalFuture<'_, ()> {
+        Box::pin(PgJournal::put_backstop(self, workspace, run))
+    }
+    fn get_backstop(&self, workspace: String) -> JournalFuture<'_, Option<BackstopRun>> {
+        Box::pin(PgJournal::get_backstop(self, workspace))
     }
 }

@@ -204,6 +204,22 @@ CREATE INDEX IF NOT EXISTS drift_transitions_at ON drift_transitions (at);
 CREATE INDEX IF NOT EXISTS drift_transitions_workspace ON drift_transitions (workspace, id);
 ";
 
+/// The periodic backstop ([`crate::BackstopRun`]): per workspace, its latest pass and
+/// its latest clean one; and who first found each drift row ([`crate::FoundBy`]:
+/// `event` for the rows of earlier versions).
+pub(crate) const SCHEMA_BACKSTOP: &str = "
+CREATE TABLE IF NOT EXISTS backstop_runs (
+    workspace   TEXT PRIMARY KEY,
+    ran_at      TEXT NOT NULL,   -- RFC 3339 UTC, milliseconds, 'Z'
+    outcome     TEXT NOT NULL,   -- clean | drift | locked | failed
+    clean_at    TEXT,
+    drifted     INTEGER NOT NULL,
+    unannounced INTEGER NOT NULL,
+    error       TEXT
+) WITHOUT ROWID;
+ALTER TABLE drift ADD COLUMN found_by TEXT NOT NULL DEFAULT 'event';
+";
+
 /// Every table of the file, one migration per schema version (`PRAGMA user_version`
 /// counts the migrations applied; `rusqlite_migration` applies the missing ones, each
 /// in its own transaction). Append new versions at the end; never edit a released one.
@@ -218,6 +234,7 @@ pub(crate) const MIGRATION_STEPS: &[M<'static>] = &[
     M::up(SCHEMA_V5),
     M::up(SCHEMA_V6),
     M::up(DRIFT_TRANSITIONS),
+    M::up(SCHEMA_BACKSTOP),
 ];
 
 /// Opens the database at `path`. This is the one place that sets up a connection to

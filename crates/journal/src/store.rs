@@ -28,9 +28,10 @@ use driftreactor_event::{Provider, ResourceKey};
 use std::time::Duration;
 
 use crate::{
-    AddressChanges, ApplyRecord, ChangeQuery, DriftQuery, DriftRow, DriftTransition, DriftUpdate,
-    Entry, EventQuery, EventRow, Journal, JournalConfig, Lease, Listing, PendingRemediation,
-    PruneReport, RemediationQuery, RemediationRow, Result, Stamp, TransitionQuery, Written,
+    AddressChanges, ApplyRecord, BackstopRun, ChangeQuery, DriftQuery, DriftRow, DriftTransition,
+    DriftUpdate, Entry, EventQuery, EventRow, Journal, JournalConfig, Lease, Listing,
+    PendingRemediation, PruneReport, RemediationQuery, RemediationRow, Result, Stamp,
+    TransitionQuery, Written,
 };
 
 /// A boxed, `Send` future answering a journal call (what keeps [`JournalStore`]
@@ -354,6 +355,19 @@ pub trait JournalStore: Send + Sync + std::fmt::Debug + 'static {
     /// Commits of other handles or replicas are not seen (read the log again on an
     /// interval to find them).
     fn transition_wakeups(&self) -> tokio::sync::watch::Receiver<u64>;
+    /// Stores `run` as the latest backstop pass of `workspace`, replacing the
+    /// previous one ([`Journal::put_backstop`]).
+    ///
+    /// # Errors
+    /// When the store cannot be written.
+    fn put_backstop(&self, workspace: String, run: BackstopRun) -> JournalFuture<'_, ()>;
+
+    /// The latest backstop pass of `workspace`, if any was stored
+    /// ([`Journal::get_backstop`]).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    fn get_backstop(&self, workspace: String) -> JournalFuture<'_, Option<BackstopRun>>;
 }
 
 /// Opens the embedded SQLite journal at `cfg.path` and returns it as the handle every
@@ -574,6 +588,12 @@ impl JournalStore for Journal {
     }
     fn put_listing(&self, set: String, listing: Listing) -> JournalFuture<'_, ()> {
         Box::pin(Journal::put_listing(self, set, listing))
+    }
+    fn put_backstop(&self, workspace: String, run: BackstopRun) -> JournalFuture<'_, ()> {
+        Box::pin(Journal::put_backstop(self, workspace, run))
+    }
+    fn get_backstop(&self, workspace: String) -> JournalFuture<'_, Option<BackstopRun>> {
+        Box::pin(Journal::get_backstop(self, workspace))
     }
     fn get_listing(&self, set: String) -> JournalFuture<'_, Option<Listing>> {
         Box::pin(Journal::get_listing(self, set))

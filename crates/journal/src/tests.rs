@@ -1049,6 +1049,7 @@ async fn the_sqlite_journal_keeps_the_lease_and_listing_contracts() {
         .unwrap();
     crate::contract::lease_contract(j.clone()).await;
     crate::contract::listing_contract(j.clone()).await;
+    crate::contract::backstop_contract(j.clone()).await;
     assert!(j.ping().await.is_ok());
     j.close().await;
 }

@@ -44,6 +44,7 @@ async fn the_postgres_journal_keeps_the_storage_lease_and_listing_contracts() {
     storage_contract(j.clone()).await;
     lease_contract(j.clone()).await;
     crate::contract::listing_contract(j.clone()).await;
+    crate::contract::backstop_contract(j.clone()).await;
     crate::contract::closed_refuses_appends(j).await;
     // Reconnecting finds the schema migrated and the rows there.
     let again = connect(&cfg(&pg.url())).await.unwrap();

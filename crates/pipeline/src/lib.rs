@@ -159,6 +159,48 @@ pub fn diff_of(graph: &Graph, event: &DriftEvent, routed: &Routed) -> Option<Dif
     ))
 }
 
+impl Pipeline {
+    /// Decides one event that names its resource by address: a drift the periodic
+    /// backstop found in a plan (`source: "backstop"`). The route is
+    /// [`driftreactor_router::route_address`] (the address as the one primary match, its
+    /// dependents), the decision the same [`decide`] as every bus event's, so policy,
+    /// ignore rules and actions apply unchanged. An event without resources gets the
+    /// node's identities (its canonical ids), account and region. Pure.
+    pub fn evaluate_address(
+        &self,
+        mut event: DriftEvent,
+        workspace: &str,
+        address: &str,
+    ) -> Evaluated {
+        if let Some(node) = self
+            .graph
+            .find(workspace, address)
+            .and_then(|id| self.graph.get(id))
+        {
+            if event.resources.is_empty() {
+                event.resources = node
+                    .identities
+                    .iter()
+                    .map(|i| driftreactor_event::ResourceRef::new(i.to_string()))
+                    .collect();
+            }
+            if event.account.is_none() {
+                event.account = node.account.as_deref().map(str::to_owned);
+            }
+            if event.region.is_none() {
+                event.region = node.region.as_deref().map(str::to_owned);
+            }
+        }
+        let routed = driftreactor_router::route_address(&self.graph, workspace, address);
+        let decision = decide(&self.policy, &self.graph, &event, &routed);
+        Evaluated {
+            event,
+            routed,
+            decision,
+        }
+    }
+}
+
 /// The candidate canonical ids of one string of `event`'s request or response, per
 /// provider, for the router's fallback scan ([`driftreactor_router::route_event`]):
 /// AWS ARNs and EC2 ids ([`driftreactor_aws::payload_ids`]), Azure resource IDs
