@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 mod graph;
 #[cfg(feature = "postgres")]
 mod journal;
+mod mcp;
 mod replay;
 mod serve;
 mod setup;
@@ -43,6 +44,9 @@ enum Command {
     /// Journal maintenance (`journal copy`: a SQLite journal into PostgreSQL).
     #[cfg(feature = "postgres")]
     Journal(journal::Args),
+    /// Serve the MCP tools (graph, explain, journal queries) over stdio, for an MCP
+    /// client that starts `driftreactor mcp --config FILE`.
+    Mcp(mcp::Args),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +60,7 @@ fn main() -> ExitCode {
         Command::Graph(args) => graph::run(args),
         #[cfg(feature = "postgres")]
         Command::Journal(args) => journal::run(args),
+        Command::Mcp(args) => mcp::run(args),
     };
     match result {
         Ok(code) => code,

@@ -40,6 +40,7 @@ pub mod config;
 pub mod hook;
 mod http;
 pub mod loader;
+mod mcp;
 pub mod metrics;
 pub mod model;
 mod outcomes;
@@ -187,6 +188,8 @@ pub(crate) struct Ctx {
     /// listing): always leading on
     /// the embedded journal, [`replica::Leader::spawn`] on a shared one.
     leader: replica::Leader,
+    /// `[mcp]`: whether `/mcp` offers the write tools, and its token variable.
+    mcp: driftreactor_mcp::McpConfig,
 }
 
 /// Everything [`start`] needs.
@@ -422,6 +425,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
     let journal_cfg = journal_config(&config)?;
     let retention = journal_retention(&config, &journal_cfg)?;
     let specs = config::parse_sources(&config.sources)?;
+    let mcp: driftreactor_mcp::McpConfig = config.section("mcp", config.mcp.as_ref())?;
 
     let mut pushes = Vec::new();
     let mut pulls = Vec::new();
@@ -585,6 +589,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         redactor,
         states: states.report(),
         leader,
+        mcp,
     });
     let locks = states.locks();
     let workspaces = states.workspaces();

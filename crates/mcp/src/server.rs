@@ -1,0 +1,287 @@
+//! [`DriftTools`]: the MCP server (rmcp's tool router) over a [`Backend`].
+
+use std::sync::Arc;
+
+use driftreactor_journal::{DriftQuery, EventQuery};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolResult, ContentBlock, Extensions, Implementation, ServerCapabilities, ServerConfig,
+};
+use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
+use serde_json::{Value, json};
+
+use crate::tools::{
+    self, ClearParams, DependencyParams, ExplainParams, FindParams, ListDriftParams,
+    RecentChangesParams, ToolError, WriteParams,
+};
+use crate::{Backend, McpConfig, WRITE_TOOLS};
+
+/// Most journal rows `recent_changes` reads (the journal's own cap on one query).
+const MAX_CHANGE_ROWS: usize = 1000;
+
+/// The MCP server: the driftreactor tools (see the crate documentation) over one
+/// [`Backend`]. Cheap to clone (the backend is shared).
+#[derive(Clone)]
+pub struct DriftTools {
+    backend: Arc<dyn Backend>,
+    tool_router: ToolRouter<Self>,
+}
+
+impl std::fmt::Debug for DriftTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DriftTools")
+            .field(
+                "tools",
+                &self
+                    .tool_router
+                    .list_all()
+                    .iter()
+                    .map(|t| t.name.to_string())
+                    .collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl DriftTools {
+    /// The server over `backend`: the read tools always; `reconcile` and `clear` only
+    /// with `config.write_tools` and a backend that has an [`crate::Admin`].
+    pub fn new(backend: Arc<dyn Backend>, config: &McpConfig) -> Self {
+        let mut tool_router = Self::tool_router();
+        if !(config.write_tools && backend.admin().is_some()) {
+            for name in WRITE_TOOLS {
+                tool_router.remove_route(name);
+            }
+        }
+        Self {
+            backend,
+            tool_router,
+        }
+    }
+
+    /// The names of the tools this server lists, in its order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.tool_router
+            .list_all()
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect()
+    }
+
+    /// `answer` redacted as a structured tool result, or the error's redacted text as
+    /// a tool error.
+    fn reply(&self, answer: Result<Value, ToolError>) -> CallToolResult {
+        let redactor = self.backend.redactor();
+        match answer {
+            Ok(v) => CallToolResult::structured(redactor.json(&v)),
+            Err(e) => {
+                CallToolResult::error(vec![ContentBlock::text(redactor.text(&e.to_string()))])
+            }
+        }
+    }
+
+    fn graph_answer(
+        &self,
+        f: impl FnOnce(&driftreactor_pipeline::Pipeline) -> Result<Value, ToolError>,
+    ) -> CallToolResult {
+        let answer = match self.backend.pipeline() {
+            Some(p) => f(&p),
+            None => Err(ToolError::NoGraph),
+        };
+        self.reply(answer)
+    }
+}
+
+#[tool_router]
+impl DriftTools {
+    /// `find_resource`.
+    #[tool(
+        name = "find_resource",
+        description = "Which managed Terraform resources (workspace, address, match kind) a cloud identifier maps to: an ARN, an AWS id such as sg-0123456789abcdef0, an Azure resource ID, a GCP self link or full resource name. An empty list when none.",
+        annotations(title = "Find the resources of a cloud id", read_only_hint = true)
+    )]
+    async fn find_resource(
+        &self,
+        Parameters(p): Parameters<FindParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(self.graph_answer(|pl| tools::find_resource(pl.graph(), &p)))
+    }
+
+    /// `dependents`.
+    #[tool(
+        name = "dependents",
+        description = "The resources that depend on a Terraform address, directly or transitively (the blast radius of a change to it), nearest first, each with its depth and one shortest path of addresses.",
+        annotations(title = "Dependents of a resource", read_only_hint = true)
+    )]
+    async fn dependents(
+        &self,
+        Parameters(p): Parameters<DependencyParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(self.graph_answer(|pl| tools::walk(pl.graph(), &p, true)))
+    }
+
+    /// `dependencies`.
+    #[tool(
+        name = "dependencies",
+        description = "The resources a Terraform address depends on, directly or transitively, nearest first, each with its depth and one shortest path of addresses.",
+        annotations(title = "Dependencies of a resource", read_only_hint = true)
+    )]
+    async fn dependencies(
+        &self,
+        Parameters(p): Parameters<DependencyParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(self.graph_answer(|pl| tools::walk(pl.graph(), &p, false)))
+    }
+
+    /// `explain_event`.
+    #[tool(
+        name = "explain_event",
+        description = "Runs one cloud change event (CloudTrail record or EventBridge envelope, Event Grid event, GCP audit log entry or Pub/Sub push, or a batch of them) through normalize, route and decide against the loaded states and policy, and answers its report lines: verdict (drift, unmanaged, ignored, rejected), reason, matched resources, dependents and the policy action. Nothing is recorded or remediated.",
+        annotations(title = "Explain an event", read_only_hint = true)
+    )]
+    async fn explain_event(
+        &self,
+        Parameters(p): Parameters<ExplainParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(self.graph_answer(|pl| tools::explain_event(pl, &p)))
+    }
+
+    /// `list_drift`.
+    #[tool(
+        name = "list_drift",
+        description = "Drift recorded in the journal, one row per (workspace, address) with its status (open, remediating, reverted, pull_request_open, escalated, resolved), policy action, first and last time seen and the latest event. Default: current drift (not reverted or resolved).",
+        annotations(title = "List drift", read_only_hint = true)
+    )]
+    async fn list_drift(
+        &self,
+        Parameters(p): Parameters<ListDriftParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let answer = async {
+            let journal = self
+                .backend
+                .journal()
+                .ok_or(ToolError::NeedsJournal { tool: "list_drift" })?;
+            let statuses = tools::drift_statuses(p.status.as_deref())?;
+            let rows = journal
+                .drift_with(DriftQuery {
+                    workspace: p.workspace.clone().filter(|w| !w.is_empty()),
+                    statuses,
+                })
+                .await?;
+            Ok(json!({ "drift": rows }))
+        }
+        .await;
+        Ok(self.reply(answer))
+    }
+
+    /// `recent_changes`.
+    #[tool(
+        name = "recent_changes",
+        description = "What changed recently, from the journal: per (workspace, address) that events matched since a time, the number of events, first and last time, principals, operations and the latest events with their verdict and action. `since` is a duration back (30m, 1h, 7d) or an RFC 3339 time; default 1h.",
+        annotations(title = "Recent changes", read_only_hint = true)
+    )]
+    async fn recent_changes(
+        &self,
+        Parameters(p): Parameters<RecentChangesParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let answer = async {
+            let journal = self.backend.journal().ok_or(ToolError::NeedsJournal {
+                tool: "recent_changes",
+            })?;
+            let since = tools::parse_since(p.since.as_deref(), chrono::Utc::now())?;
+            let workspace = p.workspace.as_deref().filter(|w| !w.is_empty());
+            let rows = journal
+                .events(EventQuery {
+                    since: Some(since),
+                    limit: MAX_CHANGE_ROWS,
+                    ..Default::default()
+                })
+                .await?;
+            Ok(json!({
+                "since": since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                "workspace": workspace,
+                "changes": tools::group_changes(&rows, workspace),
+                "truncated": rows.len() >= MAX_CHANGE_ROWS,
+            }))
+        }
+        .await;
+        Ok(self.reply(answer))
+    }
+
+    /// `reconcile` (write tool).
+    #[tool(
+        name = "reconcile",
+        description = "Asks the remediator for a targeted plan of one address now (an apply only where the drift's policy action is revert; else a pull request). Needs the admin token.",
+        annotations(
+            title = "Reconcile a resource",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = true
+        )
+    )]
+    async fn reconcile(
+        &self,
+        Parameters(p): Parameters<WriteParams>,
+        request: Extensions,
+    ) -> Result<CallToolResult, ErrorData> {
+        let answer = match self.backend.admin() {
+            Some(admin) => admin
+                .reconcile(p.workspace, p.address, &request)
+                .await
+                .map_err(ToolError::Refused),
+            None => Err(ToolError::Refused("no remediator runs here".to_owned())),
+        };
+        Ok(self.reply(answer))
+    }
+
+    /// `clear` (write tool).
+    #[tool(
+        name = "clear",
+        description = "Lifts an escalation of one address (the remediator resumes auto-revert and forgets its attempts) and, unless reconcile is false, asks for a targeted plan of it at once. Needs the admin token.",
+        annotations(
+            title = "Clear an escalation",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = true
+        )
+    )]
+    async fn clear(
+        &self,
+        Parameters(p): Parameters<ClearParams>,
+        request: Extensions,
+    ) -> Result<CallToolResult, ErrorData> {
+        let answer = match self.backend.admin() {
+            Some(admin) => admin
+                .clear(
+                    p.workspace,
+                    p.address,
+                    p.reconcile.unwrap_or(true),
+                    &request,
+                )
+                .await
+                .map_err(ToolError::Refused),
+            None => Err(ToolError::Refused("no remediator runs here".to_owned())),
+        };
+        Ok(self.reply(answer))
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for DriftTools {
+    fn get_info(&self) -> ServerConfig {
+        let journal = if self.backend.journal().is_some() {
+            "list_drift and recent_changes read the journal."
+        } else {
+            "No journal is configured: list_drift and recent_changes answer that they need one."
+        };
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "driftreactor",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(format!(
+                "driftreactor: drift of Terraform-managed cloud resources. find_resource maps a cloud id to Terraform addresses; dependents / dependencies walk the state graph; explain_event runs a cloud change event through the pipeline. {journal} Answers are redacted."
+            ))
+    }
+}
