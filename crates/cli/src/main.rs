@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod explain;
 mod graph;
 #[cfg(feature = "postgres")]
 mod journal;
@@ -39,6 +40,9 @@ enum Command {
     /// Query the state graph with no server: `graph dependents|dependencies ADDRESS`,
     /// `graph find CLOUD_ID`.
     Graph(graph::Args),
+    /// Explain events: each one's report line and why (identifiers extracted, state
+    /// index entries matched, guards, the deciding policy step and rule).
+    Explain(explain::Args),
     /// Check a config file (every section, every state) and print what it holds.
     Validate(validate::Args),
     /// Journal maintenance (`journal copy`: a SQLite journal into PostgreSQL).
@@ -58,6 +62,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Validate(args) => validate::run(args),
         Command::Graph(args) => graph::run(args),
+        Command::Explain(args) => explain::run(args),
         #[cfg(feature = "postgres")]
         Command::Journal(args) => journal::run(args),
         Command::Mcp(args) => mcp::run(args),

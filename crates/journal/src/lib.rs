@@ -73,6 +73,7 @@ pub use driftreactor_event::{Decided, MatchRecord, ResourceKey};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
+mod changes;
 #[cfg(feature = "postgres")]
 pub mod copy;
 mod lease;
@@ -89,6 +90,7 @@ mod schema;
 mod store;
 mod writer;
 
+pub use changes::{AddressChanges, ChangeEvent, ChangeQuery, MAX_EVENTS_PER_ADDRESS};
 pub use lease::Lease;
 pub use lifecycle::{DriftQuery, DriftStatus, DriftUpdate};
 pub use listing::{ListedWorkspace, Listing};

@@ -1719,4 +1719,7 @@ impl JournalStore for PgJournal {
     fn get_listing(&self, set: String) -> JournalFuture<'_, Option<Listing>> {
         Box::pin(PgJournal::get_listing(self, set))
     }
+    fn changes(&self, q: crate::ChangeQuery) -> JournalFuture<'_, Vec<crate::AddressChanges>> {
+        Box::pin(crate::changes::pg::changes(&self.inner.pool, q))
+    }
 }

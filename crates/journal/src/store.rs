@@ -28,9 +28,9 @@ use driftreactor_event::{Provider, ResourceKey};
 use std::time::Duration;
 
 use crate::{
-    ApplyRecord, DriftQuery, DriftRow, DriftUpdate, Entry, EventQuery, EventRow, Journal,
-    JournalConfig, Lease, Listing, PendingRemediation, PruneReport, RemediationQuery,
-    RemediationRow, Result, Stamp, Written,
+    AddressChanges, ApplyRecord, ChangeQuery, DriftQuery, DriftRow, DriftUpdate, Entry, EventQuery,
+    EventRow, Journal, JournalConfig, Lease, Listing, PendingRemediation, PruneReport,
+    RemediationQuery, RemediationRow, Result, Stamp, Written,
 };
 
 /// A boxed, `Send` future answering a journal call (what keeps [`JournalStore`]
@@ -324,6 +324,14 @@ pub trait JournalStore: Send + Sync + std::fmt::Debug + 'static {
     /// # Errors
     /// When the store cannot be read (or the stored row cannot be read back).
     fn get_listing(&self, set: String) -> JournalFuture<'_, Option<Listing>>;
+
+    /// `/v1/changes` (and the MCP tool `recent_changes`): the addresses changed since
+    /// `q.since`, grouped by (workspace, address), the most recently changed first,
+    /// each with its drift status and its changing events ([`Journal::changes`]).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    fn changes(&self, q: ChangeQuery) -> JournalFuture<'_, Vec<AddressChanges>>;
 }
 
 /// Opens the embedded SQLite journal at `cfg.path` and returns it as the handle every
@@ -547,5 +555,8 @@ impl JournalStore for Journal {
     }
     fn get_listing(&self, set: String) -> JournalFuture<'_, Option<Listing>> {
         Box::pin(Journal::get_listing(self, set))
+    }
+    fn changes(&self, q: ChangeQuery) -> JournalFuture<'_, Vec<AddressChanges>> {
+        Box::pin(Journal::changes(self, q))
     }
 }

@@ -49,6 +49,12 @@ async fn the_postgres_journal_keeps_the_storage_lease_and_listing_contracts() {
     let again = connect(&cfg(&pg.url())).await.unwrap();
     assert!(again.count() > 0);
     again.close().await;
+    // Contracts that want an empty journal, each on a database of its own.
+    let fresh = connect(&cfg(&fresh_db(&pg, "changes").await))
+        .await
+        .unwrap();
+    crate::contract::changes_contract(fresh.clone()).await;
+    fresh.close().await;
 }
 
 /// Two replicas (two handles, two pools) start at once on an empty database: the

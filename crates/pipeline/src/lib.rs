@@ -37,6 +37,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 pub mod estate;
+pub mod explain;
 pub mod inputs;
 mod processed;
 mod sniff;
@@ -388,6 +389,11 @@ impl Replay {
     pub fn keep_evaluated(mut self, keep: bool) -> Self {
         self.keep = keep;
         self
+    }
+
+    /// The pipeline the replay evaluates with.
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
     }
 
     /// The evaluated events kept so far (see [`Replay::keep_evaluated`]), in order.
