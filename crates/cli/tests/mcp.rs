@@ -130,12 +130,16 @@ const READ_TOOLS: [&str; 6] = [
     "recent_changes",
 ];
 
-/// The first demo event: the console opening SSH on `aws_security_group.web`.
+/// The first demo event's file: the console opening SSH on `aws_security_group.web`.
+fn sg_event_file() -> String {
+    fixtures()
+        .join("aws/events/01_sg_open_ssh_console.json")
+        .display()
+        .to_string()
+}
+
 fn sg_event() -> Value {
-    serde_json::from_slice(
-        &std::fs::read(fixtures().join("aws/events/01_sg_open_ssh_console.json")).unwrap(),
-    )
-    .unwrap()
+    serde_json::from_slice(&std::fs::read(sg_event_file()).unwrap()).unwrap()
 }
 
 /// The calls both transports make, in this order (the checks below index them).
@@ -144,7 +148,7 @@ fn read_calls() -> Value {
         {"tool": "find_resource", "arguments": {"cloud_id": "sg-0123456789abcdef0"}},
         {"tool": "dependents", "arguments": {"workspace": "aws-prod", "address": "aws_security_group.web"}},
         {"tool": "dependencies", "arguments": {"workspace": "aws-prod", "address": "aws_instance.app[\"blue\"]", "depth": 1}},
-        {"tool": "explain_event", "arguments": {"event": sg_event(), "name": "01_sg_open_ssh_console.json"}},
+        {"tool": "explain_event", "arguments": {"event": sg_event(), "name": sg_event_file()}},
         {"tool": "dependents", "arguments": {"address": "aws_security_group.web"}},
         {"tool": "dependents", "arguments": {"workspace": "aws-prod", "address": "aws_security_group.nope"}},
         {"tool": "explain_event", "arguments": {"event": "{\"not\": \"an event\"}"}},
@@ -194,11 +198,11 @@ fn check_read_answers(report: &Value) {
             .all(|e| e["depth"] == 1),
         "{deps}"
     );
-    // explain_event: the report line replay prints for this event.
-    let lines = &answer(report, 3)["lines"];
-    assert_eq!(lines.as_array().unwrap().len(), 1, "{lines}");
-    let line = &lines[0];
-    assert_eq!(line["input"], "01_sg_open_ssh_console.json");
+    // explain_event: the report line replay prints for this event, and why.
+    let explained = &answer(report, 3)["explanations"];
+    assert_eq!(explained.as_array().unwrap().len(), 1, "{explained}");
+    let line = &explained[0]["line"];
+    assert_eq!(line["input"], sg_event_file().as_str());
     assert_eq!(line["verdict"], "drift", "{line}");
     assert_eq!(line["action"], "revert", "{line}");
     assert_eq!(line["operation"], "AuthorizeSecurityGroupIngress");
@@ -214,6 +218,30 @@ fn check_read_answers(report: &Value) {
         addresses(&line["dependents"]).contains(&"aws_instance.app[\"blue\"]"),
         "{line}"
     );
+    let target = explained[0]["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["address"] == "aws_security_group.web")
+        .unwrap_or_else(|| panic!("a target aws_security_group.web: {explained}"));
+    assert_eq!(target["action"], "revert", "{target}");
+    assert!(!target["rule"].is_null(), "the [[policy]] rule: {target}");
+    // … exactly what `driftreactor explain --format json` prints for the file.
+    let config = fixtures().join("driftreactor.toml");
+    let cli = Command::new(env!("CARGO_BIN_EXE_driftreactor"))
+        .args(["explain", "--format", "json", "--config"])
+        .arg(&config)
+        .arg(sg_event_file())
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    let cli: Value = serde_json::from_slice(&cli.stdout).unwrap();
+    assert_eq!(explained[0], cli);
     // Errors name the field and the reason.
     let e = tool_error(report, 4);
     assert!(
@@ -225,7 +253,7 @@ fn check_read_answers(report: &Value) {
         e.contains("unknown address \"aws_security_group.nope\" in workspace \"aws-prod\""),
         "{e}"
     );
-    let rejected = &answer(report, 6)["lines"][0];
+    let rejected = &answer(report, 6)["explanations"][0]["line"];
     assert_eq!(rejected["verdict"], "rejected", "{rejected}");
     assert!(
         rejected["reason"]
@@ -418,7 +446,8 @@ fn http_checks(addr: &str) {
     let mut calls = read_calls();
     let more = calls.as_array_mut().unwrap();
     more.push(json!({"tool": "list_drift", "arguments": {"status": "all"}}));
-    more.push(json!({"tool": "recent_changes", "arguments": {"since": "1h", "workspace": "azure-platform"}}));
+    // The fixture event happened on 2026-01-30 (a change counts since its own time).
+    more.push(json!({"tool": "recent_changes", "arguments": {"since": "2026-01-01T00:00:00Z", "workspace": "azure-platform"}}));
     more.push(json!({"tool": "list_drift", "arguments": {"status": "bogus"}}));
     more.push(json!({"tool": "clear", "arguments": {"workspace": "azure-platform", "address": nsg, "reconcile": false}}));
     let report = client(&["http", &url], Some(MCP_TOKEN), &calls);
@@ -463,8 +492,12 @@ fn http_checks(addr: &str) {
         .find(|c| c["address"] == nsg)
         .unwrap_or_else(|| panic!("{nsg} among the recent changes: {changes}"));
     assert_eq!(change["workspace"], "azure-platform");
-    assert_eq!(change["events"], 1, "{change}");
-    assert_eq!(change["latest"][0]["verdict"], "drift", "{change}");
+    assert_eq!(change["event_count"], 1, "{change}");
+    assert_eq!(change["events"][0]["verdict"], "drift", "{change}");
+    assert_eq!(
+        change["events"][0]["principal"], "alice@contoso.example",
+        "{change}"
+    );
     assert!(
         changes
             .as_array()

@@ -7,14 +7,16 @@
 //! |---|---|---|---|
 //! | `find_resource` | `cloud_id`, `workspace`? | `{cloud_id, resources: [{workspace, address, match}]}` | a graph |
 //! | `dependents` / `dependencies` | `address`, `workspace`?, `depth`? | `{workspace, address, depth, dependents\|dependencies: [{workspace, address, depth, path}]}` | a graph |
-//! | `explain_event` | `event` (a JSON event or batch, or its text), `name`? | `{lines: [report line…]}` | a graph and policy |
+//! | `explain_event` | `event` (a JSON event or batch, or its text), `name`? | `{explanations: [{line, identifiers, lookups, decided_by, targets, …}]}` | a graph and policy |
 //! | `list_drift` | `status`?, `workspace`? | `{drift: [drift row…]}` | a journal |
-//! | `recent_changes` | `since`?, `workspace`? | `{since, workspace, changes: [{workspace, address, events, …}]}` | a journal |
+//! | `recent_changes` | `since`?, `workspace`?, `limit`? | `{since, workspace, changes: [{workspace, address, status, event_count, events, …}]}` | a journal |
 //! | `reconcile` / `clear` | `workspace`, `address` (`reconcile`? for `clear`) | as `POST /v1/resources/…` | `[mcp] write_tools = true` and a remediator (serve) |
 //!
 //! The answers equal serve's HTTP API for the same question (`/v1/resources`,
-//! `/v1/graph/…`, `/v1/drift`, `POST /v1/resources/…/clear|reconcile`): the same
-//! library calls ([`driftreactor_router::query`], [`driftreactor_pipeline`]), the
+//! `/v1/graph/…`, `/v1/drift`, `/v1/changes`, `POST /v1/resources/…/clear|reconcile`;
+//! `driftreactor explain --format json`): the same library calls
+//! ([`driftreactor_router::query`], [`driftreactor_pipeline::explain`],
+//! [`driftreactor_journal::JournalStore::changes`]), the
 //! same redaction ([`driftreactor_notify::Redactor::json`]). A tool whose input
 //! does not fit, or that needs what this server lacks (a journal over stdio), answers
 //! a tool error (`isError: true`) whose text says why; the protocol itself never

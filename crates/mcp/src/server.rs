@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use driftreactor_journal::{DriftQuery, EventQuery};
+use driftreactor_journal::{ChangeQuery, DriftQuery};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -16,9 +16,6 @@ use crate::tools::{
     RecentChangesParams, ToolError, WriteParams,
 };
 use crate::{Backend, McpConfig, WRITE_TOOLS};
-
-/// Most journal rows `recent_changes` reads (the journal's own cap on one query).
-const MAX_CHANGE_ROWS: usize = 1000;
 
 /// The MCP server: the driftreactor tools (see the crate documentation) over one
 /// [`Backend`]. Cheap to clone (the backend is shared).
@@ -137,7 +134,7 @@ impl DriftTools {
     /// `explain_event`.
     #[tool(
         name = "explain_event",
-        description = "Runs one cloud change event (CloudTrail record or EventBridge envelope, Event Grid event, GCP audit log entry or Pub/Sub push, or a batch of them) through normalize, route and decide against the loaded states and policy, and answers its report lines: verdict (drift, unmanaged, ignored, rejected), reason, matched resources, dependents and the policy action. Nothing is recorded or remediated.",
+        description = "Runs one cloud change event (CloudTrail record or EventBridge envelope, Event Grid event, GCP audit log entry or Pub/Sub push, or a batch of them) through normalize, route and decide against the loaded states and policy, and answers per event its report line (verdict, reason, matched resources, dependents, action) and why: the identifiers extracted, the state index entries they hit and what a guard refused, the deciding step, and each target's policy rule. Nothing is recorded or remediated.",
         annotations(title = "Explain an event", read_only_hint = true)
     )]
     async fn explain_event(
@@ -178,7 +175,7 @@ impl DriftTools {
     /// `recent_changes`.
     #[tool(
         name = "recent_changes",
-        description = "What changed recently, from the journal: per (workspace, address) that events matched since a time, the number of events, first and last time, principals, operations and the latest events with their verdict and action. `since` is a duration back (30m, 1h, 7d) or an RFC 3339 time; default 1h.",
+        description = "What changed recently, from the journal: the addresses that events changed since a time, the most recently changed first, each with its drift status, the number of events and the latest events (who, through what, which operation, verdict and action). `since` is a duration back (30m, 1h, 7d) or an RFC 3339 time; default 1h.",
         annotations(title = "Recent changes", read_only_hint = true)
     )]
     async fn recent_changes(
@@ -190,19 +187,18 @@ impl DriftTools {
                 tool: "recent_changes",
             })?;
             let since = tools::parse_since(p.since.as_deref(), chrono::Utc::now())?;
-            let workspace = p.workspace.as_deref().filter(|w| !w.is_empty());
+            let workspace = p.workspace.clone().filter(|w| !w.is_empty());
             let rows = journal
-                .events(EventQuery {
-                    since: Some(since),
-                    limit: MAX_CHANGE_ROWS,
-                    ..Default::default()
+                .changes(ChangeQuery {
+                    since,
+                    workspace: workspace.clone(),
+                    limit: p.limit.unwrap_or(0),
                 })
                 .await?;
             Ok(json!({
                 "since": since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
                 "workspace": workspace,
-                "changes": tools::group_changes(&rows, workspace),
-                "truncated": rows.len() >= MAX_CHANGE_ROWS,
+                "changes": rows,
             }))
         }
         .await;

@@ -6,10 +6,9 @@
 //! ([`crate::DriftTools`]); every error is a [`ToolError`] whose text names the input
 //! field and the reason.
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Duration, Utc};
-use driftreactor_journal::{DriftStatus, EventRow};
+use driftreactor_journal::DriftStatus;
+use driftreactor_pipeline::explain::explain_input;
 use driftreactor_pipeline::{Pipeline, Replay};
 use driftreactor_router::query;
 use driftreactor_tfgraph::Graph;
@@ -128,6 +127,11 @@ pub struct RecentChangesParams {
     /// Only this workspace.
     #[serde(default)]
     pub workspace: Option<String>,
+    /// Most addresses answered, the most recently changed first (default 100, at
+    /// most 1000).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<usize>,
 }
 
 /// Input of `reconcile`.
@@ -224,13 +228,11 @@ pub fn walk(graph: &Graph, p: &DependencyParams, dependents: bool) -> Result<Val
     }))
 }
 
-/// Longest `reason` of an explained line, in characters (as the replay report cuts a
-/// rejection reason that quotes the event).
-const MAX_REASON_CHARS: usize = 300;
-
-/// `explain_event`: the report lines of one event input (one per event of a batch),
-/// as `driftreactor replay --format json` prints them, from a fresh replay (no
-/// dedupe against earlier calls).
+/// `explain_event`: per event of one input (one per event of a batch) its report
+/// line and why (identifiers extracted, index entries hit and guard refusals, the
+/// fallback scan, the deciding step, each target's policy rule), as `driftreactor
+/// explain --format json` prints them ([`driftreactor_pipeline::explain`]), from a
+/// fresh replay (no dedupe against earlier calls).
 ///
 /// # Errors
 /// [`ToolError::Input`] when `event` is neither JSON nor a string.
@@ -255,15 +257,8 @@ pub fn explain_event(pipeline: &Pipeline, p: &ExplainParams) -> Result<Value, To
         .filter(|n| !n.is_empty())
         .unwrap_or("event");
     let mut replay = Replay::new(pipeline.clone());
-    let mut lines = replay.process_input(name, &bytes);
-    for line in &mut lines {
-        if let Some(reason) = &mut line.reason
-            && reason.chars().count() > MAX_REASON_CHARS
-        {
-            *reason = reason.chars().take(MAX_REASON_CHARS).collect::<String>() + "…";
-        }
-    }
-    Ok(json!({ "lines": lines }))
+    let explanations = explain_input(&mut replay, name, &bytes);
+    Ok(json!({ "explanations": explanations }))
 }
 
 fn json_type(v: &Value) -> &'static str {
@@ -334,84 +329,6 @@ pub fn parse_since(since: Option<&str>, now: DateTime<Utc>) -> Result<DateTime<U
     .filter(|d| *d >= Duration::zero())
     .ok_or_else(bad)?;
     now.checked_sub_signed(back).ok_or_else(bad)
-}
-
-/// Most events listed per address in a `recent_changes` answer (newest first); the
-/// count covers all of them.
-pub const MAX_EVENTS_PER_ADDRESS: usize = 10;
-
-/// `recent_changes` from journal rows (newest first, as [`EventQuery`] returns
-/// them): per (workspace, address) an event matched, its count, first and last
-/// time, principals, operations, and its latest events; `workspace` keeps one
-/// workspace. Addresses ordered by their latest change, newest first.
-///
-/// [`EventQuery`]: driftreactor_journal::EventQuery
-pub fn group_changes(rows: &[EventRow], workspace: Option<&str>) -> Vec<Value> {
-    #[derive(Default)]
-    struct Group<'a> {
-        order: usize,
-        events: Vec<&'a EventRow>,
-    }
-    let mut groups: BTreeMap<(&str, &str), Group<'_>> = BTreeMap::new();
-    for row in rows {
-        for m in &row.resources {
-            if workspace.is_some_and(|w| w != m.workspace) {
-                continue;
-            }
-            let next = groups.len();
-            let g = groups
-                .entry((m.workspace.as_str(), m.address.as_str()))
-                .or_insert_with(|| Group {
-                    order: next,
-                    events: Vec::new(),
-                });
-            if !g.events.iter().any(|e| e.seq == row.seq) {
-                g.events.push(row);
-            }
-        }
-    }
-    let mut groups: Vec<_> = groups.into_iter().collect();
-    groups.sort_by_key(|(_, g)| g.order);
-    groups
-        .into_iter()
-        .map(|((ws, address), g)| {
-            let time = |e: &EventRow| e.occurred_at.clone().unwrap_or(e.received_at.clone());
-            let mut principals: Vec<&str> = Vec::new();
-            let mut operations: Vec<&str> = Vec::new();
-            for e in &g.events {
-                if let Some(p) = e.principal.as_deref()
-                    && !principals.contains(&p)
-                {
-                    principals.push(p);
-                }
-                if !operations.contains(&e.operation.as_str()) {
-                    operations.push(&e.operation);
-                }
-            }
-            let times: Vec<String> = g.events.iter().map(|e| time(e)).collect();
-            json!({
-                "workspace": ws,
-                "address": address,
-                "events": g.events.len(),
-                "first_seen": times.iter().min(),
-                "last_seen": times.iter().max(),
-                "principals": principals,
-                "operations": operations,
-                "latest": g.events.iter().take(MAX_EVENTS_PER_ADDRESS).map(|e| json!({
-                    "event_id": e.event_id,
-                    "provider": e.provider,
-                    "occurred_at": e.occurred_at,
-                    "received_at": e.received_at,
-                    "service": e.service,
-                    "operation": e.operation,
-                    "principal": e.principal,
-                    "verdict": e.verdict,
-                    "reason": e.reason,
-                    "action": e.action,
-                })).collect::<Vec<_>>(),
-            })
-        })
-        .collect()
 }
 
 fn known_workspace(graph: &Graph, w: &str) -> Result<(), ToolError> {
