@@ -142,6 +142,10 @@ fn sg_event() -> Value {
     serde_json::from_slice(&std::fs::read(sg_event_file()).unwrap()).unwrap()
 }
 
+/// The demo state's one sensitive value (`module.database.aws_db_instance.main`'s
+/// `password`): no answer may carry it.
+const STATE_SECRET: &str = "s3cr3t-Pa55w0rd-demo";
+
 /// The calls both transports make, in this order (the checks below index them).
 fn read_calls() -> Value {
     json!([
@@ -153,6 +157,7 @@ fn read_calls() -> Value {
         {"tool": "dependents", "arguments": {"workspace": "aws-prod", "address": "aws_security_group.nope"}},
         {"tool": "explain_event", "arguments": {"event": "{\"not\": \"an event\"}"}},
         {"tool": "find_resource", "arguments": {"cloud_id": "sg-0123456789abcdef0", "workspace": "nowhere"}},
+        {"tool": "find_resource", "arguments": {"cloud_id": format!("arn:aws:rds:eu-west-1:111122223333:db:{STATE_SECRET}")}},
     ])
 }
 
@@ -332,7 +337,7 @@ fn stdio_server_answers_from_the_demo_states_and_journal_tools_need_a_journal() 
     assert_eq!(tool_names(&report), READ_TOOLS, "no write tools by default");
     check_schemas(&report);
     check_read_answers(&report);
-    for i in [8, 9] {
+    for i in [9, 10] {
         let e = tool_error(&report, i);
         assert!(e.contains("needs a journal"), "{e}");
     }
@@ -366,6 +371,7 @@ const ADMIN_TOKEN: &str = "mcp-admin-token-2";
 /// with `/mcp`'s token the read tools answer as the HTTP API does (also the journal
 /// tools, on a drift pushed through the Event Grid endpoint) and the write tools are
 /// listed but refuse without the admin token; with the admin token `clear` works.
+/// Then `driftreactor mcp` over stdio reads the journal serve left.
 #[test]
 fn streamable_http_on_serve_needs_the_token_and_answers_as_the_http_api() {
     let dir = tempfile::tempdir().unwrap();
@@ -397,6 +403,38 @@ fn streamable_http_on_serve_needs_the_token_and_answers_as_the_http_api() {
         eprintln!("serve log:\n{}", common::log_tail(&log, 60));
         std::panic::resume_unwind(e);
     }
+
+    // `driftreactor mcp` over stdio on the journal serve left: the journal tools
+    // answer from it (the config names one).
+    let calls = json!([
+        {"tool": "list_drift", "arguments": {"status": "all", "workspace": "azure-platform"}},
+        {"tool": "recent_changes", "arguments": {"since": "2026-01-01T00:00:00Z"}},
+    ]);
+    let report = client(
+        &[
+            "stdio",
+            env!("CARGO_BIN_EXE_driftreactor"),
+            "mcp",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        None,
+        &calls,
+    );
+    let nsg = "module.network.azurerm_network_security_rule.aks[\"allow-https\"]";
+    assert_eq!(
+        tool_names(&report),
+        READ_TOOLS,
+        "no write tools over stdio, even with [mcp] write_tools (no remediator runs there)"
+    );
+    assert!(
+        addresses(&answer(&report, 0)["drift"]).contains(&nsg),
+        "{report}"
+    );
+    assert!(
+        addresses(&answer(&report, 1)["changes"]).contains(&nsg),
+        "{report}"
+    );
 }
 
 fn get(addr: &str, path: &str) -> Value {
@@ -480,11 +518,11 @@ fn http_checks(addr: &str) {
         rows
     };
     assert_eq!(
-        without_status(&answer(&report, 8)["drift"]),
+        without_status(&answer(&report, 9)["drift"]),
         without_status(&http_drift["drift"])
     );
     // recent_changes: the pushed event, grouped under its address.
-    let changes = &answer(&report, 9)["changes"];
+    let changes = &answer(&report, 10)["changes"];
     let change = changes
         .as_array()
         .unwrap()
@@ -506,10 +544,10 @@ fn http_checks(addr: &str) {
             .all(|c| c["workspace"] == "azure-platform"),
         "{changes}"
     );
-    let e = tool_error(&report, 10);
+    let e = tool_error(&report, 11);
     assert!(e.starts_with("status: `bogus` is not one of"), "{e}");
     // The write tools need the admin token, not /mcp's.
-    let e = tool_error(&report, 11);
+    let e = tool_error(&report, 12);
     assert!(e.contains("a valid admin bearer token is required"), "{e}");
 
     // With the admin token: clear (no plan) answers as POST …/clear?reconcile=false.
