@@ -281,3 +281,188 @@ impl ServerHandler for DriftTools {
             ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use driftreactor_notify::Redactor;
+    use driftreactor_pipeline::Pipeline;
+    use driftreactor_pipeline::estate::{self, LoadOptions, StateFile};
+
+    use super::*;
+    use crate::{Admin, BoxFuture, StaticBackend};
+
+    /// The demo AWS state (`fixtures/aws/state/prod.tfstate`) with its secrets and the
+    /// default policy.
+    fn demo() -> StaticBackend {
+        let state =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/aws/state/prod.tfstate");
+        let estate = estate::load(
+            &[StateFile::new("aws-prod", state)],
+            LoadOptions { secrets: true },
+        )
+        .unwrap();
+        let policy = driftreactor_decide::Policy::compile(&Default::default()).unwrap();
+        let pipeline = Pipeline::new(Arc::new(estate.graph), policy);
+        StaticBackend::new(pipeline, Redactor::new(estate.secrets), None)
+    }
+
+    /// A backend with a remediator that answers every write with the call it got.
+    struct WithAdmin(StaticBackend);
+
+    impl Backend for WithAdmin {
+        fn pipeline(&self) -> Option<driftreactor_pipeline::Pipeline> {
+            self.0.pipeline()
+        }
+        fn redactor(&self) -> &Redactor {
+            self.0.redactor()
+        }
+        fn journal(&self) -> Option<driftreactor_journal::SharedJournal> {
+            None
+        }
+        fn admin(&self) -> Option<&dyn Admin> {
+            Some(self)
+        }
+    }
+
+    impl Admin for WithAdmin {
+        fn clear<'a>(
+            &'a self,
+            workspace: String,
+            address: String,
+            reconcile: bool,
+            _: &'a Extensions,
+        ) -> BoxFuture<'a, Result<Value, String>> {
+            Box::pin(async move {
+                Ok(
+                    json!({"cleared": true, "workspace": workspace, "address": address, "reconcile": reconcile}),
+                )
+            })
+        }
+        fn reconcile<'a>(
+            &'a self,
+            _: String,
+            address: String,
+            _: &'a Extensions,
+        ) -> BoxFuture<'a, Result<Value, String>> {
+            Box::pin(async move { Err(format!("no plan for {address}")) })
+        }
+    }
+
+    fn text(r: &CallToolResult) -> String {
+        r.content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn write_tools_are_listed_only_when_enabled_and_a_remediator_runs() {
+        let read: Vec<String> = crate::READ_TOOLS.iter().map(|s| s.to_string()).collect();
+        let sorted = |mut v: Vec<String>| {
+            v.sort();
+            v
+        };
+        let enabled = McpConfig {
+            write_tools: true,
+            ..Default::default()
+        };
+        let plain = DriftTools::new(Arc::new(demo()), &enabled);
+        assert_eq!(sorted(plain.tool_names()), sorted(read.clone()));
+        let admin = DriftTools::new(Arc::new(WithAdmin(demo())), &McpConfig::default());
+        assert_eq!(sorted(admin.tool_names()), sorted(read.clone()));
+        let admin = DriftTools::new(Arc::new(WithAdmin(demo())), &enabled);
+        let mut all = read;
+        all.extend(["clear".to_owned(), "reconcile".to_owned()]);
+        assert_eq!(sorted(admin.tool_names()), sorted(all));
+    }
+
+    #[tokio::test]
+    async fn answers_and_errors_pass_the_state_redactor() {
+        let tools = DriftTools::new(Arc::new(WithAdmin(demo())), &McpConfig::default());
+        // The demo state's password, echoed back as the id asked for.
+        let r = tools
+            .find_resource(Parameters(FindParams {
+                cloud_id: "arn:aws:rds:eu-west-1:111122223333:db:s3cr3t-Pa55w0rd-demo".into(),
+                workspace: None,
+            }))
+            .await
+            .unwrap();
+        assert_eq!(r.is_error, Some(false));
+        let v = r.structured_content.clone().unwrap();
+        assert_eq!(
+            v["cloud_id"],
+            "arn:aws:rds:eu-west-1:111122223333:db:[REDACTED]"
+        );
+        assert!(!text(&r).contains("s3cr3t-Pa55w0rd-demo"), "{}", text(&r));
+        // In an error too (the unknown address names it).
+        let r = tools
+            .dependents(Parameters(DependencyParams {
+                address: "aws_instance.s3cr3t-Pa55w0rd-demo".into(),
+                workspace: None,
+                depth: None,
+            }))
+            .await
+            .unwrap();
+        assert_eq!(r.is_error, Some(true));
+        assert_eq!(
+            text(&r),
+            "unknown address \"aws_instance.[REDACTED]\" in workspace \"aws-prod\""
+        );
+        // A write the remediator refused is a tool error with its reason.
+        let r = tools
+            .reconcile(
+                Parameters(WriteParams {
+                    workspace: "aws-prod".into(),
+                    address: "aws_security_group.web".into(),
+                }),
+                Extensions::new(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.is_error, Some(true));
+        assert_eq!(text(&r), "no plan for aws_security_group.web");
+    }
+
+    #[tokio::test]
+    async fn journal_tools_without_a_journal_say_they_need_one() {
+        let tools = DriftTools::new(Arc::new(demo()), &McpConfig::default());
+        let r = tools
+            .list_drift(Parameters(ListDriftParams::default()))
+            .await
+            .unwrap();
+        assert_eq!(r.is_error, Some(true));
+        assert!(
+            text(&r).starts_with("list_drift needs a journal"),
+            "{}",
+            text(&r)
+        );
+        let r = tools
+            .recent_changes(Parameters(RecentChangesParams::default()))
+            .await
+            .unwrap();
+        assert!(
+            text(&r).starts_with("recent_changes needs a journal"),
+            "{}",
+            text(&r)
+        );
+    }
+
+    #[tokio::test]
+    async fn explain_event_refuses_what_is_not_an_event_document() {
+        let tools = DriftTools::new(Arc::new(demo()), &McpConfig::default());
+        let r = tools
+            .explain_event(Parameters(ExplainParams {
+                event: json!(42),
+                name: None,
+            }))
+            .await
+            .unwrap();
+        assert_eq!(r.is_error, Some(true));
+        assert_eq!(
+            text(&r),
+            "event: must be a JSON object or array (or a string holding one), not a number"
+        );
+    }
+}

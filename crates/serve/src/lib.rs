@@ -9,6 +9,7 @@
 //!  retention (every prune_interval_secs) ── Journal::prune: batches on the journal's writer thread
 //!  HTTP API: /healthz /readyz /metrics /v1/events /v1/drift /v1/remediations /v1/resources/{ws}/{address}
 //!            /v1/resources?cloud_id= /v1/graph/{ws}/{address}/dependents|dependencies
+//!  MCP:      /mcp (streamable HTTP, bearer token; the tools of driftreactor_mcp over this service)
 //! ```
 //!
 //! [`start`] sets everything up and returns a [`Running`] service bound to its
