@@ -560,3 +560,31 @@ fn http_checks(addr: &str) {
         &json!({"cleared": true, "workspace": "azure-platform", "address": nsg, "reconcile": false})
     );
 }
+
+/// A `[mcp]` key that does not exist stops `driftreactor mcp` before it speaks MCP,
+/// naming the file, the section and the key (exit status 2).
+#[test]
+fn an_unknown_mcp_key_is_refused_naming_the_file_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("driftreactor.toml");
+    let state = fixtures().join("aws/state/prod.tfstate");
+    std::fs::write(
+        &config,
+        format!(
+            "[[workspaces]]\nname = \"prod\"\nstate = \"{}\"\n\n[mcp]\nwrite_tool = true\n",
+            state.display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_driftreactor"))
+        .args(["mcp", "--config"])
+        .arg(&config)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(out.stdout.is_empty(), "nothing on the protocol stream");
+    assert!(err.contains(&config.display().to_string()), "{err}");
+    assert!(err.contains("mcp") && err.contains("write_tool"), "{err}");
+}

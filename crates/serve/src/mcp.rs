@@ -23,9 +23,6 @@ use crate::state::{AppState, error};
 /// The path the MCP endpoint is served at.
 pub(crate) const PATH: &str = "/mcp";
 
-/// Most bytes of one MCP request body.
-const BODY_LIMIT: usize = 4 * 1024 * 1024;
-
 /// The variable holding `/mcp`'s bearer token: `[mcp] token_env`, else `[server]
 /// admin_token_env`.
 fn token_env(state: &AppState) -> Option<&str> {
@@ -57,7 +54,7 @@ pub(crate) fn mount(router: Router, state: &AppState) -> Router {
     let config = state.ctx.mcp.clone();
     let service = driftreactor_mcp::http_service(
         move || DriftTools::new(backend.clone(), &config),
-        BODY_LIMIT,
+        state.ctx.server.body_limit_bytes,
     );
     let guarded =
         Router::new()
