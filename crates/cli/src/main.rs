@@ -80,8 +80,15 @@ fn main() -> ExitCode {
 /// Colours only when stderr is a terminal (not in journald / container logs).
 fn init_tracing() {
     use std::io::IsTerminal as _;
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+    let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // The MCP SDK logs every session's start and end at info; serve's stateless `/mcp`
+    // opens one per request. Quiet unless RUST_LOG names it.
+    if !std::env::var("RUST_LOG").is_ok_and(|v| v.contains("rmcp"))
+        && let Ok(d) = "rmcp=warn".parse()
+    {
+        filter = filter.add_directive(d);
+    }
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
