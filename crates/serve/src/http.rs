@@ -96,6 +96,8 @@ pub(crate) fn router(
         .route("/v1/events", get(events))
         .route("/v1/drift", get(drift))
         .route("/v1/remediations", get(remediations))
+        .route("/v1/changes", get(crate::stream::changes))
+        .route("/v1/stream", get(crate::stream::stream))
         .route("/v1/graph/{workspace}/{*rest}", get(graph_walk))
         .route("/v1/resources", get(find_resources))
         .route(

@@ -9,6 +9,7 @@
 //!  retention (every prune_interval_secs) ── Journal::prune: batches on the journal's writer thread
 //!  HTTP API: /healthz /readyz /metrics /v1/events /v1/drift /v1/remediations /v1/resources/{ws}/{address}
 //!            /v1/resources?cloud_id= /v1/graph/{ws}/{address}/dependents|dependencies
+//!            /v1/changes?since= /v1/stream (Server-Sent Events of the drift transitions)
 //! ```
 //!
 //! [`start`] sets everything up and returns a [`Running`] service bound to its
@@ -51,6 +52,7 @@ mod retention;
 mod sources;
 mod state;
 pub mod states;
+mod stream;
 mod worker;
 
 pub use app::{App, AppError, launch};
@@ -187,6 +189,8 @@ pub(crate) struct Ctx {
     /// listing): always leading on
     /// the embedded journal, [`replica::Leader::spawn`] on a shared one.
     leader: replica::Leader,
+    /// The open `/v1/stream` streams' bound, settings and shutdown.
+    streams: stream::Streams,
 }
 
 /// Everything [`start`] needs.
@@ -585,6 +589,12 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         redactor,
         states: states.report(),
         leader,
+        streams: stream::Streams::new(
+            server.max_streams,
+            (server.stream_poll_secs > 0).then(|| Duration::from_secs(server.stream_poll_secs)),
+            Duration::from_secs(server.stream_keep_alive_secs.max(1)),
+            token.clone(),
+        ),
     });
     let locks = states.locks();
     let workspaces = states.workspaces();
