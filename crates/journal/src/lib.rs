@@ -74,7 +74,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::{DateTime, Utc};
-use driftreactor_event::{Action, Change, Provider, Reason, Verdict};
+use driftreactor_event::{Action, Change, Provider, Reason, Verdict, Via};
 pub use driftreactor_event::{Decided, MatchRecord, ResourceKey};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
@@ -396,6 +396,10 @@ pub struct Entry {
     pub change: Option<Change>,
     /// The principal's most specific identity, when known.
     pub principal: Option<String>,
+    /// Through what the principal made the call (console, CLI, SDK, IaC tool), as the
+    /// normalizer told it (`unknown` when it could not).
+    #[serde(default)]
+    pub via: Via,
     /// Canonical ids of the changed resources.
     pub resource_ids: Vec<String>,
     /// `drift`, `unmanaged` or `ignored`.
@@ -445,6 +449,7 @@ impl Entry {
             operation: String::new(),
             change: None,
             principal: None,
+            via: Via::Unknown,
             resource_ids: Vec::new(),
             verdict: Verdict::Unmanaged,
             reason: None,

@@ -213,6 +213,10 @@ CREATE INDEX drift_transitions_at ON drift_transitions (at);
 CREATE INDEX drift_transitions_workspace ON drift_transitions (workspace, id);
 "#;
 
+/// Through what each event's principal made the call, as the SQLite journal's
+/// `EVENT_VIA` migration.
+const PG_EVENT_VIA: &str = "ALTER TABLE events ADD COLUMN via TEXT;";
+
 /// The versioned migrations, version 1 first. Append new versions at the end; never
 /// edit a released one (sqlx refuses a database whose applied migration's checksum
 /// differs).
@@ -237,6 +241,13 @@ pub(crate) fn migrations() -> Vec<Migration> {
             "drift transitions".into(),
             MigrationType::Simple,
             PG_DRIFT_TRANSITIONS.into(),
+            false,
+        ),
+        Migration::new(
+            4,
+            "event via".into(),
+            MigrationType::Simple,
+            PG_EVENT_VIA.into(),
             false,
         ),
     ]
@@ -556,8 +567,8 @@ async fn insert(
     let row = query::<Postgres>(
         "INSERT INTO events (provider, event_id, source, message_id, received_at, \
          occurred_at, journaled_at, payload_sha256, service, operation, change, principal, \
-         resource_ids, verdict, reason, action, matches, dependents, correlation_key) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
+         resource_ids, verdict, reason, action, matches, dependents, correlation_key, via) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) \
          ON CONFLICT (provider, event_id) DO NOTHING RETURNING seq",
     )
     .bind(e.provider.as_str())
@@ -579,6 +590,7 @@ async fn insert(
     .bind(json(&e.matches))
     .bind(json(&e.dependents))
     .bind(&e.correlation_key)
+    .bind(e.via.as_str())
     .fetch_optional(&mut **tx)
     .await?;
     let Some(row) = row else {

@@ -204,6 +204,12 @@ CREATE INDEX IF NOT EXISTS drift_transitions_at ON drift_transitions (at);
 CREATE INDEX IF NOT EXISTS drift_transitions_workspace ON drift_transitions (workspace, id);
 ";
 
+/// Through what each event's principal made the call (`via`: console, cli, sdk, iac,
+/// unknown), for `/v1/changes`; NULL for the events journaled before.
+pub(crate) const EVENT_VIA: &str = "
+ALTER TABLE events ADD COLUMN via TEXT;
+";
+
 /// Every table of the file, one migration per schema version (`PRAGMA user_version`
 /// counts the migrations applied; `rusqlite_migration` applies the missing ones, each
 /// in its own transaction). Append new versions at the end; never edit a released one.
@@ -218,6 +224,7 @@ pub(crate) const MIGRATION_STEPS: &[M<'static>] = &[
     M::up(SCHEMA_V5),
     M::up(SCHEMA_V6),
     M::up(DRIFT_TRANSITIONS),
+    M::up(EVENT_VIA),
 ];
 
 /// Opens the database at `path`. This is the one place that sets up a connection to

@@ -341,6 +341,10 @@ async fn the_stream_resumes_with_last_event_id_and_changes_group_by_address() {
     assert_eq!(events[0]["match"], "primary");
     assert_eq!(events[0]["verdict"], "drift");
     assert_eq!(events[0]["action"], "pull_request");
+    assert_eq!(
+        events[0]["via"], "unknown",
+        "the test model tells no caller tool"
+    );
     assert!(
         events[0].get("changes").is_some(),
         "a changes slot per event"
