@@ -173,9 +173,11 @@ impl Journal {
                 "e.received_at >= ?1 AND coalesce(e.occurred_at, e.received_at) >= ?1 AND {}",
                 is_change_sql()
             );
+            // `CROSS JOIN`: SQLite walks the events of the window (`events_received`)
+            // and then their resources, instead of every resource row in key order.
             let mut st = conn.prepare(&format!(
                 "SELECT r.workspace, r.address, count(*), max(r.seq) AS last \
-                 FROM event_resources r JOIN events e ON e.seq = r.seq \
+                 FROM events e CROSS JOIN event_resources r ON r.seq = e.seq \
                  WHERE {filter} AND (?2 IS NULL OR r.workspace = ?2) \
                  GROUP BY r.workspace, r.address ORDER BY last DESC, r.workspace, r.address \
                  LIMIT ?3"
