@@ -346,6 +346,8 @@ async fn metrics(State(s): State<AppState>) -> Response {
             .set(i64::try_from(bytes).unwrap_or(i64::MAX));
     }
     crate::readiness::export_metrics(&s.ctx, std::time::SystemTime::now());
+    m.streams_open
+        .set(i64::try_from(s.ctx.streams.open()).unwrap_or(i64::MAX));
     (
         [(
             header::CONTENT_TYPE,

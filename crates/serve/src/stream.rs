@@ -72,6 +72,11 @@ impl Streams {
             shutdown,
         }
     }
+
+    /// How many streams are open now.
+    pub(crate) fn open(&self) -> usize {
+        self.max.saturating_sub(self.permits.available_permits())
+    }
 }
 
 /// The query of `GET /v1/stream`.

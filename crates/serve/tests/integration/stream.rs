@@ -269,6 +269,11 @@ async fn the_stream_resumes_with_last_event_id_and_changes_group_by_address() {
         body["error"].as_str().unwrap().contains("max_streams"),
         "{body}"
     );
+    let metrics = h.metrics().await;
+    assert!(
+        metrics.lines().any(|l| l == "driftreactor_streams_open 2"),
+        "{metrics}"
+    );
     drop(second);
     // A Last-Event-ID that is no transition id.
     let bad = h
