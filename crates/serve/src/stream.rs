@@ -183,7 +183,8 @@ pub(crate) async fn stream(
 ) -> Response {
     let streams = &s.ctx.streams;
     let given = match headers.get("last-event-id") {
-        Some(v) => Some(v.to_str().unwrap_or("").trim().to_owned()),
+        // Not visible ASCII: kept as is, so that it is refused below.
+        Some(v) => Some(v.to_str().unwrap_or("\u{fffd}").trim().to_owned()),
         None => p.last_event_id.map(|v| v.trim().to_owned()),
     };
     let resume = match given.as_deref() {
