@@ -247,9 +247,16 @@ pub(crate) async fn stream(
             .await
             .map(|event| (Ok::<Event, Infallible>(event), f))
     });
-    Sse::new(events)
+    let mut resp = Sse::new(events)
         .keep_alive(KeepAlive::new().interval(streams.keep_alive))
-        .into_response()
+        .into_response();
+    // Proxies that buffer responses (nginx, and ingress controllers built on it) would
+    // hold the events back: ask them not to.
+    resp.headers_mut().insert(
+        "x-accel-buffering",
+        axum::http::HeaderValue::from_static("no"),
+    );
+    resp
 }
 
 /// The query of `GET /v1/changes`.

@@ -260,6 +260,7 @@ async fn the_stream_resumes_with_last_event_id_and_changes_group_by_address() {
             .unwrap()
             .starts_with("text/event-stream")
     );
+    assert_eq!(raw.headers()["x-accel-buffering"], "no");
     read_until(&mut raw, ":").await;
     let second = open_stream(&h, &stream).await;
     let third = h.client.get(&stream).send().await.unwrap();
