@@ -996,8 +996,83 @@ fn two_replicas_receiving_one_push_batch_record_it_once() {
     };
     assert_eq!(events(&a), events(&b));
     assert_eq!(events(&a).len(), expected.len());
+    stream_sees_other_replicas_transitions(&pg, &a);
     a.stop();
     b.stop();
+}
+
+/// `/v1/stream` with several replicas: a stream of `replica`, live from now, receives
+/// the drift transitions another replica commits (the test's own journal handle:
+/// nothing of it wakes `replica`), by re-reading the log every `stream_poll_secs`.
+fn stream_sees_other_replicas_transitions(pg: &Server, replica: &Replica) {
+    use driftreactor_journal::{DriftStatus, DriftUpdate, MatchRecord};
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(&replica.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.write_all(b"GET /v1/stream HTTP/1.1\r\nHost: replica\r\n\r\n")
+        .unwrap();
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    let mut read_until = |s: &mut std::net::TcpStream, needle: &str, seen: &mut String| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !seen.contains(needle) {
+            assert!(
+                Instant::now() < deadline,
+                "no `{needle}` on replica {}'s stream; read: {seen}",
+                replica.id
+            );
+            let n = s.read(&mut buf).unwrap();
+            assert!(n > 0, "the stream closed; read: {seen}");
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    };
+    // The headers: the stream has its cursor once they are sent.
+    read_until(&mut s, "\r\n\r\n", &mut seen);
+    assert!(seen.starts_with("HTTP/1.1 200"), "{seen}");
+    assert!(
+        seen.to_ascii_lowercase().contains("text/event-stream"),
+        "{seen}"
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let other = driftreactor_journal::connect(&JournalConfig::postgres(pg.url()))
+            .await
+            .unwrap();
+        let mut e = Entry::new(driftreactor_event::Provider::Aws, "stream-drift-1", "t");
+        e.verdict = driftreactor_event::Verdict::Drift;
+        e.action = driftreactor_event::Action::Revert;
+        e.matches = vec![MatchRecord {
+            workspace: "prod".into(),
+            address: "aws_security_group.streamed".into(),
+            kind: driftreactor_event::MatchKind::Primary,
+            action: driftreactor_event::Action::Revert,
+        }];
+        other.append(vec![e]).await.unwrap();
+        let moved = other
+            .set_drift_status(DriftUpdate {
+                workspace: "prod".into(),
+                address: "aws_security_group.streamed".into(),
+                status: DriftStatus::Escalated,
+                reason: Some("attempt cap".into()),
+                outcome: None,
+                event_ids: Vec::new(),
+                started: None,
+                only_from: Vec::new(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(moved, 1);
+        other.close().await;
+    });
+    read_until(&mut s, "event: escalated", &mut seen);
+    let opened = seen
+        .find("event: opened")
+        .expect("the opened transition first");
+    assert!(opened < seen.find("event: escalated").unwrap(), "{seen}");
+    assert!(seen.contains("aws_security_group.streamed"), "{seen}");
 }
 
 /// Issue 14: PostgreSQL stopped for 10 s while events flow into one replica through

@@ -85,7 +85,7 @@ pub struct ChangeEvent {
     /// Who made it (the principal's most specific identity), when known.
     pub principal: Option<String>,
     /// Through what the principal made it (`console`, `cli`, `sdk`, `iac`,
-    /// `unknown`); `None` when the journal did not record it.
+    /// `unknown`); `None` for events journaled before the journal recorded it.
     pub via: Option<Via>,
     /// How the event matched this address (`primary`, `related`, `parent`).
     #[serde(rename = "match")]
@@ -127,7 +127,7 @@ pub(crate) fn is_change_sql() -> String {
 /// `event_resources r`.
 pub(crate) const CHANGE_EVENT_COLUMNS: &str = "e.seq, e.provider, e.event_id, e.occurred_at, \
     e.received_at, e.service, e.operation, e.change, e.principal, r.kind, e.verdict, e.reason, \
-    e.action";
+    e.action, e.via";
 
 fn change_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<ChangeEvent> {
     Ok(ChangeEvent {
@@ -140,7 +140,7 @@ fn change_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<ChangeEvent> {
         operation: r.get(6)?,
         change: vocab_opt(r, 7)?,
         principal: r.get(8)?,
-        via: None,
+        via: vocab_opt(r, 13)?,
         kind: vocab(r, 9)?,
         verdict: vocab(r, 10)?,
         reason: vocab_opt(r, 11)?,
@@ -173,9 +173,11 @@ impl Journal {
                 "e.received_at >= ?1 AND coalesce(e.occurred_at, e.received_at) >= ?1 AND {}",
                 is_change_sql()
             );
+            // `CROSS JOIN`: SQLite walks the events of the window (`events_received`)
+            // and then their resources, instead of every resource row in key order.
             let mut st = conn.prepare(&format!(
                 "SELECT r.workspace, r.address, count(*), max(r.seq) AS last \
-                 FROM event_resources r JOIN events e ON e.seq = r.seq \
+                 FROM events e CROSS JOIN event_resources r ON r.seq = e.seq \
                  WHERE {filter} AND (?2 IS NULL OR r.workspace = ?2) \
                  GROUP BY r.workspace, r.address ORDER BY last DESC, r.workspace, r.address \
                  LIMIT ?3"
@@ -281,7 +283,7 @@ pub(crate) mod pg {
             operation: r.try_get(6)?,
             change: name(r, 7)?,
             principal: r.try_get(8)?,
-            via: None,
+            via: name(r, 13)?,
             kind: required(r, 9)?,
             verdict: required(r, 10)?,
             reason: name(r, 11)?,

@@ -550,6 +550,7 @@ pub(crate) async fn changes_contract(j: SharedJournal) {
         e.matches[0].workspace = ws.into();
         e.change = Some(Change::Update);
         e.principal = Some("arn:aws:iam::111122223333:user/alice".into());
+        e.via = driftreactor_event::Via::Console;
         e.service = "ec2.amazonaws.com".into();
         e.occurred_at = Some(Utc::now());
         e
@@ -561,6 +562,7 @@ pub(crate) async fn changes_contract(j: SharedJournal) {
     own.action = Action::None;
     own.matches[0].kind = MatchKind::Related;
     own.principal = Some("arn:aws:iam::111122223333:role/driftreactor".into());
+    own.via = driftreactor_event::Via::Iac;
     let mut read_only = change("ro-1", "prod", "aws_vpc.main");
     read_only.verdict = Verdict::Ignored;
     read_only.reason = Some(Reason::ReadOnly);
@@ -646,6 +648,7 @@ pub(crate) async fn changes_contract(j: SharedJournal) {
         (MatchKind::Primary, Verdict::Drift, None, Action::Revert)
     );
     assert!(e.received_at.ends_with('Z') && e.occurred_at.is_some());
+    assert_eq!(e.via, Some(driftreactor_event::Via::Console));
     assert!(e.seq > sg.events[1].seq);
     // Our own apply is a change, listed with its verdict; it has no drift row.
     let app = &all[2];
@@ -663,6 +666,7 @@ pub(crate) async fn changes_contract(j: SharedJournal) {
             Some(Reason::OwnChange)
         )
     );
+    assert_eq!(app.events[0].via, Some(driftreactor_event::Via::Iac));
     assert_eq!(all[1].status, Some(DriftStatus::Open));
     // Workspace filter, limit.
     let staging = j

@@ -50,6 +50,7 @@ const TABLES: &[(&str, &[(&str, Col)])] = &[
             ("matches", Col::Text),
             ("dependents", Col::Text),
             ("correlation_key", Col::Text),
+            ("via", Col::Text),
         ],
     ),
     (

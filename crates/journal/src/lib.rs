@@ -74,13 +74,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::{DateTime, Utc};
-use driftreactor_event::{Action, Change, Provider, Reason, Verdict};
+use driftreactor_event::{Action, Change, Provider, Reason, Verdict, Via};
 pub use driftreactor_event::{Decided, MatchRecord, ResourceKey};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
-mod changes;
 mod backstop;
+mod changes;
 #[cfg(feature = "postgres")]
 pub mod copy;
 mod lease;
@@ -98,8 +98,8 @@ mod store;
 pub mod transitions;
 mod writer;
 
-pub use changes::{AddressChanges, ChangeEvent, ChangeQuery, MAX_EVENTS_PER_ADDRESS};
 pub use backstop::{BACKSTOP_SOURCE, BackstopRun, FoundBy};
+pub use changes::{AddressChanges, ChangeEvent, ChangeQuery, MAX_EVENTS_PER_ADDRESS};
 pub use lease::Lease;
 pub use lifecycle::{DriftQuery, DriftStatus, DriftUpdate};
 pub use listing::{ListedWorkspace, Listing};
@@ -398,6 +398,10 @@ pub struct Entry {
     pub change: Option<Change>,
     /// The principal's most specific identity, when known.
     pub principal: Option<String>,
+    /// Through what the principal made the call (console, CLI, SDK, IaC tool), as the
+    /// normalizer told it (`unknown` when it could not).
+    #[serde(default)]
+    pub via: Via,
     /// Canonical ids of the changed resources.
     pub resource_ids: Vec<String>,
     /// `drift`, `unmanaged` or `ignored`.
@@ -447,6 +451,7 @@ impl Entry {
             operation: String::new(),
             change: None,
             principal: None,
+            via: Via::Unknown,
             resource_ids: Vec::new(),
             verdict: Verdict::Unmanaged,
             reason: None,

@@ -228,6 +228,10 @@ CREATE TABLE backstop_runs (
 ALTER TABLE drift ADD COLUMN found_by TEXT NOT NULL DEFAULT 'event';
 "#;
 
+/// Through what each event's principal made the call, as the SQLite journal's
+/// `EVENT_VIA` migration.
+const PG_EVENT_VIA: &str = "ALTER TABLE events ADD COLUMN via TEXT;";
+
 /// The versioned migrations, version 1 first. Append new versions at the end; never
 /// edit a released one (sqlx refuses a database whose applied migration's checksum
 /// differs).
@@ -259,6 +263,13 @@ pub(crate) fn migrations() -> Vec<Migration> {
             "backstop runs".into(),
             MigrationType::Simple,
             PG_BACKSTOP.into(),
+            false,
+        ),
+        Migration::new(
+            5,
+            "event via".into(),
+            MigrationType::Simple,
+            PG_EVENT_VIA.into(),
             false,
         ),
     ]
@@ -578,8 +589,8 @@ async fn insert(
     let row = query::<Postgres>(
         "INSERT INTO events (provider, event_id, source, message_id, received_at, \
          occurred_at, journaled_at, payload_sha256, service, operation, change, principal, \
-         resource_ids, verdict, reason, action, matches, dependents, correlation_key) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
+         resource_ids, verdict, reason, action, matches, dependents, correlation_key, via) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) \
          ON CONFLICT (provider, event_id) DO NOTHING RETURNING seq",
     )
     .bind(e.provider.as_str())
@@ -601,6 +612,7 @@ async fn insert(
     .bind(json(&e.matches))
     .bind(json(&e.dependents))
     .bind(&e.correlation_key)
+    .bind(e.via.as_str())
     .fetch_optional(&mut **tx)
     .await?;
     let Some(row) = row else {

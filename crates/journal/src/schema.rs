@@ -220,6 +220,12 @@ CREATE TABLE IF NOT EXISTS backstop_runs (
 ALTER TABLE drift ADD COLUMN found_by TEXT NOT NULL DEFAULT 'event';
 ";
 
+/// Through what each event's principal made the call (`via`: console, cli, sdk, iac,
+/// unknown), for `/v1/changes`; NULL for the events journaled before.
+pub(crate) const EVENT_VIA: &str = "
+ALTER TABLE events ADD COLUMN via TEXT;
+";
+
 /// Every table of the file, one migration per schema version (`PRAGMA user_version`
 /// counts the migrations applied; `rusqlite_migration` applies the missing ones, each
 /// in its own transaction). Append new versions at the end; never edit a released one.
@@ -235,6 +241,7 @@ pub(crate) const MIGRATION_STEPS: &[M<'static>] = &[
     M::up(SCHEMA_V6),
     M::up(DRIFT_TRANSITIONS),
     M::up(SCHEMA_BACKSTOP),
+    M::up(EVENT_VIA),
 ];
 
 /// Opens the database at `path`. This is the one place that sets up a connection to

@@ -66,6 +66,18 @@ pub struct ServerConfig {
     /// poll (SQS `wait_time_secs`, Event Grid `max_wait_secs`). 0: never on silence
     /// alone. Default 180.
     pub source_degraded_silence_secs: u64,
+    /// Most `GET /v1/stream` streams open at once; a further one is answered 503.
+    /// Each holds a connection (of [`ServerConfig::max_connections`]). 0 turns the
+    /// stream off. Default 32.
+    pub max_streams: usize,
+    /// How often an open stream reads the journal's transition log even without a
+    /// commit of this process, in seconds: how late the transitions committed by other
+    /// replicas of a shared PostgreSQL journal reach it. 0: only on this process's
+    /// commits (enough with the embedded journal). Default 2.
+    pub stream_poll_secs: u64,
+    /// Seconds of silence after which a stream sends a keep-alive comment (`:`),
+    /// so proxies keep the connection open. At least 1. Default 15.
+    pub stream_keep_alive_secs: u64,
 }
 
 impl ServerConfig {
@@ -96,6 +108,9 @@ impl Default for ServerConfig {
             admin_token_env: None,
             source_degraded_failures: driftreactor_source::health::DEFAULT_MAX_CONSECUTIVE_FAILURES,
             source_degraded_silence_secs: driftreactor_source::health::DEFAULT_MAX_SILENCE_SECS,
+            max_streams: 32,
+            stream_poll_secs: 2,
+            stream_keep_alive_secs: 15,
         }
     }
 }

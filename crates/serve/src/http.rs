@@ -96,6 +96,8 @@ pub(crate) fn router(
         .route("/v1/events", get(events))
         .route("/v1/drift", get(drift))
         .route("/v1/remediations", get(remediations))
+        .route("/v1/changes", get(crate::stream::changes))
+        .route("/v1/stream", get(crate::stream::stream))
         .route("/v1/graph/{workspace}/{*rest}", get(graph_walk))
         .route("/v1/resources", get(find_resources))
         .route(
@@ -345,6 +347,8 @@ async fn metrics(State(s): State<AppState>) -> Response {
             .set(i64::try_from(bytes).unwrap_or(i64::MAX));
     }
     crate::readiness::export_metrics(&s.ctx, std::time::SystemTime::now());
+    m.streams_open
+        .set(i64::try_from(s.ctx.streams.open()).unwrap_or(i64::MAX));
     (
         [(
             header::CONTENT_TYPE,

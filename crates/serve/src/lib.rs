@@ -10,6 +10,7 @@
 //!  HTTP API: /healthz /readyz /metrics /v1/events /v1/drift /v1/remediations /v1/resources/{ws}/{address}
 //!            /v1/resources?cloud_id= /v1/graph/{ws}/{address}/dependents|dependencies
 //!  MCP:      /mcp (streamable HTTP, bearer token; the tools of driftreactor_mcp over this service)
+//!            /v1/changes?since= /v1/stream (Server-Sent Events of the drift transitions)
 //! ```
 //!
 //! [`start`] sets everything up and returns a [`Running`] service bound to its
@@ -54,6 +55,7 @@ mod retention;
 mod sources;
 mod state;
 pub mod states;
+mod stream;
 mod worker;
 
 pub use app::{App, AppError, launch};
@@ -192,6 +194,8 @@ pub(crate) struct Ctx {
     leader: replica::Leader,
     /// `[mcp]`: whether `/mcp` offers the write tools, and its token variable.
     mcp: driftreactor_mcp::McpConfig,
+    /// The open `/v1/stream` streams' bound, settings and shutdown.
+    streams: stream::Streams,
 }
 
 /// Everything [`start`] needs.
@@ -592,6 +596,12 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         states: states.report(),
         leader,
         mcp,
+        streams: stream::Streams::new(
+            server.max_streams,
+            (server.stream_poll_secs > 0).then(|| Duration::from_secs(server.stream_poll_secs)),
+            Duration::from_secs(server.stream_keep_alive_secs.max(1)),
+            token.clone(),
+        ),
     });
     let locks = states.locks();
     let workspaces = states.workspaces();

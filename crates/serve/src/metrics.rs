@@ -389,6 +389,8 @@ pub mod names {
     /// 1 while Terraform's lock on a workspace's state is held (an apply or plan is
     /// running), else 0, by workspace, as of the last reload tick.
     pub const STATE_LOCKED: &str = "state_locked";
+    /// `GET /v1/stream` streams open now (of `[server] max_streams`).
+    pub const STREAMS_OPEN: &str = "streams_open";
 }
 
 fn histogram() -> Histogram {
@@ -431,6 +433,8 @@ pub struct Metrics {
     pub(crate) backstop_unannounced: Family<BackstopTypeLabels, Counter>,
     pub(crate) backstop_announced_not_drifted: Family<BackstopTypeLabels, Counter>,
     // --- end backstop ---
+    /// `/v1/stream` streams open now (set at each scrape).
+    pub(crate) streams_open: Gauge,
     /// The `operation` label values admitted so far, per provider (at most
     /// `max_operations` each).
     operations:
@@ -479,6 +483,7 @@ impl Metrics {
             source_receive_errors: Family::default(),
             remediations: Family::default(),
             escalated: Gauge::default(),
+            streams_open: Gauge::default(),
             journal_commit: histogram(),
             state_last_check: Family::default(),
             state_locked: Family::default(),
@@ -609,6 +614,11 @@ impl Metrics {
             ESCALATED_ADDRESSES,
             "Addresses whose automatic remediation is paused (escalated)",
             m.escalated.clone(),
+        );
+        registry.register(
+            STREAMS_OPEN,
+            "GET /v1/stream streams open now",
+            m.streams_open.clone(),
         );
         // --- deploy (issue 13) ---
         registry.register(

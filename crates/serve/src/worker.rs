@@ -239,6 +239,7 @@ fn to_entries(
             Entry {
                 provider: e.provider,
                 principal: (!e.principal.id.is_empty()).then(|| r(&e.principal.id)),
+                via: e.via,
                 resource_ids: e.resource_ids().map(r).collect(),
                 id: r(&e.id),
                 source: source.to_owned(),

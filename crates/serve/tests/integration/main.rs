@@ -11,3 +11,4 @@ mod gcp_push;
 mod kill9;
 mod reload;
 mod retention;
+mod stream;
