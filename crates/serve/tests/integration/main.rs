@@ -9,5 +9,6 @@ mod common;
 mod delivery;
 mod gcp_push;
 mod kill9;
+mod mcp;
 mod reload;
 mod retention;
