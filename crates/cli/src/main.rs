@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod explain;
+mod backstop;
 mod graph;
 #[cfg(feature = "postgres")]
 mod journal;
@@ -33,6 +34,9 @@ struct Cli {
 enum Command {
     /// Replay recorded cloud events against Terraform state and print a drift report.
     Replay(replay::Args),
+    /// One pass of the periodic backstop: plan each workspace's root, report its drift
+    /// and which drift no event announced (report only unless `--remediate`).
+    Backstop(backstop::Args),
     /// Create the cloud wiring a source reads (`setup aws`: EventBridge rule → SQS).
     Setup(setup::Args),
     /// Run the sidecar: receive live events, journal them, serve the HTTP API.
@@ -58,6 +62,7 @@ fn main() -> ExitCode {
     init_tracing();
     let result = match cli.command {
         Command::Replay(args) => replay::run(args),
+        Command::Backstop(args) => backstop::run(args),
         Command::Setup(args) => setup::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Validate(args) => validate::run(args),

@@ -305,6 +305,7 @@ fn workspace(name: String, state: PathBuf) -> WorkspaceConfig {
         tool_path: None,
         env: std::collections::BTreeMap::new(),
         git: None,
+        backstop_interval: None,
     }
 }
 
@@ -394,7 +395,7 @@ fn remediate(
 }
 
 /// One transition in plain words.
-fn describe(t: &driftreactor_notify::Transition) -> String {
+pub(crate) fn describe(t: &driftreactor_notify::Transition) -> String {
     use driftreactor_notify::TransitionKind as K;
     let what = match &t.kind {
         K::NewDrift { action, .. } => format!("new drift ({action})"),
@@ -441,6 +442,9 @@ fn redact_line(redactor: &Redactor, mut line: ReportLine) -> ReportLine {
         r(s);
     }
     line.resource_ids.iter_mut().for_each(r);
+    if let Some(Some(changes)) = &mut line.changes {
+        redactor.changes(changes);
+    }
     if let Some(reason) = &mut line.reason {
         r(reason);
         if reason.chars().count() > MAX_REASON_CHARS {
@@ -450,7 +454,8 @@ fn redact_line(redactor: &Redactor, mut line: ReportLine) -> ReportLine {
     line
 }
 
-fn write_row(out: &mut impl Write, line: &ReportLine) -> io::Result<()> {
+/// One report line as a table row.
+pub(crate) fn write_row(out: &mut impl Write, line: &ReportLine) -> io::Result<()> {
     let targets = if line.resources.is_empty() {
         line.resource_ids.join(", ")
     } else {

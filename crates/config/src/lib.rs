@@ -106,6 +106,42 @@ pub struct WorkspaceConfig {
     /// (read and checked by the remediator, `driftreactor_remediate::GitConfig`).
     #[serde(default)]
     pub git: Option<toml::Table>,
+    /// How often `serve` runs the periodic backstop (a whole-root plan read for drift
+    /// no event announced) in this workspace: a duration such as `"6h"`, `"90m"`,
+    /// `"1d"` (humantime syntax), jittered by ±10 %; absent: never (the default).
+    /// Needs a root to plan in (`dir` or `git`).
+    #[serde(default, deserialize_with = "backstop_interval")]
+    pub backstop_interval: Option<std::time::Duration>,
+}
+
+/// Reads `backstop_interval`: a humantime duration of at least one second.
+fn backstop_interval<'de, D>(d: D) -> Result<Option<std::time::Duration>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let Some(text) = Option::<String>::deserialize(d)? else {
+        return Ok(None);
+    };
+    parse_interval(&text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+/// Parses a `backstop_interval` value (`"6h"`, `"90m"`, `"1d 12h"`: humantime
+/// syntax) into a duration of at least one second.
+///
+/// # Errors
+/// The plain-words reason.
+pub fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(text.trim()).map_err(|e| {
+        format!("backstop_interval `{text}` is not a duration like \"6h\" or \"30m\": {e}")
+    })?;
+    if d < std::time::Duration::from_secs(1) {
+        return Err(format!(
+            "backstop_interval `{text}` is shorter than one second"
+        ));
+    }
+    Ok(d)
 }
 
 /// True when a `state` value is a URL (`SCHEME://…` with a plain scheme), not a path.
@@ -176,6 +212,10 @@ pub struct WorkspaceSetConfig {
     /// repository (as `[workspaces.git]`).
     #[serde(default)]
     pub git: Option<toml::Table>,
+    /// The periodic backstop of every workspace of the set (as `[[workspaces]]
+    /// backstop_interval`); absent: never.
+    #[serde(default, deserialize_with = "backstop_interval")]
+    pub backstop_interval: Option<std::time::Duration>,
 }
 
 impl WorkspaceSetConfig {
@@ -192,6 +232,7 @@ impl WorkspaceSetConfig {
             tool_path: self.tool_path.clone(),
             env: self.env.clone(),
             git: self.git.clone(),
+            backstop_interval: self.backstop_interval,
         }
     }
 }
@@ -777,5 +818,43 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("bogus"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod backstop_interval_tests {
+    use super::*;
+
+    #[test]
+    fn a_backstop_interval_reads_as_a_duration_and_a_bad_one_is_refused_naming_it() {
+        assert_eq!(
+            parse_interval("6h"),
+            Ok(std::time::Duration::from_secs(6 * 3600))
+        );
+        assert_eq!(
+            parse_interval("1d 12h"),
+            Ok(std::time::Duration::from_secs(36 * 3600))
+        );
+        assert!(parse_interval("6 hours please").is_err());
+        assert!(parse_interval("0s").unwrap_err().contains("shorter"));
+        let cfg = Config::parse(
+            "[[workspaces]]\nname = \"prod\"\nstate = \"s.tfstate\"\nbackstop_interval = \"90m\"\n",
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        assert_eq!(
+            cfg.workspaces[0].backstop_interval,
+            Some(std::time::Duration::from_secs(5400))
+        );
+        let err = Config::parse(
+            "[[workspaces]]\nname = \"prod\"\nstate = \"s.tfstate\"\nbackstop_interval = \"often\"\n",
+            Path::new("c.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("c.toml") && err.contains("backstop_interval") && err.contains("often"),
+            "{err}"
+        );
     }
 }

@@ -710,3 +710,292 @@ pub(crate) async fn changes_contract(j: SharedJournal) {
         .is_empty()
     );
 }
+
+/// The drift transition log (`/v1/stream`): a drift event opens (first drift) or
+/// reopens (from another status) its row, a status change is recorded with its
+/// reason, nothing else is; ids grow in commit order; read after an id, by
+/// workspace, bounded; the wake-up receiver changes on commits that record one;
+/// retention prunes them.
+pub(crate) async fn transition_contract(j: SharedJournal) {
+    use crate::{TransitionKind, TransitionQuery};
+    let web = "aws_security_group.web";
+    let ws = || "prod".to_owned();
+    assert_eq!(j.last_transition_id().await.unwrap(), 0);
+    let mut wake = j.transition_wakeups();
+    wake.borrow_and_update();
+    let all = |after| {
+        let j = j.clone();
+        async move {
+            j.transitions(TransitionQuery {
+                after,
+                ..TransitionQuery::default()
+            })
+            .await
+            .unwrap()
+        }
+    };
+    j.append(vec![drift_entry("t-1", web)]).await.unwrap();
+    assert!(
+        wake.has_changed().unwrap(),
+        "a drift event wakes the readers"
+    );
+    wake.borrow_and_update();
+    // Drift of an open row, and an unmanaged change: no transition.
+    j.append(vec![drift_entry("t-2", web)]).await.unwrap();
+    j.append(vec![Entry::new(Provider::Aws, "t-unmanaged", "test")])
+        .await
+        .unwrap();
+    let seq2 = j
+        .drift_of(ws(), web.into())
+        .await
+        .unwrap()
+        .unwrap()
+        .last_event
+        .seq;
+    let status = |status, reason: &str| DriftUpdate {
+        workspace: ws(),
+        address: web.into(),
+        status,
+        reason: Some(reason.into()),
+        outcome: None,
+        event_ids: Vec::new(),
+        started: None,
+        only_from: Vec::new(),
+    };
+    wake.borrow_and_update();
+    assert_eq!(
+        j.set_drift_status(status(DriftStatus::Remediating, "planning"))
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(
+        wake.has_changed().unwrap(),
+        "a status change wakes the readers"
+    );
+    // The same status again changes the row but is no transition.
+    assert_eq!(
+        j.set_drift_status(status(DriftStatus::Remediating, "retrying"))
+            .await
+            .unwrap(),
+        1
+    );
+    j.set_drift_status(status(DriftStatus::Reverted, "applied"))
+        .await
+        .unwrap();
+    // No row: nothing.
+    let mut missing = status(DriftStatus::Escalated, "x");
+    missing.address = "aws_vpc.none".into();
+    assert_eq!(j.set_drift_status(missing).await.unwrap(), 0);
+    j.append(vec![drift_entry("t-3", web)]).await.unwrap();
+    let mut staging = drift_entry("t-4", "aws_s3_bucket.logs");
+    staging.matches[0].workspace = "staging".into();
+    j.append(vec![staging]).await.unwrap();
+
+    let got = all(0).await;
+    let seen: Vec<(&str, &str, TransitionKind, Option<DriftStatus>, DriftStatus)> = got
+        .iter()
+        .map(|t| {
+            (
+                t.workspace.as_str(),
+                t.address.as_str(),
+                t.kind,
+                t.from,
+                t.status,
+            )
+        })
+        .collect();
+    use DriftStatus::*;
+    assert_eq!(
+        seen,
+        [
+            ("prod", web, TransitionKind::Opened, None, Open),
+            (
+                "prod",
+                web,
+                TransitionKind::Status(Remediating),
+                Some(Open),
+                Remediating
+            ),
+            (
+                "prod",
+                web,
+                TransitionKind::Status(Reverted),
+                Some(Remediating),
+                Reverted
+            ),
+            ("prod", web, TransitionKind::Reopened, Some(Reverted), Open),
+            (
+                "staging",
+                "aws_s3_bucket.logs",
+                TransitionKind::Opened,
+                None,
+                Open
+            ),
+        ]
+    );
+    assert!(got.windows(2).all(|w| w[0].id < w[1].id), "ids grow");
+    assert_eq!(got[1].reason.as_deref(), Some("planning"));
+    assert_eq!(got[1].event_seq, Some(seq2));
+    assert_eq!(got[0].reason, None);
+    assert!(got[0].event_seq.is_some() && got[0].at.ends_with('Z'));
+    assert_eq!(j.last_transition_id().await.unwrap(), got[4].id);
+    // After an id, by workspace, bounded.
+    assert_eq!(all(got[1].id).await, got[2..].to_vec());
+    assert!(all(got[4].id).await.is_empty());
+    let staging = j
+        .transitions(TransitionQuery {
+            after: 0,
+            workspace: Some("staging".into()),
+            limit: 0,
+        })
+        .await
+        .unwrap();
+    assert_eq!(staging, got[4..].to_vec());
+    let two = j
+        .transitions(TransitionQuery {
+            after: got[0].id,
+            workspace: None,
+            limit: 2,
+        })
+        .await
+        .unwrap();
+    assert_eq!(two, got[1..3].to_vec());
+    // Retention: transitions recorded before the cutoff go.
+    let mut none = |_: &PruneReport| {};
+    j.prune_with(
+        Utc::now() + chrono::Duration::seconds(1),
+        1000,
+        Box::pin(std::future::pending()),
+        &mut none,
+    )
+    .await
+    .unwrap();
+    assert!(
+        all(0).await.is_empty(),
+        "pruned with the journal's retention"
+    );
+    // Ids keep growing after a prune.
+    let mut next = drift_entry("t-5", "aws_instance.new");
+    next.matches[0].workspace = "dev".into();
+    j.append(vec![next]).await.unwrap();
+    assert!(all(0).await[0].id > got[4].id);
+}
+
+/// Backstop bookkeeping and `found_by`: no run before the first write; the latest
+/// write replaces the previous one, per workspace, to the millisecond; a drift row
+/// first journaled from the backstop says `found_by: backstop` and keeps it when a bus
+/// event for it follows, one first announced by a bus event says `event`, and a
+/// drift found again after it was reverted is a new story.
+pub(crate) async fn backstop_contract(j: SharedJournal) {
+    use crate::{BACKSTOP_SOURCE, BackstopRun, FoundBy};
+    assert_eq!(j.get_backstop("prod".into()).await.unwrap(), None);
+    let at = chrono::DateTime::parse_from_rfc3339("2026-12-03T15:00:00.123Z")
+        .unwrap()
+        .with_timezone(&Utc);
+    let clean = BackstopRun {
+        ran_at: at,
+        outcome: "clean".into(),
+        clean_at: Some(at),
+        drifted: 0,
+        unannounced: 0,
+        error: None,
+    };
+    j.put_backstop("prod".into(), clean.clone()).await.unwrap();
+    assert_eq!(j.get_backstop("prod".into()).await.unwrap(), Some(clean));
+    let drift = BackstopRun {
+        ran_at: at + chrono::Duration::hours(6),
+        outcome: "drift".into(),
+        clean_at: Some(at),
+        drifted: 2,
+        unannounced: 1,
+        error: None,
+    };
+    j.put_backstop("prod".into(), drift.clone()).await.unwrap();
+    assert_eq!(j.get_backstop("prod".into()).await.unwrap(), Some(drift));
+    let failed = BackstopRun {
+        ran_at: at,
+        outcome: "failed".into(),
+        clean_at: None,
+        drifted: 0,
+        unannounced: 0,
+        error: Some("`plan` failed (exit Some(1)): no credentials".into()),
+    };
+    j.put_backstop("dev".into(), failed.clone()).await.unwrap();
+    assert_eq!(j.get_backstop("dev".into()).await.unwrap(), Some(failed));
+    assert_eq!(
+        j.get_backstop("prod".into())
+            .await
+            .unwrap()
+            .unwrap()
+            .drifted,
+        2
+    );
+
+    // found_by.
+    let from_backstop = |id: &str, address: &str| {
+        let mut e = drift_entry(id, address);
+        e.source = BACKSTOP_SOURCE.into();
+        e
+    };
+    j.append(vec![
+        from_backstop("bs-1", "aws_security_group.backstop_admin"),
+        drift_entry("bus-1", "aws_security_group.backstop_web"),
+    ])
+    .await
+    .unwrap();
+    // A late bus event for the backstop's find: still found by the backstop.
+    j.append(vec![drift_entry(
+        "bus-2",
+        "aws_security_group.backstop_admin",
+    )])
+    .await
+    .unwrap();
+    // The backstop finds the bus event's drift too: still found by the event.
+    j.append(vec![from_backstop(
+        "bs-2",
+        "aws_security_group.backstop_web",
+    )])
+    .await
+    .unwrap();
+    let found = |rows: Vec<crate::DriftRow>, address: &str| {
+        rows.into_iter()
+            .find(|r| r.address == address)
+            .map(|r| r.found_by)
+    };
+    let rows = j.drift(Some("prod".into())).await.unwrap();
+    assert_eq!(
+        found(rows.clone(), "aws_security_group.backstop_admin"),
+        Some(FoundBy::Backstop)
+    );
+    assert_eq!(
+        found(rows, "aws_security_group.backstop_web"),
+        Some(FoundBy::Event)
+    );
+    // Reverted, then found again by the backstop: a new story.
+    j.set_drift_status(DriftUpdate {
+        workspace: "prod".into(),
+        address: "aws_security_group.backstop_web".into(),
+        status: DriftStatus::Reverted,
+        reason: None,
+        outcome: None,
+        event_ids: Vec::new(),
+        started: None,
+        only_from: Vec::new(),
+    })
+    .await
+    .unwrap();
+    j.append(vec![from_backstop(
+        "bs-3",
+        "aws_security_group.backstop_web",
+    )])
+    .await
+    .unwrap();
+    let row = j
+        .drift_of("prod".into(), "aws_security_group.backstop_web".into())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(row.found_by, FoundBy::Backstop);
+    assert_eq!(serde_json::to_value(&row).unwrap()["found_by"], "backstop");
+}

@@ -122,6 +122,10 @@ pub struct DriftRow {
     /// refused by the guard or failed (the refusal or the error), redacted; else
     /// absent.
     pub status_reason: Option<String>,
+    /// Who first found this drift: `event` (a bus event announced it) or `backstop`
+    /// (the periodic backstop found it and no event had announced it); a drift found
+    /// again after it was reverted or resolved is a new story.
+    pub found_by: crate::FoundBy,
     /// The latest drift event (evidence).
     pub last_event: EventRow,
 }
@@ -234,7 +238,7 @@ fn event_row(r: &Row<'_>, at: usize) -> rusqlite::Result<EventRow> {
 
 /// The drift table's columns [`drift_row`] reads, before [`EVENT_COLUMNS`].
 pub(crate) const DRIFT_COLUMNS: &str = "d.workspace, d.address, d.kind, d.action, d.first_seen, \
-    d.last_seen, d.events, d.status, d.status_at, d.status_reason";
+    d.last_seen, d.events, d.status, d.status_at, d.status_reason, d.found_by";
 
 pub(crate) fn drift_row(r: &Row<'_>) -> rusqlite::Result<DriftRow> {
     Ok(DriftRow {
@@ -248,7 +252,8 @@ pub(crate) fn drift_row(r: &Row<'_>) -> rusqlite::Result<DriftRow> {
         status: vocab(r, 7)?,
         status_at: r.get(8)?,
         status_reason: r.get(9)?,
-        last_event: event_row(r, 10)?,
+        found_by: crate::FoundBy::of_column(r.get::<_, Option<String>>(10)?.as_deref()),
+        last_event: event_row(r, 11)?,
     })
 }
 

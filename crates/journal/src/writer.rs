@@ -225,12 +225,15 @@ fn insert(tx: &rusqlite::Transaction<'_>, e: &Entry, now: &str) -> Result<Writte
         // drift event (re)opens its row: whatever the remediator did before, the
         // resource drifted since (see `DriftStatus`).
         if decided.verdict == Verdict::Drift && m.action != Action::None {
+            let before = crate::transitions::sqlite::status_of(tx, &m.workspace, &m.address)?;
             tx.prepare_cached(
                 "INSERT INTO drift (workspace, address, kind, action, first_seen, last_seen, events, last_seq, \
-                   status, status_at, status_reason) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?5, 1, ?6, 'open', ?7, NULL) \
+                   status, status_at, status_reason, found_by) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?5, 1, ?6, 'open', ?7, NULL, ?8) \
                  ON CONFLICT (workspace, address) DO UPDATE SET \
                    kind = excluded.kind, action = excluded.action, \
+                   found_by = CASE WHEN drift.status IN ('reverted', 'resolved') \
+                     THEN excluded.found_by ELSE drift.found_by END, \
                    first_seen = min(first_seen, excluded.first_seen), \
                    last_seen = max(last_seen, excluded.last_seen), \
                    events = events + 1, last_seq = excluded.last_seq, \
@@ -244,10 +247,19 @@ fn insert(tx: &rusqlite::Transaction<'_>, e: &Entry, now: &str) -> Result<Writte
                     m.action.as_str(),
                     seen_at,
                     seq,
-                    now
+                    now,
+                    crate::FoundBy::of_source(&e.source).as_str()
                 ])
             })
             .map_err(sqlite("upsert drift"))?;
+            if let Some(t) = crate::transitions::NewTransition::of_drift_event(
+                &m.workspace,
+                &m.address,
+                before,
+                seq,
+            ) {
+                crate::transitions::sqlite::record(tx, &t, now)?;
+            }
         }
     }
     Ok(Written::Recorded(decided))

@@ -227,6 +227,7 @@ pub struct Hook {
     completed: broadcast::Sender<Completed>,
     waits: broadcast::Sender<crate::Waiting>,
     waiting: crate::runner::WaitingNow,
+    backstop: crate::runner::Backstop,
 }
 
 impl std::fmt::Debug for Hook {
@@ -238,6 +239,18 @@ impl std::fmt::Debug for Hook {
 }
 
 impl Hook {
+    /// The backstop's plan of `workspace` under the remediator's hold of it
+    /// ([`Remediator::backstop_plan`]).
+    ///
+    /// # Errors
+    /// [`crate::BackstopError`].
+    pub async fn backstop_plan(
+        &self,
+        workspace: &str,
+    ) -> Result<(crate::BackstopPlan, crate::WorkspaceHold), crate::BackstopError> {
+        self.backstop.plan(workspace).await
+    }
+
     /// See [`requeue_record`] (with the remediator's redactor). Pure.
     pub fn requeue_record(&self, item: &Processed) -> Option<String> {
         requeue_record(item, &self.redactor)
@@ -402,6 +415,7 @@ impl Forwarder {
         let mut completed = remediator.subscribe_completed();
         let completed_tx = remediator.completed_sender();
         let (waits, waiting) = remediator.wait_handles();
+        let backstop = remediator.backstop();
         // Several replicas: the runner records outcomes itself under the workspace's
         // lease; this task looks for pending work of replicas that died.
         let cluster = remediator
@@ -504,6 +518,7 @@ impl Forwarder {
         Self {
             hook: Hook {
                 tx,
+                backstop,
                 redactor,
                 completed: completed_tx,
                 waits,

@@ -44,6 +44,7 @@
 //! journal → remediator hand-off with its durable requeue (used by `serve`), and
 //! [`drain`] (used by `replay --remediate`).
 
+pub mod backstop;
 pub mod cluster;
 mod config;
 mod drain;
@@ -61,6 +62,7 @@ mod setup;
 mod store;
 mod tf;
 
+pub use backstop::{BackstopError, BackstopPlan, WorkspaceHold};
 pub use cluster::{Cluster, Fence, LeaseChange, LeaseObserver};
 pub use config::{RemediationConfig, Workspace};
 pub use drain::{Drained, drain};

@@ -936,3 +936,87 @@ pub async fn escalate(batch: &Batch, reason: &str, ctx: &Context) {
         tracing::error!(workspace = %batch.workspace, error = %e, "Cannot open the escalation pull request.");
     }
 }
+
+/// The backstop's whole-root plan of `workspace` ([`crate::Remediator::backstop_plan`],
+/// which holds the workspace around it): the same root, tool, environment, plugin
+/// cache, lock timeout and state-lock gate as [`reconcile`], no `-target`, never an
+/// apply; the plan file is deleted.
+pub(crate) async fn backstop_plan(
+    ctx: &Context,
+    workspace: &str,
+) -> Result<crate::backstop::BackstopPlan, crate::backstop::BackstopError> {
+    use crate::backstop::BackstopError;
+    let tool = |source: TfError| BackstopError::Tool {
+        workspace: workspace.to_owned(),
+        source,
+    };
+    let target = ctx.estate().targets.get(workspace).cloned();
+    let Some(tf) = ctx.runner(target.as_deref()) else {
+        return Err(BackstopError::NoRoot(workspace.to_owned()));
+    };
+    if ctx.state_lock(workspace).is_some() {
+        return Err(BackstopError::Locked(workspace.to_owned()));
+    }
+    let started = Utc::now();
+    let repo = target.as_ref().and_then(|t| t.repo.as_ref());
+    let checkout = match repo {
+        Some(repo) => Some(repo.checkout().await.map_err(|e| BackstopError::Git {
+            workspace: workspace.to_owned(),
+            reason: ctx.redactor.text(&e.to_string()).into_owned(),
+        })?),
+        None => None,
+    };
+    let tf = match (&checkout, repo) {
+        (Some(c), Some(repo)) => tf
+            .in_dir(c.dir())
+            .with_default_env("TF_PLUGIN_CACHE_DIR", repo.plugin_cache()),
+        _ => tf,
+    };
+    let plan_file = ctx
+        .plan_file(workspace)
+        .await
+        .map_err(|e| BackstopError::PlanDir {
+            path: ctx.plan_dir.display().to_string(),
+            reason: e.to_string(),
+        });
+    let result = match &plan_file {
+        Ok(file) => {
+            let run = async {
+                tf.init(false).await?;
+                let exit = match tf.plan(&[], file).await {
+                    Err(TfError::InitRequired { .. }) => {
+                        tf.init(true).await?;
+                        tf.plan(&[], file).await?
+                    }
+                    other => other?,
+                };
+                let json = match exit {
+                    PlanExit::NoChanges => None,
+                    PlanExit::Changes => Some(tf.show_json(file).await?),
+                };
+                Ok::<_, TfError>((exit, json))
+            };
+            match run.await {
+                Ok((exit, json)) => crate::backstop::read_plan(workspace, exit, json.as_deref()),
+                Err(TfError::Locked { .. }) => Err(BackstopError::Locked(workspace.to_owned())),
+                Err(e) => Err(tool(e)),
+            }
+        }
+        Err(_) => Ok(crate::backstop::PlanDrift::default()),
+    };
+    // The plan file may hold secrets: never leave it behind.
+    if let Ok(file) = &plan_file {
+        let _ = tokio::fs::remove_file(file).await;
+    }
+    if let (Some(c), Some(repo)) = (checkout, repo) {
+        c.remove(repo).await;
+    }
+    let plan_file = plan_file?;
+    let _ = plan_file;
+    Ok(crate::backstop::BackstopPlan {
+        workspace: workspace.to_owned(),
+        started,
+        finished: Utc::now(),
+        drift: result?,
+    })
+}

@@ -218,6 +218,45 @@ enum Msg {
     Clear(WorkKey),
     Reconcile(WorkKey, Mode),
     SetWorkspaces(Vec<Workspace>, oneshot::Sender<WorkspaceChange>),
+    /// Hold a workspace (the backstop's plan): granted once no batch runs there.
+    Hold(String, oneshot::Sender<Held>),
+}
+
+/// Runs backstop plans under the runner's workspace holds ([`Remediator::backstop`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Backstop {
+    tx: mpsc::WeakSender<Msg>,
+}
+
+impl Backstop {
+    /// See [`Remediator::backstop_plan`].
+    pub(crate) async fn plan(
+        &self,
+        workspace: &str,
+    ) -> Result<
+        (
+            crate::backstop::BackstopPlan,
+            crate::backstop::WorkspaceHold,
+        ),
+        crate::backstop::BackstopError,
+    > {
+        use crate::backstop::BackstopError;
+        let tx = self.tx.upgrade().ok_or(BackstopError::Stopped)?;
+        let (reply, rx) = oneshot::channel();
+        tx.send(Msg::Hold(workspace.to_owned(), reply))
+            .await
+            .map_err(|_| BackstopError::Stopped)?;
+        drop(tx);
+        let Held { hold, ctx } = rx.await.map_err(|_| BackstopError::Stopped)?;
+        let plan = crate::reconcile::backstop_plan(&ctx, workspace).await?;
+        Ok((plan, hold))
+    }
+}
+
+/// A granted [`Msg::Hold`]: the hold and the context to plan with.
+struct Held {
+    hold: crate::backstop::WorkspaceHold,
+    ctx: Arc<Context>,
 }
 
 /// Builds a [`Remediator`].
@@ -680,6 +719,40 @@ impl Remediator {
         }
     }
 
+    /// Holds `workspace` (waiting until no remediation of it runs; none starts while
+    /// the hold lives), then runs the backstop's whole-root plan there
+    /// ([`crate::backstop`]): `init` when needed, `plan -detailed-exitcode -out=…`,
+    /// `show -json`, in the workspace's `dir` or a clean worktree of its
+    /// `[workspaces.git]` repository, with its tool, environment and lock timeout;
+    /// never an apply. Returns the drift with the hold still held: keep it until the
+    /// drift's events are handed on, so no remediation of the workspace starts
+    /// between the plan and their hand-off.
+    ///
+    /// # Errors
+    /// [`crate::backstop::BackstopError`]: no root, Terraform's state lock held (no
+    /// plan), the tool or the checkout failed, the plan JSON does not read, stopped.
+    pub async fn backstop_plan(
+        &self,
+        workspace: &str,
+    ) -> Result<
+        (
+            crate::backstop::BackstopPlan,
+            crate::backstop::WorkspaceHold,
+        ),
+        crate::backstop::BackstopError,
+    > {
+        self.backstop().plan(workspace).await
+    }
+
+    /// A handle that runs [`Remediator::backstop_plan`] (for the hand-off's hook); it
+    /// does not keep the remediator running: after [`Remediator::shutdown`] it
+    /// answers [`crate::BackstopError::Stopped`].
+    pub(crate) fn backstop(&self) -> Backstop {
+        Backstop {
+            tx: self.tx.downgrade(),
+        }
+    }
+
     /// The settle window of `[remediation]`.
     pub fn settle(&self) -> Duration {
         self.settle
@@ -813,10 +886,16 @@ struct Runner {
     waits: broadcast::Sender<Waiting>,
     /// The latest wait per workspace.
     waiting: WaitingNow,
+    /// Holds asked for per workspace, in order ([`Remediator::backstop_plan`]).
+    hold_waiters: BTreeMap<String, std::collections::VecDeque<oneshot::Sender<Held>>>,
+    /// Where dropped holds send their workspace.
+    release_tx: mpsc::UnboundedSender<String>,
+    release_rx: mpsc::UnboundedReceiver<String>,
 }
 
 impl Runner {
     fn new(ctx: Arc<Context>, completed: broadcast::Sender<Completed>) -> Self {
+        let (release_tx, release_rx) = mpsc::unbounded_channel();
         let backoff = ExponentialBuilder::default()
             .with_min_delay(Duration::from_millis(ctx.cfg.backoff_min_ms.max(1)))
             .with_max_delay(Duration::from_secs(ctx.cfg.backoff_max_secs.max(1)))
@@ -835,6 +914,41 @@ impl Runner {
             retired: BTreeSet::new(),
             waits: broadcast::channel(1).0,
             waiting: WaitingNow::default(),
+            hold_waiters: BTreeMap::new(),
+            release_tx,
+            release_rx,
+        }
+    }
+
+    /// Grants the holds asked for on workspaces where no batch runs (and no other
+    /// hold is granted): the workspace is busy until the hold is dropped.
+    fn grant_holds(&mut self) {
+        let free: Vec<String> = self
+            .hold_waiters
+            .keys()
+            .filter(|w| !self.busy.contains(*w))
+            .cloned()
+            .collect();
+        for ws in free {
+            let Some(queue) = self.hold_waiters.get_mut(&ws) else {
+                continue;
+            };
+            while let Some(waiter) = queue.pop_front() {
+                if waiter.is_closed() {
+                    continue;
+                }
+                self.busy.insert(ws.clone());
+                let held = Held {
+                    hold: crate::backstop::WorkspaceHold::new(ws.clone(), self.release_tx.clone()),
+                    ctx: self.ctx.clone(),
+                };
+                // A requester gone meanwhile drops the hold, which frees the workspace.
+                let _ = waiter.send(held);
+                break;
+            }
+            if queue.is_empty() {
+                self.hold_waiters.remove(&ws);
+            }
         }
     }
 
@@ -849,6 +963,7 @@ impl Runner {
             let now = Instant::now();
             self.fire_rechecks(now);
             self.retire_pending();
+            self.grant_holds();
             self.dispatch(now);
             if self.is_idle() {
                 for w in self.idle_waiters.drain(..) {
@@ -874,6 +989,9 @@ impl Runner {
                     Some(Msg::SetWorkspaces(ws, reply)) => {
                         let _ = reply.send(self.set_workspaces(ws));
                     }
+                    Some(Msg::Hold(ws, reply)) => {
+                        self.hold_waiters.entry(ws).or_default().push_back(reply);
+                    }
                     None => {
                         open = false;
                         // Drop work that has not started; finish what runs.
@@ -882,6 +1000,9 @@ impl Runner {
                         }
                     }
                 },
+                Some(ws) = self.release_rx.recv() => {
+                    self.busy.remove(&ws);
+                }
                 Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => match done {
                     Ok((batch, ran, result)) => self.finished(&batch, &ran, result),
                     Err(e) => tracing::error!(error = %e, "A remediation task ended unexpectedly."),

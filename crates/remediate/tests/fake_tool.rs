@@ -1078,3 +1078,121 @@ async fn a_batch_address_the_apply_did_not_change_is_not_counted_as_reverted() {
     assert_eq!(ts, ["new_drift", "resolved"], "{:?}", tf.calls());
     assert_eq!(tf.plans().len(), 3);
 }
+
+/// The backstop's whole-root plan (issue 15): no `-target`, never an apply, the plan
+/// file deleted; the drift read from `resource_drift` (drift the code accepts, a
+/// `no-op` in `resource_changes`, is not drift); the workspace held until the hold is
+/// dropped (a remediation of it waits), and a remediation and a backstop plan of one
+/// workspace never overlap. An unknown workspace has no root; a held state lock is
+/// `Locked`.
+#[tokio::test]
+async fn a_backstop_plan_holds_its_workspace_and_reads_the_drift_of_a_whole_plan() {
+    let tf = FakeTf::new("2", "backstop_drift.json");
+    std::fs::write(tf.dir.join("plan.sleep"), "0.3").unwrap();
+    let plan_dir = tempfile::tempdir().unwrap();
+    let r = Remediator::builder(RemediationConfig {
+        plan_dir: Some(plan_dir.path().to_owned()),
+        ..cfg()
+    })
+    .workspaces([tf.workspace("prod")])
+    .spawn();
+
+    let (plan, hold) = r.backstop_plan("prod").await.unwrap();
+    assert_eq!(hold.workspace(), "prod");
+    assert_eq!(plan.workspace, "prod");
+    assert!(plan.started <= plan.finished);
+    assert_eq!(
+        plan.drift
+            .drifted
+            .iter()
+            .map(|d| (d.address.as_str(), d.resource_type.as_str(), d.change))
+            .collect::<Vec<_>>(),
+        [(
+            "aws_security_group.web",
+            "aws_security_group",
+            Change::Update
+        )]
+    );
+    assert_eq!(plan.drift.accepted, ["aws_instance.app"]);
+    let calls = tf.calls();
+    assert!(
+        calls.iter().any(|c| c
+            == &format!(
+                "plan -input=false -no-color -lock-timeout=120s -detailed-exitcode -out={}",
+                plan_dir.path().join("prod-0.tfplan").display()
+            )),
+        "{calls:?}"
+    );
+    assert!(!calls.iter().any(|c| c.contains("-target")), "{calls:?}");
+    assert_eq!(tf.applies(), 0);
+    assert_eq!(
+        std::fs::read_dir(plan_dir.path()).unwrap().count(),
+        0,
+        "the plan file is deleted"
+    );
+
+    // Held: a remediation of the workspace does not start until the hold is dropped.
+    r.submit(
+        &event("e1", "AuthorizeSecurityGroupIngress", Change::Update),
+        &decision("prod", "aws_security_group.web", Decided::Revert),
+        &[],
+    )
+    .await
+    .unwrap();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), r.run_until_idle())
+            .await
+            .is_err(),
+        "the remediation ran while the backstop held the workspace: {:?}",
+        tf.plans()
+    );
+    assert_eq!(tf.plans().len(), 1, "{:?}", tf.plans());
+    drop(hold);
+    r.run_until_idle().await;
+    assert_eq!(tf.plans().len(), 2, "{:?}", tf.plans());
+    assert_eq!(tf.applies(), 1);
+
+    // A backstop plan asked for while a remediation runs waits for it: no overlap.
+    let r = Arc::new(r);
+    r.submit(
+        &event("e2", "AuthorizeSecurityGroupIngress", Change::Update),
+        &decision("prod", "aws_security_group.web", Decided::Revert),
+        &[],
+    )
+    .await
+    .unwrap();
+    let r2 = r.clone();
+    let backstop = tokio::spawn(async move { r2.backstop_plan("prod").await.map(|(p, _)| p) });
+    r.run_until_idle().await;
+    backstop.await.unwrap().unwrap();
+    let intervals: Vec<(f64, f64)> = std::fs::read_to_string(tf.dir.join("intervals.log"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (s, e) = l.split_once(' ').unwrap();
+            (s.parse().unwrap(), e.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(intervals.len(), 4, "{intervals:?}");
+    for (i, a) in intervals.iter().enumerate() {
+        for b in &intervals[i + 1..] {
+            assert!(
+                !(a.0 < b.1 && b.0 < a.1),
+                "two plans of one workspace overlapped: {intervals:?}"
+            );
+        }
+    }
+
+    // No root, and a held state lock.
+    assert!(matches!(
+        r.backstop_plan("nowhere").await,
+        Err(driftreactor_remediate::BackstopError::NoRoot(w)) if w == "nowhere"
+    ));
+    tf.set_queue("lock");
+    let locked = r.backstop_plan("prod").await.unwrap_err();
+    assert_eq!(locked.outcome(), "locked", "{locked}");
+    let Ok(r) = Arc::try_unwrap(r) else {
+        panic!("the remediator is still shared");
+    };
+    r.shutdown().await;
+}

@@ -157,6 +157,31 @@ pub fn fallback(graph: &Graph, event: &DriftEvent, candidates: &Candidates<'_>) 
     routed
 }
 
+/// The route of a drift found by the periodic backstop (a plan's `resource_drift`),
+/// which names the changed resource by its address rather than by a cloud id: the node
+/// of (`workspace`, `address`) as the one [`MatchKind::Primary`] match, with its
+/// dependents as [`route`] gives them. Empty when the graph has no such node (the
+/// state changed since the plan). Pure; never panics.
+pub fn route_address(graph: &Graph, workspace: &str, address: &str) -> Routed {
+    let Some(id) = graph.find(workspace, address) else {
+        return Routed::default();
+    };
+    let Some(node) = graph.get(id) else {
+        return Routed::default();
+    };
+    let ids = [(id, MatchKind::Primary)];
+    Routed {
+        matches: vec![ResourceMatch {
+            node: id,
+            workspace: Arc::clone(&node.workspace),
+            address: Arc::clone(&node.address),
+            kind: MatchKind::Primary,
+        }],
+        dependents: dependents_of(graph, &ids),
+        found_in_payload: false,
+    }
+}
+
 impl Routed {
     /// The dependents as (workspace, address) keys, in order: what the journal records
     /// and the remediator reads of the blast radius.

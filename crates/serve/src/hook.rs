@@ -14,7 +14,7 @@ use std::pin::Pin;
 use crate::model::Processed;
 
 pub use driftreactor_remediate::handoff::{ClearError, Handoff};
-pub use driftreactor_remediate::{Completed, Mode};
+pub use driftreactor_remediate::{BackstopError, BackstopPlan, Completed, Mode, WorkspaceHold};
 
 /// A boxed future (the hook is a trait object).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -76,6 +76,21 @@ pub trait AfterCommit: Send + Sync {
     fn waiting(&self) -> Vec<driftreactor_remediate::Waiting> {
         Vec::new()
     }
+
+    /// The periodic backstop's whole-root plan of `workspace`, run by the remediator
+    /// while it holds the workspace (no remediation of it runs meanwhile; keep the
+    /// returned hold until the drift's events are handed on). The default (no
+    /// remediator) answers [`BackstopError::Stopped`].
+    ///
+    /// # Errors
+    /// [`BackstopError`].
+    fn backstop_plan<'a>(
+        &'a self,
+        workspace: &'a str,
+    ) -> BoxFuture<'a, Result<(BackstopPlan, WorkspaceHold), BackstopError>> {
+        let _ = workspace;
+        Box::pin(async { Err(BackstopError::Stopped) })
+    }
 }
 
 /// The remediator's hook ([`driftreactor_remediate::handoff`]): what `serve` runs with
@@ -118,5 +133,14 @@ impl AfterCommit for driftreactor_remediate::handoff::Hook {
 
     fn waiting(&self) -> Vec<driftreactor_remediate::Waiting> {
         driftreactor_remediate::handoff::Hook::waiting(self)
+    }
+
+    fn backstop_plan<'a>(
+        &'a self,
+        workspace: &'a str,
+    ) -> BoxFuture<'a, Result<(BackstopPlan, WorkspaceHold), BackstopError>> {
+        Box::pin(driftreactor_remediate::handoff::Hook::backstop_plan(
+            self, workspace,
+        ))
     }
 }

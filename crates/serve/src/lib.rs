@@ -36,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 pub mod app;
 pub mod auth;
+mod backstop;
 pub mod check;
 pub mod config;
 pub mod hook;
@@ -641,6 +642,13 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         tracing::info!(source_type = %kind, "Source started.");
     }
 
+    // The periodic backstop (issue 15): workspaces with `backstop_interval`, on the
+    // leader, through the remediator.
+    tokio::spawn(backstop::run(
+        ctx.clone(),
+        states.workspaces(),
+        token.clone(),
+    ));
     let mut states = states;
     if journal_cfg.url.is_some() {
         // Several replicas: the leader lists the workspace sets, the others follow.

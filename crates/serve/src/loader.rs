@@ -172,6 +172,17 @@ impl Model for PipelineModel {
         Some(&self.pipeline)
     }
 
+    fn evaluate_address(
+        &self,
+        event: driftreactor_event::DriftEvent,
+        workspace: &str,
+        address: &str,
+    ) -> Option<Processed> {
+        Some(Processed::from(
+            self.pipeline.evaluate_address(event, workspace, address),
+        ))
+    }
+
     fn resource(&self, workspace: &str, address: &str) -> Option<ResourceInfo> {
         let graph = self.pipeline.graph();
         let id = graph.find(workspace, address)?;

@@ -203,6 +203,66 @@ pub struct WorkspaceLabels {
 }
 // --- end deploy ---
 
+// --- backstop (issue 15) ---
+/// What one backstop pass of a workspace ended in (`backstop_runs_total{outcome}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BackstopOutcome {
+    /// The plan showed no drift (`clean`).
+    Clean,
+    /// The plan showed drift (`drift`).
+    Drift,
+    /// Terraform's state lock was held: no plan (`locked`).
+    Locked,
+    /// The plan or the journal failed (`failed`).
+    Failed,
+}
+
+impl BackstopOutcome {
+    /// Every outcome.
+    pub const ALL: [BackstopOutcome; 4] = [
+        BackstopOutcome::Clean,
+        BackstopOutcome::Drift,
+        BackstopOutcome::Locked,
+        BackstopOutcome::Failed,
+    ];
+
+    /// The label value (also the journal's `backstop_runs.outcome`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            BackstopOutcome::Clean => "clean",
+            BackstopOutcome::Drift => "drift",
+            BackstopOutcome::Locked => "locked",
+            BackstopOutcome::Failed => "failed",
+        }
+    }
+}
+
+impl EncodeLabelValue for BackstopOutcome {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        std::fmt::Write::write_str(encoder, self.as_str())
+    }
+}
+
+/// `{workspace, outcome}`: `backstop_runs_total`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct BackstopRunLabels {
+    /// A configured workspace name.
+    pub workspace: String,
+    /// What the pass ended in.
+    pub outcome: BackstopOutcome,
+}
+
+/// `{workspace, type}`: `backstop_unannounced_total`,
+/// `backstop_announced_not_drifted_total`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct BackstopTypeLabels {
+    /// A configured workspace name.
+    pub workspace: String,
+    /// The Terraform resource type (`aws_security_group`).
+    pub r#type: String,
+}
+// --- end backstop ---
+
 /// `{result}` of a hand-off.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct HandoffLabels {
@@ -312,6 +372,20 @@ pub mod names {
     /// (read at start, found unchanged, or reloaded), by workspace.
     pub const STATE_LAST_CHECK: &str = "state_last_check_timestamp_seconds";
     // --- end deploy ---
+    // --- backstop (issue 15) ---
+    /// Backstop passes, by workspace and outcome (`clean`, `drift`, `locked`, `failed`).
+    pub const BACKSTOP_RUNS: &str = "backstop_runs";
+    /// Unix time, in seconds, of a workspace's last backstop pass that planned.
+    pub const BACKSTOP_LAST_SUCCESS: &str = "backstop_last_success_timestamp_seconds";
+    /// Drifted addresses a workspace's last backstop pass found.
+    pub const BACKSTOP_DRIFTED: &str = "backstop_drifted_addresses";
+    /// Drifted addresses found by the backstop that no event had announced, by
+    /// workspace and resource type.
+    pub const BACKSTOP_UNANNOUNCED: &str = "backstop_unannounced";
+    /// Addresses announced as drift by an event that the next backstop plan no longer
+    /// shows drifted, by workspace and resource type.
+    pub const BACKSTOP_ANNOUNCED_NOT_DRIFTED: &str = "backstop_announced_not_drifted";
+    // --- end backstop ---
     /// 1 while Terraform's lock on a workspace's state is held (an apply or plan is
     /// running), else 0, by workspace, as of the last reload tick.
     pub const STATE_LOCKED: &str = "state_locked";
@@ -350,6 +424,13 @@ pub struct Metrics {
     pub(crate) state_last_check: Family<WorkspaceLabels, Gauge>,
     pub(crate) state_locked: Family<WorkspaceLabels, Gauge>,
     // --- end deploy ---
+    // --- backstop (issue 15) ---
+    pub(crate) backstop_runs: Family<BackstopRunLabels, Counter>,
+    pub(crate) backstop_last_success: Family<WorkspaceLabels, Gauge>,
+    pub(crate) backstop_drifted: Family<WorkspaceLabels, Gauge>,
+    pub(crate) backstop_unannounced: Family<BackstopTypeLabels, Counter>,
+    pub(crate) backstop_announced_not_drifted: Family<BackstopTypeLabels, Counter>,
+    // --- end backstop ---
     /// The `operation` label values admitted so far, per provider (at most
     /// `max_operations` each).
     operations:
@@ -401,6 +482,11 @@ impl Metrics {
             journal_commit: histogram(),
             state_last_check: Family::default(),
             state_locked: Family::default(),
+            backstop_runs: Family::default(),
+            backstop_last_success: Family::default(),
+            backstop_drifted: Family::default(),
+            backstop_unannounced: Family::default(),
+            backstop_announced_not_drifted: Family::default(),
             operations: std::sync::Mutex::new(std::collections::HashMap::new()),
             max_operations: max,
             registry: Registry::default(),
@@ -541,8 +627,47 @@ impl Metrics {
             "1 while Terraform's lock on the workspace's state is held (an apply or plan is running), else 0",
             m.state_locked.clone(),
         );
+        // --- backstop (issue 15) ---
+        registry.register(
+            BACKSTOP_RUNS,
+            "Backstop passes (whole-root plans read for drift), by workspace and outcome (clean, drift, locked, failed)",
+            m.backstop_runs.clone(),
+        );
+        registry.register(
+            BACKSTOP_LAST_SUCCESS,
+            "Unix time of the workspace's last backstop pass that planned (clean or drift)",
+            m.backstop_last_success.clone(),
+        );
+        registry.register(
+            BACKSTOP_DRIFTED,
+            "Drifted addresses the workspace's last backstop pass found",
+            m.backstop_drifted.clone(),
+        );
+        registry.register(
+            BACKSTOP_UNANNOUNCED,
+            "Drifted addresses a backstop pass found that no event had announced (a broken or missing bus), by workspace and resource type",
+            m.backstop_unannounced.clone(),
+        );
+        registry.register(
+            BACKSTOP_ANNOUNCED_NOT_DRIFTED,
+            "Addresses an event announced as drift that the next backstop plan no longer shows drifted (reverted since, or the event was a no-op), by workspace and resource type",
+            m.backstop_announced_not_drifted.clone(),
+        );
+        // --- end backstop ---
         Self { registry, ..m }
     }
+
+    // --- backstop (issue 15) ---
+    /// Creates `backstop_runs_total` at 0 for every outcome of `workspace`.
+    pub fn init_backstop(&self, workspace: &str) {
+        for outcome in BackstopOutcome::ALL {
+            let _ = self.backstop_runs.get_or_create(&BackstopRunLabels {
+                workspace: workspace.to_owned(),
+                outcome,
+            });
+        }
+    }
+    // --- end backstop ---
 
     // --- deploy (issue 13) ---
     /// Records one journal append's duration (request to commit, or to its failure),

@@ -87,6 +87,19 @@ pub trait Model: Send + Sync {
     fn pipeline(&self) -> Option<&driftreactor_pipeline::Pipeline> {
         None
     }
+
+    /// Routes and decides a drift the periodic backstop found, named by (workspace,
+    /// address) rather than by a cloud id (`driftreactor_pipeline::Pipeline::evaluate_address`);
+    /// `None` (the default) when the model cannot.
+    fn evaluate_address(
+        &self,
+        event: driftreactor_event::DriftEvent,
+        workspace: &str,
+        address: &str,
+    ) -> Option<Processed> {
+        let _ = (event, workspace, address);
+        None
+    }
 }
 
 /// A [`Model`] with the facts of the states it was built from.

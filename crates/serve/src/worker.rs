@@ -125,6 +125,45 @@ pub(crate) async fn run(mut rx: mpsc::Receiver<Envelope>, ctx: Arc<Ctx>) {
     while tasks.join_next().await.is_some() {}
 }
 
+/// Records events that did not come from a bus (the periodic backstop's) exactly as
+/// a message's: one atomic journal append under `source` / `message_id` (the payload's
+/// SHA-256 from `payload`), counted and logged like any, then each newly recorded
+/// event handed to the after-commit hook (the remediator). Returns what the journal
+/// did per event (empty when the append failed: the error is logged and counted).
+pub(crate) async fn record(
+    ctx: &Ctx,
+    source: &str,
+    message_id: &str,
+    payload: &[u8],
+    items: Vec<Processed>,
+) -> Vec<Written> {
+    if items.is_empty() {
+        return Vec::new();
+    }
+    let processed: Option<Vec<Processed>> = ctx.after_commit.as_ref().map(|_| items.clone());
+    let requeue = |p: &Processed| ctx.after_commit.as_ref().and_then(|h| h.requeue_record(p));
+    let entries = match to_entries(
+        items.into_iter().map(Ok).collect(),
+        source,
+        message_id,
+        payload,
+        SystemTime::now(),
+        requeue,
+        &ctx.redactor,
+    ) {
+        Ok(entries) => entries,
+        Err(reason) => {
+            tracing::error!(source = %source, reason = %excerpt(&ctx.redactor, &reason), "Events not recorded.");
+            return Vec::new();
+        }
+    };
+    let (_, written) = journal(ctx, source, entries).await;
+    if let Some(items) = processed {
+        after_commit(ctx, source, items, written.clone());
+    }
+    written
+}
+
 /// Longest rejection reason answered, logged or counted, in characters; longer ones
 /// are cut (they may quote the event).
 pub(crate) const MAX_REASON_CHARS: usize = 300;
