@@ -168,10 +168,6 @@ impl Model for PipelineModel {
         Some(self.pipeline.graph())
     }
 
-    fn pipeline(&self) -> Option<&Pipeline> {
-        Some(&self.pipeline)
-    }
-
     fn evaluate_address(
         &self,
         event: driftreactor_event::DriftEvent,
@@ -181,6 +177,10 @@ impl Model for PipelineModel {
         Some(Processed::from(
             self.pipeline.evaluate_address(event, workspace, address),
         ))
+    }
+
+    fn pipeline(&self) -> Option<&Pipeline> {
+        Some(&self.pipeline)
     }
 
     fn resource(&self, workspace: &str, address: &str) -> Option<ResourceInfo> {

@@ -80,14 +80,6 @@ pub trait Model: Send + Sync {
         None
     }
 
-    /// The pipeline (graph and policy) the model runs, for the MCP tools
-    /// (`explain_event` and the graph queries on `/mcp`); `None` (the default) when
-    /// the model is not a [`driftreactor_pipeline::Pipeline`] (those tools then say
-    /// no graph is loaded).
-    fn pipeline(&self) -> Option<&driftreactor_pipeline::Pipeline> {
-        None
-    }
-
     /// Routes and decides a drift the periodic backstop found, named by (workspace,
     /// address) rather than by a cloud id (`driftreactor_pipeline::Pipeline::evaluate_address`);
     /// `None` (the default) when the model cannot.
@@ -98,6 +90,14 @@ pub trait Model: Send + Sync {
         address: &str,
     ) -> Option<Processed> {
         let _ = (event, workspace, address);
+        None
+    }
+
+    /// The pipeline (graph and policy) the model runs, for the MCP tools
+    /// (`explain_event` and the graph queries on `/mcp`); `None` (the default) when
+    /// the model is not a [`driftreactor_pipeline::Pipeline`] (those tools then say
+    /// no graph is loaded).
+    fn pipeline(&self) -> Option<&driftreactor_pipeline::Pipeline> {
         None
     }
 }
