@@ -551,14 +551,37 @@ fn http_checks(addr: &str) {
     assert!(e.contains("a valid admin bearer token is required"), "{e}");
 
     // With the admin token: clear (no plan) answers as POST …/clear?reconcile=false.
+    // reconcile answers as POST …/reconcile does; an address neither managed nor
+    // drifted is refused naming it.
     let calls = json!([
         {"tool": "clear", "arguments": {"workspace": "azure-platform", "address": nsg, "reconcile": false}},
+        {"tool": "reconcile", "arguments": {"workspace": "azure-platform", "address": nsg}},
+        {"tool": "reconcile", "arguments": {"workspace": "azure-platform", "address": "azurerm_nothing.here"}},
     ]);
     let report = client(&["http", &url], Some(ADMIN_TOKEN), &calls);
     assert_eq!(
         answer(&report, 0),
         &json!({"cleared": true, "workspace": "azure-platform", "address": nsg, "reconcile": false})
     );
+    assert_eq!(
+        answer(&report, 1),
+        &json!({"workspace": "azure-platform", "address": nsg, "reconcile": true})
+    );
+    let e = tool_error(&report, 2);
+    assert_eq!(
+        e,
+        "no resource `azurerm_nothing.here` in workspace `azure-platform` and no drift of it"
+    );
+    let (status, body) = common::request(
+        addr,
+        "POST",
+        "/v1/resources/azure-platform/azurerm_nothing.here/reconcile",
+        &format!("Authorization: Bearer {ADMIN_TOKEN}\r\n"),
+        b"",
+    )
+    .unwrap();
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains(&e), "the HTTP endpoint's error: {body}");
 }
 
 /// A `[mcp]` key that does not exist stops `driftreactor mcp` before it speaks MCP,
