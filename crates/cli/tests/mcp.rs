@@ -311,13 +311,16 @@ fn check_schemas(report: &Value) {
     }
 }
 
-/// `driftreactor mcp --config fixtures/driftreactor.toml` over stdio: the read tools
+/// `driftreactor mcp --config` the demo config over stdio: the read tools
 /// (no write tools by default), answers from the demo states and policy, errors that
 /// name the field, and the journal tools saying they need a journal (the demo config
 /// has none).
 #[test]
 fn stdio_server_answers_from_the_demo_states_and_journal_tools_need_a_journal() {
-    let config = fixtures().join("driftreactor.toml");
+    // The demo config in a folder of its own: no journal file can be next to it.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("driftreactor.toml");
+    std::fs::write(&config, demo_config()).unwrap();
     let mut calls = read_calls();
     let more = calls.as_array_mut().unwrap();
     more.push(json!({"tool": "list_drift", "arguments": {}}));
@@ -343,14 +346,19 @@ fn stdio_server_answers_from_the_demo_states_and_journal_tools_need_a_journal() 
     }
 }
 
+/// The demo config (`fixtures/driftreactor.toml`) with its state paths made absolute.
+fn demo_config() -> String {
+    let demo = std::fs::read_to_string(fixtures().join("driftreactor.toml")).unwrap();
+    let base = fixtures().display().to_string();
+    demo.replace("state = \"", &format!("state = \"{base}/"))
+}
+
 /// A serve config over the demo states and policy (absolute paths), with a journal,
 /// an Event Grid push endpoint, remediation on (detect-only workspaces: plans are
 /// refused, which is fine here), the admin token and `/mcp`'s own token, and the
 /// write tools.
 fn serve_config(dir: &Path) -> PathBuf {
-    let demo = std::fs::read_to_string(fixtures().join("driftreactor.toml")).unwrap();
-    let base = fixtures().display().to_string();
-    let demo = demo.replace("state = \"", &format!("state = \"{base}/"));
+    let demo = demo_config();
     let config = dir.join("driftreactor.toml");
     std::fs::write(
         &config,
