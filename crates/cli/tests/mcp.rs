@@ -379,7 +379,7 @@ const ADMIN_TOKEN: &str = "mcp-admin-token-2";
 /// with `/mcp`'s token the read tools answer as the HTTP API does (also the journal
 /// tools, on a drift pushed through the Event Grid endpoint) and the write tools are
 /// listed but refuse without the admin token; with the admin token `clear` works.
-/// Then `driftreactor mcp` over stdio reads the journal serve left.
+/// `driftreactor mcp` over stdio, beside it, reads its journal.
 #[test]
 fn streamable_http_on_serve_needs_the_token_and_answers_as_the_http_api() {
     let dir = tempfile::tempdir().unwrap();
@@ -403,7 +403,7 @@ fn streamable_http_on_serve_needs_the_token_and_answers_as_the_http_api() {
             common::log_tail(&log, 40)
         )
     });
-    let result = std::panic::catch_unwind(|| http_checks(&addr));
+    let result = std::panic::catch_unwind(|| http_checks(&addr, &config));
     common::stop_cleanly(&mut child, Duration::from_secs(20), || {
         common::log_tail(&log, 40)
     });
@@ -411,38 +411,6 @@ fn streamable_http_on_serve_needs_the_token_and_answers_as_the_http_api() {
         eprintln!("serve log:\n{}", common::log_tail(&log, 60));
         std::panic::resume_unwind(e);
     }
-
-    // `driftreactor mcp` over stdio on the journal serve left: the journal tools
-    // answer from it (the config names one).
-    let calls = json!([
-        {"tool": "list_drift", "arguments": {"status": "all", "workspace": "azure-platform"}},
-        {"tool": "recent_changes", "arguments": {"since": "2026-01-01T00:00:00Z"}},
-    ]);
-    let report = client(
-        &[
-            "stdio",
-            env!("CARGO_BIN_EXE_driftreactor"),
-            "mcp",
-            "--config",
-            config.to_str().unwrap(),
-        ],
-        None,
-        &calls,
-    );
-    let nsg = "module.network.azurerm_network_security_rule.aks[\"allow-https\"]";
-    assert_eq!(
-        tool_names(&report),
-        READ_TOOLS,
-        "no write tools over stdio, even with [mcp] write_tools (no remediator runs there)"
-    );
-    assert!(
-        addresses(&answer(&report, 0)["drift"]).contains(&nsg),
-        "{report}"
-    );
-    assert!(
-        addresses(&answer(&report, 1)["changes"]).contains(&nsg),
-        "{report}"
-    );
 }
 
 fn get(addr: &str, path: &str) -> Value {
@@ -451,7 +419,7 @@ fn get(addr: &str, path: &str) -> Value {
     serde_json::from_str(&body).unwrap()
 }
 
-fn http_checks(addr: &str) {
+fn http_checks(addr: &str, config: &Path) {
     // No token, a wrong token: 401, before any MCP is spoken.
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-03-26", "capabilities": {},
@@ -590,6 +558,37 @@ fn http_checks(addr: &str) {
     .unwrap();
     assert_eq!(status, 404, "{body}");
     assert!(body.contains(&e), "the HTTP endpoint's error: {body}");
+
+    // `driftreactor mcp` over stdio beside the running serve, on its journal: the
+    // journal tools answer from it (the config names one).
+    let calls = json!([
+        {"tool": "list_drift", "arguments": {"status": "all", "workspace": "azure-platform"}},
+        {"tool": "recent_changes", "arguments": {"since": "2026-01-01T00:00:00Z"}},
+    ]);
+    let report = client(
+        &[
+            "stdio",
+            env!("CARGO_BIN_EXE_driftreactor"),
+            "mcp",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        None,
+        &calls,
+    );
+    assert_eq!(
+        tool_names(&report),
+        READ_TOOLS,
+        "no write tools over stdio, even with [mcp] write_tools (no remediator runs there)"
+    );
+    assert!(
+        addresses(&answer(&report, 0)["drift"]).contains(&nsg),
+        "{report}"
+    );
+    assert!(
+        addresses(&answer(&report, 1)["changes"]).contains(&nsg),
+        "{report}"
+    );
 }
 
 /// A `[mcp]` key that does not exist stops `driftreactor mcp` before it speaks MCP,
