@@ -13,7 +13,7 @@
 //! | `reconcile` / `clear` | `workspace`, `address` (`reconcile`? for `clear`) | as `POST /v1/resources/…` | `[mcp] write_tools = true` and a remediator (serve) |
 //!
 //! The answers equal serve's HTTP API for the same question (`/v1/resources`,
-//! `/v1/graph/…`, `/v1/drift`, `/v1/changes`, `POST /v1/resources/…/clear|reconcile`;
+//! `/v1/graph/…`, `/v1/drift`, `POST /v1/resources/…/clear|reconcile`;
 //! `driftreactor explain --format json`): the same library calls
 //! ([`driftreactor_router::query`], [`driftreactor_pipeline::explain`],
 //! [`driftreactor_journal::JournalStore::changes`]), the
