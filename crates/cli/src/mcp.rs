@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use driftreactor_config::Config;
 use driftreactor_decide::Policy;
 use driftreactor_mcp::{DriftTools, McpConfig, StaticBackend};
@@ -38,24 +38,15 @@ pub struct Args {
 /// When the config, a state, the policy or the journal cannot be loaded (before
 /// anything is read from stdin), or the MCP handshake fails.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let states = crate::replay::state_args(&args.states)?;
-    let config = match &args.config {
-        Some(path) => {
-            let names: Vec<String> = states.iter().map(|s| s.name.clone()).collect();
-            let config = Config::load_with_workspaces(path, &names)?;
-            driftreactor_serve::check::check(
-                &config,
-                &crate::serve::registry(),
-                driftreactor_serve::check::CheckMode::Settings,
-            )?;
-            config
-        }
-        None => Config::default(),
-    };
-    if config.workspaces.is_empty() && config.workspace_sets.is_empty() && states.is_empty() {
-        bail!(
-            "no state given: pass --config with [[workspaces]] or [[workspace_sets]], or --state <file-dir-or-url>"
-        );
+    // The states as `graph` and `explain` load them; then all of the config, as
+    // `replay` checks it (a bad `[mcp]` or `[journal]` is named before MCP starts).
+    let (config, estate) = crate::graph::load_estate(args.config.as_deref(), &args.states)?;
+    if config.path.is_some() {
+        driftreactor_serve::check::check(
+            &config,
+            &crate::serve::registry(),
+            driftreactor_serve::check::CheckMode::Settings,
+        )?;
     }
     let mcp: McpConfig = config.section("mcp", config.mcp.as_ref())?;
     if mcp.write_tools {
@@ -63,7 +54,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "[mcp] write_tools: no remediator runs in `driftreactor mcp`; reconcile and clear are served by serve's /mcp only."
         );
     }
-    let estate = crate::replay::load_states(&config, states)?;
     let redactor = Redactor::new(estate.secrets);
     let policy = Policy::compile(&config.policy_config()).with_context(|| {
         format!(

@@ -311,13 +311,16 @@ fn check_schemas(report: &Value) {
     }
 }
 
-/// `driftreactor mcp --config fixtures/driftreactor.toml` over stdio: the read tools
+/// `driftreactor mcp --config` the demo config over stdio: the read tools
 /// (no write tools by default), answers from the demo states and policy, errors that
 /// name the field, and the journal tools saying they need a journal (the demo config
 /// has none).
 #[test]
 fn stdio_server_answers_from_the_demo_states_and_journal_tools_need_a_journal() {
-    let config = fixtures().join("driftreactor.toml");
+    // The demo config in a folder of its own: no journal file can be next to it.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("driftreactor.toml");
+    std::fs::write(&config, demo_config()).unwrap();
     let mut calls = read_calls();
     let more = calls.as_array_mut().unwrap();
     more.push(json!({"tool": "list_drift", "arguments": {}}));
@@ -343,14 +346,19 @@ fn stdio_server_answers_from_the_demo_states_and_journal_tools_need_a_journal() 
     }
 }
 
+/// The demo config (`fixtures/driftreactor.toml`) with its state paths made absolute.
+fn demo_config() -> String {
+    let demo = std::fs::read_to_string(fixtures().join("driftreactor.toml")).unwrap();
+    let base = fixtures().display().to_string();
+    demo.replace("state = \"", &format!("state = \"{base}/"))
+}
+
 /// A serve config over the demo states and policy (absolute paths), with a journal,
 /// an Event Grid push endpoint, remediation on (detect-only workspaces: plans are
 /// refused, which is fine here), the admin token and `/mcp`'s own token, and the
 /// write tools.
 fn serve_config(dir: &Path) -> PathBuf {
-    let demo = std::fs::read_to_string(fixtures().join("driftreactor.toml")).unwrap();
-    let base = fixtures().display().to_string();
-    let demo = demo.replace("state = \"", &format!("state = \"{base}/"));
+    let demo = demo_config();
     let config = dir.join("driftreactor.toml");
     std::fs::write(
         &config,
@@ -371,7 +379,7 @@ const ADMIN_TOKEN: &str = "mcp-admin-token-2";
 /// with `/mcp`'s token the read tools answer as the HTTP API does (also the journal
 /// tools, on a drift pushed through the Event Grid endpoint) and the write tools are
 /// listed but refuse without the admin token; with the admin token `clear` works.
-/// Then `driftreactor mcp` over stdio reads the journal serve left.
+/// `driftreactor mcp` over stdio, beside it, reads its journal.
 #[test]
 fn streamable_http_on_serve_needs_the_token_and_answers_as_the_http_api() {
     let dir = tempfile::tempdir().unwrap();
@@ -395,7 +403,7 @@ fn streamable_http_on_serve_needs_the_token_and_answers_as_the_http_api() {
             common::log_tail(&log, 40)
         )
     });
-    let result = std::panic::catch_unwind(|| http_checks(&addr));
+    let result = std::panic::catch_unwind(|| http_checks(&addr, &config));
     common::stop_cleanly(&mut child, Duration::from_secs(20), || {
         common::log_tail(&log, 40)
     });
@@ -403,38 +411,6 @@ fn streamable_http_on_serve_needs_the_token_and_answers_as_the_http_api() {
         eprintln!("serve log:\n{}", common::log_tail(&log, 60));
         std::panic::resume_unwind(e);
     }
-
-    // `driftreactor mcp` over stdio on the journal serve left: the journal tools
-    // answer from it (the config names one).
-    let calls = json!([
-        {"tool": "list_drift", "arguments": {"status": "all", "workspace": "azure-platform"}},
-        {"tool": "recent_changes", "arguments": {"since": "2026-01-01T00:00:00Z"}},
-    ]);
-    let report = client(
-        &[
-            "stdio",
-            env!("CARGO_BIN_EXE_driftreactor"),
-            "mcp",
-            "--config",
-            config.to_str().unwrap(),
-        ],
-        None,
-        &calls,
-    );
-    let nsg = "module.network.azurerm_network_security_rule.aks[\"allow-https\"]";
-    assert_eq!(
-        tool_names(&report),
-        READ_TOOLS,
-        "no write tools over stdio, even with [mcp] write_tools (no remediator runs there)"
-    );
-    assert!(
-        addresses(&answer(&report, 0)["drift"]).contains(&nsg),
-        "{report}"
-    );
-    assert!(
-        addresses(&answer(&report, 1)["changes"]).contains(&nsg),
-        "{report}"
-    );
 }
 
 fn get(addr: &str, path: &str) -> Value {
@@ -443,7 +419,7 @@ fn get(addr: &str, path: &str) -> Value {
     serde_json::from_str(&body).unwrap()
 }
 
-fn http_checks(addr: &str) {
+fn http_checks(addr: &str, config: &Path) {
     // No token, a wrong token: 401, before any MCP is spoken.
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-03-26", "capabilities": {},
@@ -551,13 +527,67 @@ fn http_checks(addr: &str) {
     assert!(e.contains("a valid admin bearer token is required"), "{e}");
 
     // With the admin token: clear (no plan) answers as POST …/clear?reconcile=false.
+    // reconcile answers as POST …/reconcile does; an address neither managed nor
+    // drifted is refused naming it.
     let calls = json!([
         {"tool": "clear", "arguments": {"workspace": "azure-platform", "address": nsg, "reconcile": false}},
+        {"tool": "reconcile", "arguments": {"workspace": "azure-platform", "address": nsg}},
+        {"tool": "reconcile", "arguments": {"workspace": "azure-platform", "address": "azurerm_nothing.here"}},
     ]);
     let report = client(&["http", &url], Some(ADMIN_TOKEN), &calls);
     assert_eq!(
         answer(&report, 0),
         &json!({"cleared": true, "workspace": "azure-platform", "address": nsg, "reconcile": false})
+    );
+    assert_eq!(
+        answer(&report, 1),
+        &json!({"workspace": "azure-platform", "address": nsg, "reconcile": true})
+    );
+    let e = tool_error(&report, 2);
+    assert_eq!(
+        e,
+        "no resource `azurerm_nothing.here` in workspace `azure-platform` and no drift of it"
+    );
+    let (status, body) = common::request(
+        addr,
+        "POST",
+        "/v1/resources/azure-platform/azurerm_nothing.here/reconcile",
+        &format!("Authorization: Bearer {ADMIN_TOKEN}\r\n"),
+        b"",
+    )
+    .unwrap();
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains(&e), "the HTTP endpoint's error: {body}");
+
+    // `driftreactor mcp` over stdio beside the running serve, on its journal: the
+    // journal tools answer from it (the config names one).
+    let calls = json!([
+        {"tool": "list_drift", "arguments": {"status": "all", "workspace": "azure-platform"}},
+        {"tool": "recent_changes", "arguments": {"since": "2026-01-01T00:00:00Z"}},
+    ]);
+    let report = client(
+        &[
+            "stdio",
+            env!("CARGO_BIN_EXE_driftreactor"),
+            "mcp",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        None,
+        &calls,
+    );
+    assert_eq!(
+        tool_names(&report),
+        READ_TOOLS,
+        "no write tools over stdio, even with [mcp] write_tools (no remediator runs there)"
+    );
+    assert!(
+        addresses(&answer(&report, 0)["drift"]).contains(&nsg),
+        "{report}"
+    );
+    assert!(
+        addresses(&answer(&report, 1)["changes"]).contains(&nsg),
+        "{report}"
     );
 }
 

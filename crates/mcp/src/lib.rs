@@ -13,7 +13,7 @@
 //! | `reconcile` / `clear` | `workspace`, `address` (`reconcile`? for `clear`) | as `POST /v1/resources/…` | `[mcp] write_tools = true` and a remediator (serve) |
 //!
 //! The answers equal serve's HTTP API for the same question (`/v1/resources`,
-//! `/v1/graph/…`, `/v1/drift`, `/v1/changes`, `POST /v1/resources/…/clear|reconcile`;
+//! `/v1/graph/…`, `/v1/drift`, `POST /v1/resources/…/clear|reconcile`;
 //! `driftreactor explain --format json`): the same library calls
 //! ([`driftreactor_router::query`], [`driftreactor_pipeline::explain`],
 //! [`driftreactor_journal::JournalStore::changes`]), the
@@ -183,10 +183,10 @@ impl Backend for StaticBackend {
     }
 }
 
-/// Why the MCP server stopped with an error.
+/// Why the MCP server stopped with an error ([`serve_stdio`]).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ServeError {
+pub enum TransportError {
     /// The client's `initialize` handshake failed (or the transport closed before it).
     #[error("MCP handshake failed: {0}")]
     Initialize(String),
@@ -199,19 +199,19 @@ pub enum ServeError {
 /// MCP stdio transport) until the client closes stdin. Logs must go to stderr.
 ///
 /// # Errors
-/// [`ServeError::Initialize`] when the handshake fails, [`ServeError::Service`] when
+/// [`TransportError::Initialize`] when the handshake fails, [`TransportError::Service`] when
 /// the service task ends abnormally.
 #[cfg(feature = "stdio")]
-pub async fn serve_stdio(tools: DriftTools) -> Result<(), ServeError> {
+pub async fn serve_stdio(tools: DriftTools) -> Result<(), TransportError> {
     use rmcp::ServiceExt as _;
     let running = tools
         .serve(rmcp::transport::stdio())
         .await
-        .map_err(|e| ServeError::Initialize(e.to_string()))?;
+        .map_err(|e| TransportError::Initialize(e.to_string()))?;
     running
         .waiting()
         .await
-        .map_err(|e| ServeError::Service(e.to_string()))?;
+        .map_err(|e| TransportError::Service(e.to_string()))?;
     Ok(())
 }
 

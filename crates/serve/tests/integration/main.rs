@@ -9,6 +9,7 @@ mod common;
 mod delivery;
 mod gcp_push;
 mod kill9;
+mod mcp;
 mod reload;
 mod retention;
 mod stream;
