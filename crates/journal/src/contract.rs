@@ -5,7 +5,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use chrono::Utc;
-use driftreactor_event::{Action, MatchKind, Provider, Reason, Verdict};
+use driftreactor_event::{
+    Action, AttributeChange, ChangesFrom, Diff, MatchKind, Provider, Reason, Verdict,
+};
 
 use crate::{
     ApplyRecord, Decided, DriftQuery, DriftStatus, DriftUpdate, Entry, Error, EventQuery,
@@ -47,6 +49,15 @@ pub(crate) async fn storage_contract(j: SharedJournal) {
     // Exactly once, answered after commit; a duplicate within one call too.
     let mut e = drift_entry("seam-1", "aws_security_group.web");
     e.remediation = Some(r#"{"id":"seam-1"}"#.to_owned());
+    e.diff = Some(Diff::known(
+        vec![AttributeChange::new(
+            "ingress[1]",
+            serde_json::Value::Null,
+            serde_json::json!({"cidr_blocks": ["0.0.0.0/0"], "from_port": 22}),
+        )],
+        ChangesFrom::Event,
+    ));
+    let seam_diff = e.diff.clone();
     let w = j.append(vec![e.clone(), e.clone()]).await.unwrap();
     assert!(matches!(w[0], Written::Recorded(_)));
     assert_eq!(w[1], Written::Duplicate);
@@ -106,6 +117,15 @@ pub(crate) async fn storage_contract(j: SharedJournal) {
     let row = &aws.iter().find(|r| r.event_id == "seam-1").unwrap();
     assert_eq!(row.resources.len(), 1);
     assert_eq!(row.operation, "AuthorizeSecurityGroupIngress");
+    // The attribute changes round-trip, answered as the row's own fields.
+    assert_eq!(row.diff, seam_diff);
+    let answered = serde_json::to_value(row).unwrap();
+    assert_eq!(answered["changes"][0]["path"], "ingress[1]");
+    assert_eq!(answered["changes_unknown"], serde_json::Value::Null);
+    assert_eq!(answered["changes_from"], "event");
+    let corr = aws.iter().find(|r| r.event_id == "corr-1").unwrap();
+    assert_eq!(corr.diff, None);
+    assert!(serde_json::to_value(corr).unwrap().get("changes").is_none());
     assert!(row.received_at.ends_with('Z') && row.journaled_at.ends_with('Z'));
 
     let drift = j.drift(Some(ws())).await.unwrap();

@@ -49,6 +49,7 @@ const TABLES: &[(&str, &[(&str, Col)])] = &[
             ("matches", Col::Text),
             ("dependents", Col::Text),
             ("correlation_key", Col::Text),
+            ("changes", Col::Text),
         ],
     ),
     (

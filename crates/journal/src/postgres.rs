@@ -195,6 +195,12 @@ CREATE TABLE workspace_listings (
 );
 "#;
 
+/// Version 3: the attribute-level diff of each event, as the SQLite journal's
+/// `SCHEMA_CHANGES` (`driftreactor_event::Diff` as JSON text; NULL but for drift).
+const PG_CHANGES: &str = r#"
+ALTER TABLE events ADD COLUMN changes TEXT;
+"#;
+
 /// The versioned migrations, version 1 first. Append new versions at the end; never
 /// edit a released one (sqlx refuses a database whose applied migration's checksum
 /// differs).
@@ -212,6 +218,13 @@ pub(crate) fn migrations() -> Vec<Migration> {
             "workspace set listings".into(),
             MigrationType::Simple,
             PG_V2.into(),
+            false,
+        ),
+        Migration::new(
+            3,
+            "event attribute changes".into(),
+            MigrationType::Simple,
+            PG_CHANGES.into(),
             false,
         ),
     ]
@@ -515,8 +528,8 @@ async fn insert(
     let row = query::<Postgres>(
         "INSERT INTO events (provider, event_id, source, message_id, received_at, \
          occurred_at, journaled_at, payload_sha256, service, operation, change, principal, \
-         resource_ids, verdict, reason, action, matches, dependents, correlation_key) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
+         resource_ids, verdict, reason, action, matches, dependents, correlation_key, changes) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) \
          ON CONFLICT (provider, event_id) DO NOTHING RETURNING seq",
     )
     .bind(e.provider.as_str())
@@ -538,6 +551,7 @@ async fn insert(
     .bind(json(&e.matches))
     .bind(json(&e.dependents))
     .bind(&e.correlation_key)
+    .bind(e.diff.as_ref().map(json))
     .fetch_optional(&mut **tx)
     .await?;
     let Some(row) = row else {
@@ -643,6 +657,9 @@ fn event_row(r: &PgRow, at: usize) -> sqlx_core::Result<EventRow> {
         resources: parse_json::<Vec<MatchRecord>>(r.try_get(at + 17)?),
         dependents: parse_json::<Vec<ResourceKey>>(r.try_get(at + 18)?),
         correlation_key: r.try_get(at + 19)?,
+        diff: r
+            .try_get::<Option<String>, _>(at + 20)?
+            .and_then(|s| serde_json::from_str(&s).ok()),
     })
 }
 

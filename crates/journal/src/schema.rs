@@ -12,7 +12,7 @@ use rusqlite_migration::{M, Migrations};
 use crate::{Error, Result};
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub(crate) const VERSION: i64 = 6;
+pub(crate) const VERSION: i64 = 7;
 
 pub(crate) const SCHEMA_V1: &str = "
 CREATE TABLE IF NOT EXISTS events (
@@ -183,6 +183,13 @@ CREATE TABLE IF NOT EXISTS workspace_listings (
 ) WITHOUT ROWID;
 ";
 
+/// The attribute-level diff of each event (`driftreactor_event::Diff` as JSON: its
+/// `changes`, `changes_unknown` and `changes_from`; NULL for every verdict but drift
+/// and for rows written before this version).
+pub(crate) const SCHEMA_CHANGES: &str = "
+ALTER TABLE events ADD COLUMN changes TEXT;
+";
+
 /// Every table of the file, one migration per schema version (`PRAGMA user_version`
 /// counts the migrations applied; `rusqlite_migration` applies the missing ones, each
 /// in its own transaction). Append new versions at the end; never edit a released one.
@@ -196,6 +203,7 @@ pub(crate) const MIGRATION_STEPS: &[M<'static>] = &[
     M::up(SCHEMA_V4),
     M::up(SCHEMA_V5),
     M::up(SCHEMA_V6),
+    M::up(SCHEMA_CHANGES),
 ];
 
 /// Opens the database at `path`. This is the one place that sets up a connection to

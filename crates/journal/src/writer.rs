@@ -173,8 +173,8 @@ fn insert(tx: &rusqlite::Transaction<'_>, e: &Entry, now: &str) -> Result<Writte
         .prepare_cached(
             "INSERT INTO events (provider, event_id, source, message_id, received_at, \
              occurred_at, journaled_at, payload_sha256, service, operation, change, principal, \
-             resource_ids, verdict, reason, action, matches, dependents, correlation_key) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19) \
+             resource_ids, verdict, reason, action, matches, dependents, correlation_key, changes) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20) \
              ON CONFLICT (provider, event_id) DO NOTHING",
         )
         .and_then(|mut st| {
@@ -198,6 +198,7 @@ fn insert(tx: &rusqlite::Transaction<'_>, e: &Entry, now: &str) -> Result<Writte
                 json(&e.matches),
                 json(&e.dependents),
                 e.correlation_key,
+                e.diff.as_ref().map(json),
             ])
         })
         .map_err(sqlite("insert event"))?;

@@ -146,6 +146,10 @@ pub fn diff_of(graph: &Graph, event: &DriftEvent, routed: &Routed) -> Option<Dif
         .find(|m| m.kind == MatchKind::Primary)
         .or_else(|| routed.matches.first())?;
     let node = graph.get(m.node)?;
+    if !driftreactor_diff::has_rule(event) {
+        // No rule reads this operation: skip parsing the request and the attributes.
+        return Some(Diff::unknown(ChangesUnknown::NotInEvent));
+    }
     let kept: Option<serde_json::Map<String, serde_json::Value>> = graph
         .kept_attributes(m.node)
         .and_then(|text| serde_json::from_str(text).ok());

@@ -218,6 +218,7 @@ fn to_entries(
                 correlation_key: e.correlation_key.as_deref().map(r),
                 repeated: p.repeated,
                 remediation,
+                diff: e.diff.map(|d| redactor.diff(d)),
             }
         })
         .collect())
