@@ -81,6 +81,8 @@ pub(crate) async fn storage_contract(j: SharedJournal) {
     let mut second = drift_entry("corr-2", "aws_instance.app");
     second.correlation_key = Some("op-1".into());
     second.remediation = Some("{}".into());
+    // Recorded as `ignored` / `duplicate`: its diff is not stored.
+    second.diff = seam_diff.clone();
     let w = j.append(vec![first, second]).await.unwrap();
     assert_eq!(
         w[0],
@@ -125,6 +127,11 @@ pub(crate) async fn storage_contract(j: SharedJournal) {
     assert_eq!(answered["changes_from"], "event");
     let corr = aws.iter().find(|r| r.event_id == "corr-1").unwrap();
     assert_eq!(corr.diff, None);
+    let repeated = all.iter().find(|r| r.event_id == "corr-2").unwrap();
+    assert_eq!(
+        (repeated.verdict, &repeated.diff),
+        (Verdict::Ignored, &None)
+    );
     assert!(serde_json::to_value(corr).unwrap().get("changes").is_none());
     assert!(row.received_at.ends_with('Z') && row.journaled_at.ends_with('Z'));
 

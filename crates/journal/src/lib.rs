@@ -418,7 +418,8 @@ pub struct Entry {
     #[serde(default)]
     pub remediation: Option<String>,
     /// The attribute-level diff of a drift (`DriftEvent::diff`), stored as given in
-    /// the event's `changes` column and answered on `/v1/events` and with each drift
+    /// the event's `changes` column when the event is recorded as `drift` (not when
+    /// [`Entry::repeated`] applies) and answered on `/v1/events` and with each drift
     /// row's evidence: redact it first. `None` for other verdicts.
     #[serde(default)]
     pub diff: Option<Diff>,

@@ -551,7 +551,12 @@ async fn insert(
     .bind(json(&e.matches))
     .bind(json(&e.dependents))
     .bind(&e.correlation_key)
-    .bind(e.diff.as_ref().map(json))
+    .bind(
+        e.diff
+            .as_ref()
+            .filter(|_| decided.verdict == Verdict::Drift)
+            .map(json),
+    )
     .fetch_optional(&mut **tx)
     .await?;
     let Some(row) = row else {

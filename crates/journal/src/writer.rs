@@ -198,7 +198,10 @@ fn insert(tx: &rusqlite::Transaction<'_>, e: &Entry, now: &str) -> Result<Writte
                 json(&e.matches),
                 json(&e.dependents),
                 e.correlation_key,
-                e.diff.as_ref().map(json),
+                e.diff
+                    .as_ref()
+                    .filter(|_| decided.verdict == Verdict::Drift)
+                    .map(json),
             ])
         })
         .map_err(sqlite("insert event"))?;

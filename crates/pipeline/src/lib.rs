@@ -376,6 +376,11 @@ impl ReportLine {
     /// The line for an evaluated event.
     pub fn from_evaluated(input: String, ev: &Evaluated) -> Self {
         let e = &ev.event;
+        // Drift lines only: a redelivered or repeated report of a drift is `ignored`.
+        let diff = e
+            .diff
+            .as_ref()
+            .filter(|_| ev.decision.verdict == Verdict::Drift);
         Self {
             input,
             event_id: Some(e.id.clone()),
@@ -409,8 +414,8 @@ impl ReportLine {
                 })
                 .collect(),
             action: ev.decision.action,
-            changes: e.diff.as_ref().map(|d| d.changes.clone()),
-            changes_unknown: e.diff.as_ref().map(|d| d.changes_unknown),
+            changes: diff.map(|d| d.changes.clone()),
+            changes_unknown: diff.map(|d| d.changes_unknown),
         }
     }
 
