@@ -245,6 +245,17 @@ fn serve_binary_reloads_state_and_routes_through_the_real_pipeline() {
                 && r["last_event"]["event_id"] == "after-apply"),
         "{drift}"
     );
+    // The drift's evidence says what changed, or why that is not known: an ARM event
+    // carries no properties.
+    let row = rows
+        .iter()
+        .find(|r| r["last_event"]["event_id"] == "after-apply")
+        .unwrap();
+    assert!(row["last_event"]["changes"].is_null(), "{row}");
+    assert_eq!(
+        row["last_event"]["changes_unknown"], "not_in_event",
+        "{row}"
+    );
     sigterm_and_wait(child);
 }
 

@@ -211,6 +211,31 @@ pub(crate) fn changes(
     }
 }
 
+/// True when [`changes`] has a rule for the CloudTrail operation `op`.
+pub(crate) fn has_rule(op: &str) -> bool {
+    matches!(
+        op,
+        "AuthorizeSecurityGroupIngress"
+            | "AuthorizeSecurityGroupEgress"
+            | "RevokeSecurityGroupIngress"
+            | "RevokeSecurityGroupEgress"
+            | "PutBucketPolicy"
+            | "DeleteBucketPolicy"
+            | "UpdateAssumeRolePolicy"
+            | "PutRolePolicy"
+            | "PutUserPolicy"
+            | "PutGroupPolicy"
+            | "CreatePolicyVersion"
+            | "PutBucketAcl"
+            | "PutBucketPublicAccessBlock"
+            | "PutBucketVersioning"
+            | "PutBucketEncryption"
+            | "ModifyInstanceAttribute"
+            | "ModifyDBInstance"
+            | "UpdateFunctionConfiguration"
+    ) || is_tag_op(op)
+}
+
 fn attrs<'a>(target: Option<Target<'a>>) -> Result<&'a Map<String, Value>, ChangesUnknown> {
     target
         .and_then(|t| t.attributes)

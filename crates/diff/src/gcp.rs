@@ -63,6 +63,18 @@ pub(crate) fn changes(
     }
 }
 
+/// True when [`changes`] has a rule for the operation `op`: an asset feed's
+/// (`<assetType>/update`), or an audit method ending in `setLabels`, `setMetadata`,
+/// `setMachineType`, `patch` or `update`.
+pub(crate) fn has_rule(op: &str) -> bool {
+    op.ends_with("/update")
+        || op.ends_with("/setIamPolicy")
+        || matches!(
+            op.rsplit('.').next(),
+            Some("setLabels" | "setMetadata" | "setMachineType" | "patch" | "update")
+        )
+}
+
 fn attrs<'a>(target: Option<Target<'a>>) -> Result<&'a Map<String, Value>, ChangesUnknown> {
     target
         .and_then(|t| t.attributes)

@@ -130,6 +130,9 @@ pub fn kept_attributes(resource_type: &str) -> &'static [&'static str] {
 /// An empty `changes` list means the event's new values equal the state's (a policy
 /// whose statements were only reordered, a tag set to its current value).
 pub fn from_event(event: &DriftEvent, target: Option<Target<'_>>) -> Diff {
+    if !has_rule(event) {
+        return Diff::unknown(ChangesUnknown::NotInEvent);
+    }
     let request = event
         .request
         .as_ref()
@@ -147,6 +150,18 @@ pub fn from_event(event: &DriftEvent, target: Option<Target<'_>>) -> Diff {
             Diff::known(changes, ChangesFrom::Event)
         }
         Err(why) => Diff::unknown(why),
+    }
+}
+
+/// True when [`from_event`] has a rule for `event`'s operation (so it reads the
+/// request and the state attributes); false means its diff is
+/// [`ChangesUnknown::NotInEvent`] whatever the state holds. Cheap: the operation name
+/// only, so a caller can skip reading the state attributes.
+pub fn has_rule(event: &DriftEvent) -> bool {
+    match event.provider {
+        Provider::Aws => aws::has_rule(&event.operation),
+        Provider::Gcp => gcp::has_rule(&event.operation),
+        _ => false,
     }
 }
 

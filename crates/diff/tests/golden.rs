@@ -336,3 +336,58 @@ fn golden_plan_resource_drift() {
         "{sg:#?}"
     );
 }
+
+/// Nothing panics on input: every event of the AWS and GCP corpus, against state
+/// attributes of the expected shapes, of the wrong types, and none, for every type
+/// the diff keeps attributes of.
+#[test]
+fn no_panic_on_any_corpus_event_or_attribute_shape() {
+    let shapes = [
+        json!({}),
+        json!({"tags": "x", "ingress": 5, "egress": {"a": 1}, "policy": 3, "labels": [1],
+               "metadata": "m", "assume_role_policy": {"Statement": "x"}, "instance_type": null,
+               "versioning_configuration": "v", "rule": [null], "machine_type": 7}),
+        json!({"tags": {"k": {"nested": true}}, "ingress": [null, 1, {"from_port": "x"}],
+               "policy": "{not json", "labels": {}, "metadata": {"startup-script": 1},
+               "metadata_startup_script": "s", "acl": ["a"], "block_public_acls": "maybe"}),
+    ];
+    let types = [
+        "aws_security_group",
+        "aws_s3_bucket_policy",
+        "aws_iam_role",
+        "aws_instance",
+        "aws_s3_bucket_versioning",
+        "aws_s3_bucket_server_side_encryption_configuration",
+        "google_compute_instance",
+        "google_compute_firewall",
+        "aws_lb",
+    ];
+    let mut events = 0;
+    for provider in ["aws", "gcp"] {
+        for file in corpus::json_files(&corpus::dir(provider)) {
+            let bytes = std::fs::read(&file).unwrap();
+            for item in corpus::split(&bytes).0.into_iter().flatten() {
+                let Ok(ev) = driftreactor_aws::normalize(&item)
+                    .or_else(|_| driftreactor_gcp::normalize(&item))
+                else {
+                    continue;
+                };
+                events += 1;
+                let _ = from_event(&ev, None);
+                for ty in types {
+                    for shape in &shapes {
+                        let attrs = shape.as_object().unwrap();
+                        let _ = from_event(
+                            &ev,
+                            Some(Target {
+                                resource_type: ty,
+                                attributes: Some(attrs),
+                            }),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    assert!(events > 50, "only {events} corpus events normalized");
+}

@@ -17,7 +17,10 @@ use chrono::{DateTime, Utc};
 use rusqlite::params;
 use serde::Serialize;
 
-use driftreactor_event::{Action, Change, MatchKind, Reason, Verdict, Via};
+use driftreactor_event::{
+    Action, AttributeChange, Change, ChangesFrom, ChangesUnknown, Diff, MatchKind, Reason, Verdict,
+    Via,
+};
 
 use crate::query::{vocab, vocab_opt};
 use crate::writer::ts;
@@ -41,7 +44,7 @@ pub struct ChangeQuery {
 
 /// One resource address that changed since [`ChangeQuery::since`], with the events
 /// that changed it and where its drift stands.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AddressChanges {
     /// Workspace.
     pub workspace: String,
@@ -64,7 +67,7 @@ pub struct AddressChanges {
 }
 
 /// One event that changed an address.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChangeEvent {
     /// Journal sequence number (journal order; opaque, with gaps).
     pub seq: i64,
@@ -96,9 +99,31 @@ pub struct ChangeEvent {
     pub reason: Option<Reason>,
     /// The event's action (`revert`, `pull_request`, `notify`, `none`).
     pub action: Action,
-    /// The attribute-level diff of the change (`[{"path", "before", "after"}]`),
-    /// redacted; `None` when it is not known (not in the event, or not journaled).
-    pub changes: Option<serde_json::Value>,
+    /// The attribute-level changes (`[{"path", "before", "after"}]`, README
+    /// "Attribute-level changes"), redacted when journaled; `None` (null) when not
+    /// known: see `changes_unknown`, or no diff was journaled (not a drift verdict,
+    /// or an event journaled before the journal recorded diffs).
+    pub changes: Option<Vec<AttributeChange>>,
+    /// Why `changes` is not known (`not_in_event`, `omitted_by_cloudtrail`,
+    /// `no_state_attributes`), when a diff was journaled without changes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changes_unknown: Option<ChangesUnknown>,
+    /// Where the changes were read (`event` or `plan`), when a diff was journaled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changes_from: Option<ChangesFrom>,
+}
+
+impl ChangeEvent {
+    /// Sets the diff fields from the journaled `events.changes` JSON text (a
+    /// [`Diff`]); text that does not parse leaves them unknown.
+    fn with_diff(mut self, text: Option<String>) -> Self {
+        if let Some(d) = text.and_then(|t| serde_json::from_str::<Diff>(&t).ok()) {
+            self.changes = d.changes;
+            self.changes_unknown = d.changes_unknown;
+            self.changes_from = Some(d.changes_from);
+        }
+        self
+    }
 }
 
 /// The reasons of events that are not changes (left out of [`Journal::changes`]), as
@@ -127,7 +152,7 @@ pub(crate) fn is_change_sql() -> String {
 /// `event_resources r`.
 pub(crate) const CHANGE_EVENT_COLUMNS: &str = "e.seq, e.provider, e.event_id, e.occurred_at, \
     e.received_at, e.service, e.operation, e.change, e.principal, r.kind, e.verdict, e.reason, \
-    e.action, e.via";
+    e.action, e.via, e.changes";
 
 fn change_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<ChangeEvent> {
     Ok(ChangeEvent {
@@ -146,7 +171,10 @@ fn change_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<ChangeEvent> {
         reason: vocab_opt(r, 11)?,
         action: vocab(r, 12)?,
         changes: None,
-    })
+        changes_unknown: None,
+        changes_from: None,
+    }
+    .with_diff(r.get(14)?))
 }
 
 /// The most addresses one answer holds (the API's `limit`): 0 means 100; capped at
@@ -289,7 +317,10 @@ pub(crate) mod pg {
             reason: name(r, 11)?,
             action: required(r, 12)?,
             changes: None,
-        })
+            changes_unknown: None,
+            changes_from: None,
+        }
+        .with_diff(r.try_get(14)?))
     }
 
     /// [`crate::Journal::changes`] on PostgreSQL.

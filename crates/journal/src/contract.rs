@@ -5,7 +5,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use chrono::Utc;
-use driftreactor_event::{Action, MatchKind, Provider, Reason, Verdict};
+use driftreactor_event::{
+    Action, AttributeChange, ChangesFrom, Diff, MatchKind, Provider, Reason, Verdict,
+};
 
 use crate::{
     ApplyRecord, Decided, DriftQuery, DriftStatus, DriftUpdate, Entry, Error, EventQuery,
@@ -47,6 +49,15 @@ pub(crate) async fn storage_contract(j: SharedJournal) {
     // Exactly once, answered after commit; a duplicate within one call too.
     let mut e = drift_entry("seam-1", "aws_security_group.web");
     e.remediation = Some(r#"{"id":"seam-1"}"#.to_owned());
+    e.diff = Some(Diff::known(
+        vec![AttributeChange::new(
+            "ingress[1]",
+            serde_json::Value::Null,
+            serde_json::json!({"cidr_blocks": ["0.0.0.0/0"], "from_port": 22}),
+        )],
+        ChangesFrom::Event,
+    ));
+    let seam_diff = e.diff.clone();
     let w = j.append(vec![e.clone(), e.clone()]).await.unwrap();
     assert!(matches!(w[0], Written::Recorded(_)));
     assert_eq!(w[1], Written::Duplicate);
@@ -70,6 +81,8 @@ pub(crate) async fn storage_contract(j: SharedJournal) {
     let mut second = drift_entry("corr-2", "aws_instance.app");
     second.correlation_key = Some("op-1".into());
     second.remediation = Some("{}".into());
+    // Recorded as `ignored` / `duplicate`: its diff is not stored.
+    second.diff = seam_diff.clone();
     let w = j.append(vec![first, second]).await.unwrap();
     assert_eq!(
         w[0],
@@ -106,6 +119,20 @@ pub(crate) async fn storage_contract(j: SharedJournal) {
     let row = &aws.iter().find(|r| r.event_id == "seam-1").unwrap();
     assert_eq!(row.resources.len(), 1);
     assert_eq!(row.operation, "AuthorizeSecurityGroupIngress");
+    // The attribute changes round-trip, answered as the row's own fields.
+    assert_eq!(row.diff, seam_diff);
+    let answered = serde_json::to_value(row).unwrap();
+    assert_eq!(answered["changes"][0]["path"], "ingress[1]");
+    assert_eq!(answered["changes_unknown"], serde_json::Value::Null);
+    assert_eq!(answered["changes_from"], "event");
+    let corr = aws.iter().find(|r| r.event_id == "corr-1").unwrap();
+    assert_eq!(corr.diff, None);
+    let repeated = all.iter().find(|r| r.event_id == "corr-2").unwrap();
+    assert_eq!(
+        (repeated.verdict, &repeated.diff),
+        (Verdict::Ignored, &None)
+    );
+    assert!(serde_json::to_value(corr).unwrap().get("changes").is_none());
     assert!(row.received_at.ends_with('Z') && row.journaled_at.ends_with('Z'));
 
     let drift = j.drift(Some(ws())).await.unwrap();
@@ -589,7 +616,19 @@ pub(crate) async fn changes_contract(j: SharedJournal) {
         late,
         repeated,
         change("s-1", "staging", "aws_s3_bucket.logs"),
-        change("c-2", "prod", web),
+        {
+            // The latest change of the group carries its attribute diff.
+            let mut c = change("c-2", "prod", web);
+            c.diff = Some(driftreactor_event::Diff::known(
+                vec![driftreactor_event::AttributeChange::new(
+                    "ingress[2].cidr_blocks",
+                    serde_json::json!(["10.0.0.0/8"]),
+                    serde_json::json!(["0.0.0.0/0"]),
+                )],
+                driftreactor_event::ChangesFrom::Event,
+            ));
+            c
+        },
     ])
     .await
     .unwrap();
@@ -650,6 +689,13 @@ pub(crate) async fn changes_contract(j: SharedJournal) {
     assert!(e.received_at.ends_with('Z') && e.occurred_at.is_some());
     assert_eq!(e.via, Some(driftreactor_event::Via::Console));
     assert!(e.seq > sg.events[1].seq);
+    // Each event answers its journaled attribute changes ("what changed, from → to").
+    let answered = serde_json::to_value(e).unwrap();
+    assert_eq!(answered["changes"][0]["path"], "ingress[2].cidr_blocks");
+    assert_eq!(answered["changes"][0]["after"][0], "0.0.0.0/0");
+    assert_eq!(answered["changes_from"], "event");
+    let first = serde_json::to_value(&sg.events[1]).unwrap();
+    assert!(first["changes"].is_null() && first.get("changes_from").is_none());
     // Our own apply is a change, listed with its verdict; it has no drift row.
     let app = &all[2];
     assert_eq!(app.status, None);

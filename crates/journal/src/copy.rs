@@ -51,6 +51,7 @@ const TABLES: &[(&str, &[(&str, Col)])] = &[
             ("dependents", Col::Text),
             ("correlation_key", Col::Text),
             ("via", Col::Text),
+            ("changes", Col::Text),
         ],
     ),
     (

@@ -74,7 +74,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::{DateTime, Utc};
-use driftreactor_event::{Action, Change, Provider, Reason, Verdict, Via};
+use driftreactor_event::{Action, Change, Diff, Provider, Reason, Verdict, Via};
 pub use driftreactor_event::{Decided, MatchRecord, ResourceKey};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
@@ -374,7 +374,7 @@ impl JournalConfig {
 
 /// One event to record: the normalized summary and the decision, never the raw
 /// payload (only its SHA-256, see [`sha256_hex`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
     /// The provider; with `id` the dedupe key.
     pub provider: Provider,
@@ -433,6 +433,12 @@ pub struct Entry {
     /// Not recorded when the entry is recorded with [`Entry::repeated`].
     #[serde(default)]
     pub remediation: Option<String>,
+    /// The attribute-level diff of a drift (`DriftEvent::diff`), stored as given in
+    /// the event's `changes` column when the event is recorded as `drift` (not when
+    /// [`Entry::repeated`] applies) and answered on `/v1/events` and with each drift
+    /// row's evidence: redact it first. `None` for other verdicts.
+    #[serde(default)]
+    pub diff: Option<Diff>,
 }
 
 impl Entry {
@@ -461,6 +467,7 @@ impl Entry {
             correlation_key: None,
             repeated: None,
             remediation: None,
+            diff: None,
         }
     }
 }

@@ -232,6 +232,12 @@ ALTER TABLE drift ADD COLUMN found_by TEXT NOT NULL DEFAULT 'event';
 /// `EVENT_VIA` migration.
 const PG_EVENT_VIA: &str = "ALTER TABLE events ADD COLUMN via TEXT;";
 
+/// Version 3: the attribute-level diff of each event, as the SQLite journal's
+/// `SCHEMA_CHANGES` (`driftreactor_event::Diff` as JSON text; NULL but for drift).
+const PG_CHANGES: &str = r#"
+ALTER TABLE events ADD COLUMN changes TEXT;
+"#;
+
 /// The versioned migrations, version 1 first. Append new versions at the end; never
 /// edit a released one (sqlx refuses a database whose applied migration's checksum
 /// differs).
@@ -270,6 +276,13 @@ pub(crate) fn migrations() -> Vec<Migration> {
             "event via".into(),
             MigrationType::Simple,
             PG_EVENT_VIA.into(),
+            false,
+        ),
+        Migration::new(
+            6,
+            "event attribute changes".into(),
+            MigrationType::Simple,
+            PG_CHANGES.into(),
             false,
         ),
     ]
@@ -589,8 +602,8 @@ async fn insert(
     let row = query::<Postgres>(
         "INSERT INTO events (provider, event_id, source, message_id, received_at, \
          occurred_at, journaled_at, payload_sha256, service, operation, change, principal, \
-         resource_ids, verdict, reason, action, matches, dependents, correlation_key, via) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) \
+         resource_ids, verdict, reason, action, matches, dependents, correlation_key, via, changes) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) \
          ON CONFLICT (provider, event_id) DO NOTHING RETURNING seq",
     )
     .bind(e.provider.as_str())
@@ -613,6 +626,12 @@ async fn insert(
     .bind(json(&e.dependents))
     .bind(&e.correlation_key)
     .bind(e.via.as_str())
+    .bind(
+        e.diff
+            .as_ref()
+            .filter(|_| decided.verdict == Verdict::Drift)
+            .map(json),
+    )
     .fetch_optional(&mut **tx)
     .await?;
     let Some(row) = row else {
@@ -745,6 +764,9 @@ fn event_row(r: &PgRow, at: usize) -> sqlx_core::Result<EventRow> {
         resources: parse_json::<Vec<MatchRecord>>(r.try_get(at + 17)?),
         dependents: parse_json::<Vec<ResourceKey>>(r.try_get(at + 18)?),
         correlation_key: r.try_get(at + 19)?,
+        diff: r
+            .try_get::<Option<String>, _>(at + 20)?
+            .and_then(|s| serde_json::from_str(&s).ok()),
     })
 }
 

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Row, params_from_iter, types::Value};
 use serde::Serialize;
 
-use driftreactor_event::{Action, Change, MatchKind, Reason, UnknownName, Verdict};
+use driftreactor_event::{Action, Change, Diff, MatchKind, Reason, UnknownName, Verdict};
 
 use crate::writer::ts;
 use crate::{DriftQuery, DriftStatus, Journal, MatchRecord, ResourceKey, Result};
@@ -50,7 +50,7 @@ pub struct EventQuery {
 }
 
 /// One recorded event, as the API returns it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EventRow {
     /// Journal sequence number: an opaque, increasing cursor (insertion order). It
     /// has gaps (a duplicate delivery consumes one), so do not count with it.
@@ -93,10 +93,15 @@ pub struct EventRow {
     pub dependents: Vec<ResourceKey>,
     /// Correlation key.
     pub correlation_key: Option<String>,
+    /// Drift only: the attribute-level changes (README, "Attribute-level changes"),
+    /// answered as the row's `changes`, `changes_unknown` and `changes_from` fields
+    /// (absent on other rows and on rows recorded before the journal stored them).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<Diff>,
 }
 
 /// Current drift of one managed resource, with its evidence.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DriftRow {
     /// Workspace.
     pub workspace: String,
@@ -204,7 +209,8 @@ pub struct RemediationTarget {
 
 pub(crate) const EVENT_COLUMNS: &str = "e.seq, e.provider, e.event_id, e.source, e.message_id, e.received_at, \
     e.occurred_at, e.journaled_at, e.payload_sha256, e.service, e.operation, e.change, e.principal, \
-    e.resource_ids, e.verdict, e.reason, e.action, e.matches, e.dependents, e.correlation_key";
+    e.resource_ids, e.verdict, e.reason, e.action, e.matches, e.dependents, e.correlation_key, \
+    e.changes";
 
 fn parse_json<T: serde::de::DeserializeOwned + Default>(s: String) -> T {
     serde_json::from_str(&s).unwrap_or_default()
@@ -233,6 +239,9 @@ fn event_row(r: &Row<'_>, at: usize) -> rusqlite::Result<EventRow> {
         resources: parse_json(r.get(at + 17)?),
         dependents: parse_json(r.get(at + 18)?),
         correlation_key: r.get(at + 19)?,
+        diff: r
+            .get::<_, Option<String>>(at + 20)?
+            .and_then(|s| serde_json::from_str(&s).ok()),
     })
 }
 

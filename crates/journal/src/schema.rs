@@ -226,6 +226,13 @@ pub(crate) const EVENT_VIA: &str = "
 ALTER TABLE events ADD COLUMN via TEXT;
 ";
 
+/// The attribute-level diff of each event (`driftreactor_event::Diff` as JSON: its
+/// `changes`, `changes_unknown` and `changes_from`; NULL for every verdict but drift
+/// and for rows written before this version).
+pub(crate) const SCHEMA_CHANGES: &str = "
+ALTER TABLE events ADD COLUMN changes TEXT;
+";
+
 /// Every table of the file, one migration per schema version (`PRAGMA user_version`
 /// counts the migrations applied; `rusqlite_migration` applies the missing ones, each
 /// in its own transaction). Append new versions at the end; never edit a released one.
@@ -242,6 +249,7 @@ pub(crate) const MIGRATION_STEPS: &[M<'static>] = &[
     M::up(DRIFT_TRANSITIONS),
     M::up(SCHEMA_BACKSTOP),
     M::up(EVENT_VIA),
+    M::up(SCHEMA_CHANGES),
 ];
 
 /// Opens the database at `path`. This is the one place that sets up a connection to

@@ -173,8 +173,8 @@ fn insert(tx: &rusqlite::Transaction<'_>, e: &Entry, now: &str) -> Result<Writte
         .prepare_cached(
             "INSERT INTO events (provider, event_id, source, message_id, received_at, \
              occurred_at, journaled_at, payload_sha256, service, operation, change, principal, \
-             resource_ids, verdict, reason, action, matches, dependents, correlation_key, via) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20) \
+             resource_ids, verdict, reason, action, matches, dependents, correlation_key, via, changes) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21) \
              ON CONFLICT (provider, event_id) DO NOTHING",
         )
         .and_then(|mut st| {
@@ -199,6 +199,10 @@ fn insert(tx: &rusqlite::Transaction<'_>, e: &Entry, now: &str) -> Result<Writte
                 json(&e.dependents),
                 e.correlation_key,
                 Via::as_str(e.via),
+                e.diff
+                    .as_ref()
+                    .filter(|_| decided.verdict == Verdict::Drift)
+                    .map(json),
             ])
         })
         .map_err(sqlite("insert event"))?;

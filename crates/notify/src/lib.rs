@@ -34,8 +34,8 @@ pub use import::{ImportBlock, import_block_for};
 pub use redact::{MIN_SECRET_LEN, REDACTED, Redactor, is_secret_key};
 pub use report::{
     AttributeChange, BODY_MARKER, CodeVersion, DriftKind, DriftReport, DriftedAddress, Evidence,
-    Fingerprint, Matched, PlanSummary, PlannedChange, UnmanagedTag, drift_record, pr_body,
-    pr_title, resolved_comment, slugify,
+    Fingerprint, Matched, PlanSummary, PlannedChange, UnmanagedTag, change_line, drift_record,
+    evidence_change_lines, pr_body, pr_title, resolved_comment, slugify,
 };
 pub use slack::{
     QUEUE_SIZE, Slack, SlackConfig, Transition, TransitionKind, message as slack_message,

@@ -205,6 +205,14 @@ impl Redactor {
 }
 
 impl Redactor {
+    /// `diff` with its changes redacted ([`Redactor::changes`]).
+    pub fn diff(&self, mut diff: driftreactor_event::Diff) -> driftreactor_event::Diff {
+        if let Some(changes) = &mut diff.changes {
+            self.changes(changes);
+        }
+        diff
+    }
+
     /// Redacts attribute-level changes in place: a change whose path ends on a
     /// secret-looking attribute ([`is_secret_key`]: `password`, `tags["api_token"]`)
     /// or whose `before` / `after` holds a known secret or a secret-looking key is

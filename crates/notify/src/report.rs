@@ -1,11 +1,11 @@
 //! What a pull request says: the drift report, its fingerprint and branch, and the
 //! pure Markdown builders for the PR title, body and the committed drift record.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use chrono::{DateTime, Utc};
-use driftreactor_event::{Change, DriftEvent, MatchKind, Via};
+use driftreactor_event::{Change, Diff, DriftEvent, MatchKind, Via};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -38,6 +38,10 @@ pub struct Evidence {
     /// The call's request parameters, redacted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<Value>,
+    /// What the event says changed, from what to what (`DriftEvent::diff`), redacted;
+    /// `None` when the event is not a drift or the diff was not computed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<Diff>,
 }
 
 impl Evidence {
@@ -60,8 +64,61 @@ impl Evidence {
             operation: t(&event.operation),
             change: event.change,
             request,
+            diff: event.diff.clone().map(|d| redactor.diff(d)),
         }
     }
+}
+
+/// The longest value shown in one cell of a change (characters; longer values are cut
+/// with `…`).
+const MAX_CHANGE_VALUE_CHARS: usize = 200;
+
+/// One attribute change as a line for humans: `` `path`: `before` → `after` ``
+/// (compact JSON, `null` shown as `(absent)`, values cut at 200 characters).
+pub fn change_line(c: &driftreactor_event::AttributeChange) -> String {
+    let show = |v: &Value| {
+        if v.is_null() {
+            return "(absent)".to_owned();
+        }
+        let s = match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        if s.chars().count() > MAX_CHANGE_VALUE_CHARS {
+            s.chars().take(MAX_CHANGE_VALUE_CHARS).collect::<String>() + "…"
+        } else {
+            s
+        }
+    };
+    format!(
+        "`{}`: `{}` → `{}`",
+        c.path,
+        show(&c.before).replace('`', "'"),
+        show(&c.after).replace('`', "'")
+    )
+}
+
+/// The "what changed, from → to" lines of a drift's evidence for a Slack message:
+/// the changes of every event that has known ones (each at most once), at most `max`
+/// lines, and a last line saying how many more there are.
+pub fn evidence_change_lines(evidence: &[Evidence], max: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for c in evidence
+        .iter()
+        .filter_map(|e| e.diff.as_ref()?.changes.as_ref())
+        .flatten()
+    {
+        let line = change_line(c);
+        if !lines.contains(&line) {
+            lines.push(line);
+        }
+    }
+    if lines.len() > max {
+        let more = lines.len() - max;
+        lines.truncate(max);
+        lines.push(format!("… and {more} more"));
+    }
+    lines
 }
 
 /// One attribute a planned change modifies.
@@ -88,7 +145,7 @@ pub struct PlannedChange {
 }
 
 /// The targeted plan, summarized for humans.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PlanSummary {
     /// The `-target` addresses.
     pub targets: Vec<String>,
@@ -97,6 +154,11 @@ pub struct PlanSummary {
     /// Why the guard refused to apply, one sentence each (empty when it passed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refusals: Vec<String>,
+    /// What the plan's refresh found changed outside Terraform (`resource_drift`,
+    /// `driftreactor_diff::from_plan_drift`), by address: authoritative, it replaces
+    /// the events' diffs in the pull request. Empty when the plan lists no drift.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub drift: BTreeMap<String, Vec<driftreactor_event::AttributeChange>>,
 }
 
 /// The identity of a drift for pull requests: one open PR per fingerprint.
@@ -406,6 +468,7 @@ pub fn pr_body(report: &DriftReport) -> String {
         );
     }
     b.push('\n');
+    attribute_changes(&mut b, report);
     for e in &report.evidence {
         if let Some(req) = &e.request {
             let pretty = serde_json::to_string_pretty(req).unwrap_or_default();
@@ -517,6 +580,84 @@ pub fn pr_body(report: &DriftReport) -> String {
     b
 }
 
+/// The "Attribute changes" section: the plan's `resource_drift` when a plan ran and
+/// found drift (authoritative), else what each event says (or why it cannot say).
+fn attribute_changes(b: &mut String, report: &DriftReport) {
+    let plan_drift = report
+        .plan
+        .as_ref()
+        .map(|p| &p.drift)
+        .filter(|d| !d.is_empty());
+    let from_events: Vec<&Evidence> = report
+        .evidence
+        .iter()
+        .filter(|e| e.diff.is_some())
+        .collect();
+    if plan_drift.is_none() && from_events.is_empty() {
+        return;
+    }
+    let _ = writeln!(b, "### Attribute changes\n");
+    if let Some(drift) = plan_drift {
+        let _ = writeln!(
+            b,
+            "From the plan's refresh (`resource_drift`), what changed outside Terraform:\n"
+        );
+        for (address, changes) in drift {
+            let _ = writeln!(b, "- `{address}`");
+            if changes.is_empty() {
+                let _ = writeln!(b, "  - no attribute change shown");
+            }
+            for c in changes {
+                let _ = writeln!(b, "  - {}", change_line(c));
+            }
+        }
+        b.push('\n');
+        return;
+    }
+    for e in from_events {
+        let Some(diff) = &e.diff else { continue };
+        match (&diff.changes, diff.changes_unknown) {
+            (Some(changes), _) if changes.is_empty() => {
+                let _ = writeln!(
+                    b,
+                    "- `{}` (event `{}`): sets the values the state already holds",
+                    cell(&e.operation),
+                    cell(&e.event_id)
+                );
+            }
+            (Some(changes), _) => {
+                let _ = writeln!(
+                    b,
+                    "- `{}` (event `{}`):",
+                    cell(&e.operation),
+                    cell(&e.event_id)
+                );
+                for c in changes {
+                    let _ = writeln!(b, "  - {}", change_line(c));
+                }
+            }
+            (None, why) => {
+                let why = match why {
+                    Some(driftreactor_event::ChangesUnknown::OmittedByCloudtrail) => {
+                        "CloudTrail omitted the request parameters (oversized request)"
+                    }
+                    Some(driftreactor_event::ChangesUnknown::NoStateAttributes) => {
+                        "the state holds no value to compare with"
+                    }
+                    _ => "the event does not carry the new values",
+                };
+                let _ = writeln!(
+                    b,
+                    "- `{}` (event `{}`): not known: {why}",
+                    cell(&e.operation),
+                    cell(&e.event_id)
+                );
+            }
+        }
+    }
+    b.push('\n');
+}
+
 /// The drift record committed under `.driftreactor/` on the PR branch: the report as
 /// pretty JSON with a trailing newline.
 pub fn drift_record(report: &DriftReport) -> String {
@@ -577,6 +718,7 @@ mod tests {
                 operation: "AuthorizeSecurityGroupIngress".into(),
                 change: Some(Change::Update),
                 request: None,
+                diff: None,
             }],
             plan: None,
             reason: String::new(),

@@ -71,6 +71,10 @@ pub enum TransitionKind {
         operations: Vec<String>,
         /// The action the policy chose (`revert`, `pull_request`, `notify`).
         action: Action,
+        /// What changed, from → to, one line each
+        /// ([`crate::evidence_change_lines`]), redacted; empty when not known.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        changes: Vec<String>,
     },
     /// A guarded targeted apply brought the resources back to the code.
     Reverted,
@@ -113,15 +117,23 @@ fn line(t: &Transition) -> String {
             principals,
             operations,
             action,
-        } => format!(
-            ":warning: *Drift* on {addrs} by {} ({}); action: {action}",
-            if principals.is_empty() {
-                "unknown".to_owned()
-            } else {
-                principals.join(", ")
-            },
-            operations.join(", ")
-        ),
+            changes,
+        } => {
+            let mut s = format!(
+                ":warning: *Drift* on {addrs} by {} ({}); action: {action}",
+                if principals.is_empty() {
+                    "unknown".to_owned()
+                } else {
+                    principals.join(", ")
+                },
+                operations.join(", ")
+            );
+            for c in changes {
+                s.push_str("\n• ");
+                s.push_str(c);
+            }
+            s
+        }
         TransitionKind::Reverted => {
             format!(":leftwards_arrow_with_hook: *Reverted* {addrs} to the code")
         }
@@ -338,11 +350,17 @@ mod tests {
                     principals: vec!["alice".into()],
                     operations: vec!["AuthorizeSecurityGroupIngress".into()],
                     action: Action::Revert,
+                    changes: vec!["`ingress[1]`: `(absent)` → `{\"from_port\":22}`".into()],
                 }),
                 t(TransitionKind::Reverted),
             ],
         );
         assert_eq!(m["blocks"][0]["type"], "header");
+        // The new drift's line lists what changed, from → to.
+        assert_eq!(
+            m["blocks"][1]["text"]["text"],
+            ":warning: *Drift* on `aws_security_group.web` by alice (AuthorizeSecurityGroupIngress); action: revert\n• `ingress[1]`: `(absent)` → `{\"from_port\":22}`"
+        );
         assert_eq!(m["blocks"].as_array().unwrap().len(), 3);
         assert_eq!(
             m["blocks"][2]["text"]["text"],

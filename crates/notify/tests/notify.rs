@@ -59,6 +59,7 @@ fn report(redactor: &Redactor) -> DriftReport {
                 }],
             }],
             refusals: vec![],
+            drift: Default::default(),
         }),
         reason: "The policy says `pull_request`.".into(),
         code: None,
@@ -252,6 +253,7 @@ async fn slack_groups_per_workspace_and_retries_failures() {
             principals: vec![format!("alice {SECRET}")],
             operations: vec!["AuthorizeSecurityGroupIngress".into()],
             action: driftreactor_event::Action::Revert,
+            changes: vec![format!("`ingress[1]`: `(absent)` → `{SECRET}`")],
         },
     ));
     slack.notify(t("prod", TransitionKind::Reverted));
@@ -268,4 +270,72 @@ async fn slack_groups_per_workspace_and_retries_failures() {
     assert_eq!(prod.len(), 2); // the failed attempt and its retry carry the same message
     assert_eq!(prod[1]["blocks"].as_array().unwrap().len(), 3);
     assert!(reqs.iter().all(|r| !r.body.contains(SECRET)));
+}
+
+/// The PR body says what changed, from → to: the plan's `resource_drift` when a plan
+/// found drift (authoritative), else each event's own diff, and a secret-looking
+/// attribute or a known secret never shows.
+#[test]
+fn pr_body_shows_attribute_changes_plan_first() {
+    use driftreactor_event::{AttributeChange as Change, ChangesFrom, Diff};
+    let redactor = Redactor::new([SECRET.to_owned()]);
+    let mut e = event();
+    e.diff = Some(Diff::known(
+        vec![
+            Change::new(
+                "ingress[1]",
+                serde_json::Value::Null,
+                serde_json::json!({"cidr_blocks": ["0.0.0.0/0"], "description": SECRET}),
+            ),
+            Change::new(
+                "tags[\"api_token\"]",
+                serde_json::Value::Null,
+                "tok-123456".into(),
+            ),
+        ],
+        ChangesFrom::Event,
+    ));
+    let mut r = report(&redactor);
+    r.evidence = vec![Evidence::from_event(&e, &redactor)];
+    let plan = r.plan.take();
+    let body = pr_body(&r);
+    assert!(body.contains("### Attribute changes"), "{body}");
+    assert!(
+        body.contains(
+            "- `AuthorizeSecurityGroupIngress` (event `11111111-2222-3333-4444-555555555555`):"
+        ),
+        "{body}"
+    );
+    assert!(
+        body.contains("  - `ingress[1]`: `(absent)` → `[REDACTED]`"),
+        "{body}"
+    );
+    assert!(
+        body.contains("  - `tags[\"api_token\"]`: `(absent)` → `[REDACTED]`"),
+        "{body}"
+    );
+    assert!(
+        !body.contains(SECRET) && !body.contains("tok-123456"),
+        "{body}"
+    );
+
+    let mut plan = plan.unwrap();
+    plan.drift.insert(
+        "aws_security_group.web".into(),
+        vec![Change::new("tags[\"env\"]", "prod".into(), "dev".into())],
+    );
+    r.plan = Some(plan);
+    let body = pr_body(&r);
+    assert!(
+        body.contains("From the plan's refresh (`resource_drift`)"),
+        "{body}"
+    );
+    assert!(
+        body.contains("- `aws_security_group.web`\n  - `tags[\"env\"]`: `prod` → `dev`"),
+        "{body}"
+    );
+    assert!(
+        !body.contains("`ingress[1]`: `(absent)`"),
+        "the plan's diff replaces the event's: {body}"
+    );
 }

@@ -147,6 +147,10 @@ pub fn diff_of(graph: &Graph, event: &DriftEvent, routed: &Routed) -> Option<Dif
         .find(|m| m.kind == MatchKind::Primary)
         .or_else(|| routed.matches.first())?;
     let node = graph.get(m.node)?;
+    if !driftreactor_diff::has_rule(event) {
+        // No rule reads this operation: skip parsing the request and the attributes.
+        return Some(Diff::unknown(ChangesUnknown::NotInEvent));
+    }
     let kept: Option<serde_json::Map<String, serde_json::Value>> = graph
         .kept_attributes(m.node)
         .and_then(|text| serde_json::from_str(text).ok());
@@ -415,6 +419,11 @@ impl ReportLine {
     /// The line for an evaluated event.
     pub fn from_evaluated(input: String, ev: &Evaluated) -> Self {
         let e = &ev.event;
+        // Drift lines only: a redelivered or repeated report of a drift is `ignored`.
+        let diff = e
+            .diff
+            .as_ref()
+            .filter(|_| ev.decision.verdict == Verdict::Drift);
         Self {
             input,
             event_id: Some(e.id.clone()),
@@ -448,8 +457,8 @@ impl ReportLine {
                 })
                 .collect(),
             action: ev.decision.action,
-            changes: e.diff.as_ref().map(|d| d.changes.clone()),
-            changes_unknown: e.diff.as_ref().map(|d| d.changes_unknown),
+            changes: diff.map(|d| d.changes.clone()),
+            changes_unknown: diff.map(|d| d.changes_unknown),
         }
     }
 

@@ -33,6 +33,17 @@ fn drift_lines(states: &[StateFile], events: &[&Path]) -> Vec<ReportLine> {
             lines.extend(replay.process_input(&name, &bytes));
         }
     }
+    // Only drift lines say anything about changes (a duplicate of a drift, GCP's
+    // `operation.last` entry, is `ignored` and silent).
+    for l in lines.iter().filter(|l| l.verdict != Verdict::Drift) {
+        let v = serde_json::to_value(l).unwrap();
+        assert!(
+            v.get("changes").is_none() && v.get("changes_unknown").is_none(),
+            "{}: a {:?} line with changes",
+            l.input,
+            l.verdict
+        );
+    }
     lines.retain(|l| l.verdict == Verdict::Drift);
     lines
 }

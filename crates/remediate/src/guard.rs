@@ -46,7 +46,7 @@ impl PlanVerdict {
 
 /// The guard's answer: the verdict and the human summary of the plan (values are not
 /// redacted yet; the caller redacts).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GuardReport {
     /// The verdict.
     pub verdict: PlanVerdict,
@@ -79,6 +79,10 @@ pub fn guard(plan_json: &[u8], targets: &[String]) -> Result<GuardReport, GuardE
     }
     let mut summary = PlanSummary {
         targets: targets.to_vec(),
+        // What the refresh found changed outside Terraform: authoritative, it replaces
+        // the events' diffs in the pull request. A malformed `resource_drift` only
+        // loses the diff, never the guard's verdict.
+        drift: driftreactor_diff::from_plan_drift(&plan).unwrap_or_default(),
         ..PlanSummary::default()
     };
     if plan["errored"].as_bool() == Some(true) {
@@ -247,6 +251,23 @@ mod tests {
         );
         let names: Vec<_> = c.attributes.iter().map(|a| a.name.as_str()).collect();
         assert_eq!(names, ["ingress"]);
+    }
+
+    /// The plan's `resource_drift` (a real terraform + moto plan, the diff crate's
+    /// fixture) is read into the summary: it replaces the events' diffs in the PR.
+    #[test]
+    fn the_plans_resource_drift_is_summarized_by_address() {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../diff/tests/data/plan_resource_drift.json");
+        let plan = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let r = guard(&plan, &t(&["aws_security_group.web"])).unwrap();
+        let sg = &r.summary.drift["aws_security_group.web"];
+        assert!(
+            sg.iter()
+                .any(|c| c.path.starts_with("ingress[") && c.before.is_null()),
+            "{sg:#?}"
+        );
+        assert!(r.summary.drift.contains_key("aws_iam_role.app"));
     }
 
     #[test]

@@ -195,6 +195,8 @@ pub fn requeue_record(item: &Processed, redactor: &Redactor) -> Option<String> {
             .ok()
             .and_then(|v| serde_json::value::to_raw_value(&redactor.json(&v)).ok());
     }
+    // The diff's `after` values come from the same request.
+    item.event.diff = item.event.diff.take().map(|d| redactor.diff(d));
     serde_json::to_string(&item).ok()
 }
 
@@ -822,6 +824,15 @@ mod tests {
             }))
             .unwrap(),
         );
+        // The diff's new values come from the same request: redacted too.
+        event.diff = Some(driftreactor_event::Diff::known(
+            vec![driftreactor_event::AttributeChange::new(
+                "tags[\"note\"]",
+                serde_json::Value::Null,
+                "s3cr3t-from-state".into(),
+            )],
+            driftreactor_event::ChangesFrom::Event,
+        ));
         let item = Processed {
             event,
             verdict: Verdict::Drift,
@@ -841,6 +852,7 @@ mod tests {
         assert!(!json.contains("hunter2"), "{json}");
         assert!(!json.contains("s3cr3t-from-state"), "{json}");
         assert!(json.contains("sg-0123"), "{json}");
+        assert!(json.contains(r#""path":"tags[\"note\"]""#), "{json}");
         let back = serde_json::from_str::<Processed>(&json).unwrap();
         assert_eq!(
             (back.event.provider, back.event.id.as_str()),

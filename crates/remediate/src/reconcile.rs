@@ -564,6 +564,9 @@ impl Context {
     }
 }
 
+/// The most "from → to" lines a new-drift Slack message lists.
+const MAX_SLACK_CHANGES: usize = 5;
+
 fn announce(batch: &Batch, ctx: &Context) {
     if !batch.fresh {
         return;
@@ -590,6 +593,14 @@ fn announce(batch: &Batch, ctx: &Context) {
             principals,
             operations,
             action: batch.mode.action(),
+            changes: driftreactor_notify::evidence_change_lines(
+                &batch
+                    .items
+                    .iter()
+                    .flat_map(|i| i.evidence.iter().cloned())
+                    .collect::<Vec<_>>(),
+                MAX_SLACK_CHANGES,
+            ),
         },
     );
 }
@@ -895,6 +906,9 @@ fn redact_summary(s: &mut PlanSummary, r: &Redactor) {
                 a.after = r.text(&a.after).into_owned();
             }
         }
+    }
+    for changes in s.drift.values_mut() {
+        r.changes(changes);
     }
 }
 

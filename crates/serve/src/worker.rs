@@ -258,6 +258,7 @@ fn to_entries(
                 correlation_key: e.correlation_key.as_deref().map(r),
                 repeated: p.repeated,
                 remediation,
+                diff: e.diff.map(|d| redactor.diff(d)),
             }
         })
         .collect())
@@ -370,5 +371,46 @@ mod tests {
         assert_eq!(out.chars().count(), MAX_REASON_CHARS + 1);
         assert!(out.ends_with('…'));
         assert_eq!(excerpt(&redactor, "short"), "short");
+    }
+
+    /// What the journal stores (and `/v1/events` answers) of a drift's attribute
+    /// changes passes the state redactor: a known secret in a new value is redacted.
+    #[test]
+    fn the_journaled_changes_are_redacted() {
+        use driftreactor_event::{AttributeChange, ChangesFrom, Diff, DriftEvent, Provider};
+        let redactor = Redactor::new(["hunter2-secret".to_owned()]);
+        let mut event = DriftEvent::new(Provider::Aws, "e1");
+        event.diff = Some(Diff::known(
+            vec![
+                AttributeChange::new("tags[\"note\"]", "a".into(), "hunter2-secret".into()),
+                AttributeChange::new("tags[\"env\"]", "prod".into(), "dev".into()),
+            ],
+            ChangesFrom::Event,
+        ));
+        let p = Processed {
+            event,
+            verdict: driftreactor_event::Verdict::Drift,
+            reason: None,
+            action: driftreactor_event::Action::Notify,
+            matches: Vec::new(),
+            dependents: Vec::new(),
+            repeated: None,
+        };
+        let entries = to_entries(
+            vec![Ok(p)],
+            "test",
+            "m1",
+            b"{}",
+            SystemTime::now(),
+            |_| None,
+            &redactor,
+        )
+        .unwrap();
+        let changes = entries[0].diff.as_ref().unwrap().changes.as_ref().unwrap();
+        assert!(
+            changes[0].sensitive && changes[0].after == "[REDACTED]",
+            "{changes:?}"
+        );
+        assert_eq!(changes[1].after, "dev");
     }
 }

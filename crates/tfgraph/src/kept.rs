@@ -80,7 +80,7 @@ pub(crate) fn keep(
     attributes: &RawValue,
     sensitive: Option<&RawValue>,
     keys: &[&str],
-) -> Result<Option<Box<str>>, serde_json::Error> {
+) -> Result<Option<String>, serde_json::Error> {
     let text = attributes.get().as_bytes();
     let mut quoted = Vec::with_capacity(32);
     let present = keys.iter().any(|k| {
@@ -111,9 +111,7 @@ pub(crate) fn keep(
         }
     }
     Ok(Some(
-        serde_json::to_string(&kept)
-            .map_err(de::Error::custom)?
-            .into_boxed_str(),
+        serde_json::to_string(&kept).map_err(de::Error::custom)?,
     ))
 }
 

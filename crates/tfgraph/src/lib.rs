@@ -210,7 +210,7 @@ pub struct GraphBuilder {
     /// Which attributes to keep per type, when they are kept.
     keep: Option<AttributeSelector>,
     /// (node, kept attributes), in node order.
-    kept: Vec<(NodeId, Box<str>)>,
+    kept: Vec<(NodeId, Arc<str>)>,
 }
 
 impl std::fmt::Debug for GraphBuilder {
@@ -510,7 +510,7 @@ pub struct Graph {
     by_workspace: Map<Arc<str>, Map<Arc<str>, NodeId>>,
     states: Vec<StateMeta>,
     /// Kept attributes ([`GraphBuilder::keep_attributes`]) by node, sorted by node.
-    kept: Vec<(NodeId, Box<str>)>,
+    kept: Vec<(NodeId, Arc<str>)>,
 }
 
 impl Graph {

@@ -86,13 +86,21 @@ pub(super) fn asset(
     // The prior and current asset are the event's statement of what changed, from
     // what to what (`driftreactor_diff`): kept as the event's request.
     if current.is_some() || prior.is_some() {
-        let mut kept = Map::new();
-        for key in ["asset", "priorAsset", "priorAssetState"] {
-            if let Some(v) = obj.get(key) {
-                kept.insert(key.to_owned(), v.clone());
-            }
+        #[derive(serde::Serialize)]
+        struct Kept<'a> {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            asset: Option<&'a Value>,
+            #[serde(rename = "priorAsset", skip_serializing_if = "Option::is_none")]
+            prior_asset: Option<&'a Value>,
+            #[serde(rename = "priorAssetState", skip_serializing_if = "Option::is_none")]
+            prior_asset_state: Option<&'a Value>,
         }
-        ev.request = serde_json::value::to_raw_value(&kept).ok();
+        ev.request = serde_json::value::to_raw_value(&Kept {
+            asset: obj.get("asset"),
+            prior_asset: obj.get("priorAsset"),
+            prior_asset_state: obj.get("priorAssetState"),
+        })
+        .ok();
     }
     Ok(ev)
 }

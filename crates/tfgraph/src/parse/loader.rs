@@ -10,7 +10,8 @@ use super::raw::{RawResource, empty_object};
 use crate::sensitive::Found;
 use crate::{Index, Map, Node, NodeId, Set, StateIdentity, StateInstance};
 
-/// Interned strings shared by all workspaces of a builder (resource types, accounts).
+/// Interned strings shared by all workspaces of a builder (resource types, accounts,
+/// kept attributes).
 #[derive(Debug, Default)]
 pub(crate) struct Interner(Set<Arc<str>>);
 
@@ -52,7 +53,7 @@ pub(crate) struct Loaded {
     pub resource_types: Set<Arc<str>>,
     /// (local node, kept attributes as a JSON object), in node order, when the
     /// builder keeps attributes ([`crate::GraphBuilder::keep_attributes`]).
-    pub kept: Vec<(u32, Box<str>)>,
+    pub kept: Vec<(u32, Arc<str>)>,
 }
 
 /// The account one provider configuration of a state works in, as far as its
@@ -273,7 +274,8 @@ impl<'b> Loader<'b> {
                     && self.out.kept.last().is_none_or(|(last, _)| *last != id)
                     && let Some(kept) = crate::kept::keep(raw, inst.sensitive_attributes, keys)?
                 {
-                    self.out.kept.push((id, kept));
+                    // Interned: instances with the same tags share one allocation.
+                    self.out.kept.push((id, self.interner.get(&kept)));
                 }
             }
 
