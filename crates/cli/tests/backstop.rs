@@ -240,6 +240,21 @@ fn one_pass_reports_each_drift_as_replay_does_and_which_no_event_announced() {
     );
     assert!(table.contains("no longer drifted"), "{table}");
 
+    // --remediate: the remediator takes each drift per policy. The group's targeted
+    // plan (this fake answers the whole plan again) also touches the bucket: the guard
+    // refuses it, and without [github] the address is escalated: exit 3.
+    let out = backstop(&s, &["--remediate"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("remediation: aws-prod aws_security_group.web escalated")),
+        "{err}"
+    );
+    let calls = std::fs::read_to_string(s.dir.join("calls.log")).unwrap();
+    assert!(calls.contains("-target=aws_security_group.web"), "{calls}");
+    assert!(!s.dir.join("applies.log").exists(), "{calls}");
+
     // A workspace that cannot be planned: named, exit 1; an unknown one: exit 2.
     std::fs::write(s.dir.join("fail"), "").unwrap();
     let out = backstop(&s, &[]);
