@@ -440,7 +440,6 @@ path = "journal.sqlite"
     };
     // Waits until `done` holds for a scrape (bounded), returning that scrape.
     let wait = |what: &'static str, done: Box<dyn Fn(&str) -> bool + Send>| {
-        let scrape = scrape.clone();
         let log = log.clone();
         async move {
             let deadline = Instant::now() + Duration::from_secs(60);
