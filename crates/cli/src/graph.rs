@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use driftreactor_config::Config;
 use driftreactor_notify::Redactor;
+use driftreactor_pipeline::Estate;
 use driftreactor_router::query::{self, Found, PathEntry};
 use driftreactor_tfgraph::Graph;
 
@@ -121,8 +122,23 @@ impl Direction {
 
 /// The graph of the states of `common` and the redactor of their secrets.
 fn load(common: &Common) -> anyhow::Result<(Graph, Redactor)> {
-    let states = crate::replay::state_args(&common.states)?;
-    let config = match &common.config {
+    let (_, estate) = load_estate(common.config.as_deref(), &common.states)?;
+    Ok((estate.graph, Redactor::new(estate.secrets)))
+}
+
+/// The config at `config` (or the default one) and the estate of its workspaces and
+/// workspace sets plus the `--state` arguments `states`, each read once, as `replay`
+/// reads them (`graph`, `explain`).
+///
+/// # Errors
+/// When the config or a state cannot be loaded, a `--state` workspace is also defined
+/// by the config, or nothing names a state.
+pub(crate) fn load_estate(
+    config: Option<&std::path::Path>,
+    states: &[PathBuf],
+) -> anyhow::Result<(Config, Estate)> {
+    let states = crate::replay::state_args(states)?;
+    let config = match config {
         Some(path) => {
             let names: Vec<String> = states.iter().map(|s| s.name.clone()).collect();
             let config = Config::load_with_workspaces(path, &names)?;
@@ -143,7 +159,7 @@ fn load(common: &Common) -> anyhow::Result<(Graph, Redactor)> {
         );
     }
     let estate = crate::replay::load_states(&config, states)?;
-    Ok((estate.graph, Redactor::new(estate.secrets)))
+    Ok((config, estate))
 }
 
 fn walk(args: Walk, direction: Direction) -> anyhow::Result<ExitCode> {

@@ -7,10 +7,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod explain;
 mod backstop;
 mod graph;
 #[cfg(feature = "postgres")]
 mod journal;
+mod mcp;
 mod replay;
 mod serve;
 mod setup;
@@ -42,11 +44,17 @@ enum Command {
     /// Query the state graph with no server: `graph dependents|dependencies ADDRESS`,
     /// `graph find CLOUD_ID`.
     Graph(graph::Args),
+    /// Explain events: each one's report line and why (identifiers extracted, state
+    /// index entries matched, guards, the deciding policy step and rule).
+    Explain(explain::Args),
     /// Check a config file (every section, every state) and print what it holds.
     Validate(validate::Args),
     /// Journal maintenance (`journal copy`: a SQLite journal into PostgreSQL).
     #[cfg(feature = "postgres")]
     Journal(journal::Args),
+    /// Serve the MCP tools (graph, explain, journal queries) over stdio, for an MCP
+    /// client that starts `driftreactor mcp --config FILE`.
+    Mcp(mcp::Args),
 }
 
 fn main() -> ExitCode {
@@ -59,8 +67,10 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Validate(args) => validate::run(args),
         Command::Graph(args) => graph::run(args),
+        Command::Explain(args) => explain::run(args),
         #[cfg(feature = "postgres")]
         Command::Journal(args) => journal::run(args),
+        Command::Mcp(args) => mcp::run(args),
     };
     match result {
         Ok(code) => code,
@@ -75,8 +85,15 @@ fn main() -> ExitCode {
 /// Colours only when stderr is a terminal (not in journald / container logs).
 fn init_tracing() {
     use std::io::IsTerminal as _;
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+    let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // The MCP SDK logs every session's start and end at info; serve's stateless `/mcp`
+    // opens one per request. Quiet unless RUST_LOG names it.
+    if !std::env::var("RUST_LOG").is_ok_and(|v| v.contains("rmcp"))
+        && let Ok(d) = "rmcp=warn".parse()
+    {
+        filter = filter.add_directive(d);
+    }
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -154,20 +154,38 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "INPUT", "VERDICT", "ACTION", "OPERATION"
         )?;
     }
+    // Progress on stderr for a person watching a long replay (never in the report).
+    let progress = Progress::start();
+    let mut failed: Option<anyhow::Error> = None;
     for input in &args.inputs {
         // An unreadable input is a rejected line like any bad input: the run goes on.
-        for line in replay.process_path(input) {
-            summary.add(&line);
-            let line = redact_line(&redactor, line);
-            match args.format {
-                Format::Json => {
-                    serde_json::to_writer(&mut out, &line)?;
-                    out.write_all(b"\n")?;
-                }
-                Format::Table => write_row(&mut out, &line)?,
+        // Each file's lines are printed as soon as it is done.
+        replay.for_each_file(input, |lines| {
+            progress.file_done(lines.len());
+            if failed.is_some() {
+                return;
             }
+            for line in lines {
+                summary.add(&line);
+                let line = redact_line(&redactor, line);
+                let written = match args.format {
+                    Format::Json => serde_json::to_writer(&mut out, &line)
+                        .map_err(anyhow::Error::from)
+                        .and_then(|()| out.write_all(b"\n").map_err(anyhow::Error::from)),
+                    Format::Table => write_row(&mut out, &line).map_err(anyhow::Error::from),
+                };
+                if let Err(e) = written {
+                    failed = Some(e);
+                    return;
+                }
+            }
+        });
+        if let Some(e) = failed.take() {
+            progress.finish();
+            return Err(e.context("cannot write the report to stdout"));
         }
     }
+    progress.finish();
     if args.format == Format::Table {
         writeln!(
             out,
@@ -424,6 +442,9 @@ fn redact_line(redactor: &Redactor, mut line: ReportLine) -> ReportLine {
         r(s);
     }
     line.resource_ids.iter_mut().for_each(r);
+    if let Some(Some(changes)) = &mut line.changes {
+        redactor.changes(changes);
+    }
     if let Some(reason) = &mut line.reason {
         r(reason);
         if reason.chars().count() > MAX_REASON_CHARS {
@@ -469,4 +490,60 @@ fn shorten(s: &str, width: usize) -> String {
     }
     let tail: String = s.chars().skip(n - (width - 1)).collect();
     format!("…{tail}")
+}
+
+/// The replay's progress on stderr (`indicatif`): files and events done and events per
+/// second, redrawn at most a few times a second; drawn only when stderr is a terminal,
+/// so logs, pipes and CI output never see it, and cleared at the end.
+struct Progress {
+    bar: indicatif::ProgressBar,
+    files: std::cell::Cell<u64>,
+    events: std::cell::Cell<u64>,
+    started: std::time::Instant,
+}
+
+impl Progress {
+    fn start() -> Self {
+        use std::io::IsTerminal as _;
+        let bar = if io::stderr().is_terminal() {
+            let bar = indicatif::ProgressBar::with_draw_target(
+                None,
+                indicatif::ProgressDrawTarget::stderr_with_hz(4),
+            );
+            if let Ok(style) =
+                indicatif::ProgressStyle::with_template("{spinner} replay: {msg} [{elapsed}]")
+            {
+                bar.set_style(style);
+            }
+            bar
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
+        Self {
+            bar,
+            files: std::cell::Cell::new(0),
+            events: std::cell::Cell::new(0),
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// One more file done, with its `events`.
+    fn file_done(&self, events: usize) {
+        if self.bar.is_hidden() {
+            return;
+        }
+        let files = self.files.get() + 1;
+        self.files.set(files);
+        let total = self.events.get() + events as u64;
+        self.events.set(total);
+        let secs = self.started.elapsed().as_secs_f64().max(1e-3);
+        self.bar.set_message(format!(
+            "{files} files, {total} events, {:.0} events/s",
+            total as f64 / secs
+        ));
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
 }

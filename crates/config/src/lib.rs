@@ -295,6 +295,9 @@ pub struct Config {
     /// `[replay]` (read by `driftreactor replay`: `max_event_file_bytes`).
     #[serde(default)]
     pub replay: Option<toml::Table>,
+    /// `[mcp]` (read by the MCP server: `driftreactor mcp`, serve's `/mcp`).
+    #[serde(default)]
+    pub mcp: Option<toml::Table>,
     /// The file this was read from (None when built in code).
     #[serde(skip)]
     pub path: Option<PathBuf>,

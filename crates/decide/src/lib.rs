@@ -124,6 +124,43 @@ struct CompiledRule {
     action: RuleAction,
 }
 
+impl CompiledRule {
+    fn is_match(&self, workspace: &str, address: &str, resource_type: &str) -> bool {
+        let hit = |m: &Option<GlobMatcher>, v: &str| m.as_ref().is_none_or(|m| m.is_match(v));
+        hit(&self.workspace, workspace)
+            && hit(&self.address, address)
+            && hit(&self.resource_type, resource_type)
+    }
+}
+
+/// Which `[principals]` list a principal glob belongs to ([`Policy::principal_glob`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrincipalList {
+    /// `[principals] iac`: the IaC pipeline's identities.
+    Iac,
+    /// `[principals] reactor`: driftreactor's own identities.
+    Reactor,
+}
+
+/// The `[[policy]]` rule that decided a resource's action ([`Policy::rule_match`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RuleMatch {
+    /// The rule's position in `[[policy]]`, counting from 0 (as in `policy[N]`).
+    pub index: usize,
+    /// The rule's `workspace` glob as written, if it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// The rule's `address` glob as written, if it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// The rule's `type` glob as written, if it has one.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub resource_type: Option<String>,
+    /// What the rule says to do.
+    pub action: RuleAction,
+}
+
 /// A compiled `[principals]` list.
 ///
 /// Most principals match none of the globs, and a glob set match is a regex search, so
@@ -134,6 +171,8 @@ struct CompiledRule {
 struct Principals {
     set: GlobSet,
     tails: Option<Arc<[Box<str>]>>,
+    /// The globs as written, in set order (for [`Policy::principal_glob`]).
+    patterns: Arc<[String]>,
 }
 
 impl Principals {
@@ -146,7 +185,17 @@ impl Principals {
         Ok(Self {
             set: set(field, patterns)?,
             tails,
+            patterns: patterns.into(),
         })
+    }
+
+    /// The first glob (as written) that `principal` matches.
+    fn first_match(&self, principal: &str) -> Option<&str> {
+        if !self.is_match(principal) {
+            return None;
+        }
+        let i = self.set.matches(principal).into_iter().min()?;
+        self.patterns.get(i).map(String::as_str)
     }
 
     fn is_match(&self, principal: &str) -> bool {
@@ -261,15 +310,42 @@ impl Policy {
     /// The rule action for a resource: the first `[[policy]]` rule matching its
     /// workspace, address and type, else `pull_request`.
     pub fn rule_for(&self, workspace: &str, address: &str, resource_type: &str) -> RuleAction {
-        let hit = |m: &Option<GlobMatcher>, v: &str| m.as_ref().is_none_or(|m| m.is_match(v));
         self.rules
             .iter()
-            .find(|r| {
-                hit(&r.workspace, workspace)
-                    && hit(&r.address, address)
-                    && hit(&r.resource_type, resource_type)
-            })
+            .find(|r| r.is_match(workspace, address, resource_type))
             .map_or(RuleAction::PullRequest, |r| r.action)
+    }
+
+    /// The first `[[policy]]` rule matching a resource's workspace, address and type,
+    /// with its globs as written (what [`Policy::rule_for`] applies; `None` when no
+    /// rule matches and the default `pull_request` holds). For explanations.
+    pub fn rule_match(
+        &self,
+        workspace: &str,
+        address: &str,
+        resource_type: &str,
+    ) -> Option<RuleMatch> {
+        let glob = |m: &Option<GlobMatcher>| m.as_ref().map(|m| m.glob().glob().to_owned());
+        self.rules
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.is_match(workspace, address, resource_type))
+            .map(|(index, r)| RuleMatch {
+                index,
+                workspace: glob(&r.workspace),
+                address: glob(&r.address),
+                resource_type: glob(&r.resource_type),
+                action: r.action,
+            })
+    }
+
+    /// The first glob (as written) of the `list` that `principal` matches, `None` when
+    /// none does. For explanations: [`Policy::is_iac`] / [`Policy::is_reactor`] decide.
+    pub fn principal_glob(&self, list: PrincipalList, principal: &str) -> Option<&str> {
+        match list {
+            PrincipalList::Iac => self.iac.first_match(principal),
+            PrincipalList::Reactor => self.reactor.first_match(principal),
+        }
     }
 }
 

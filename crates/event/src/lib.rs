@@ -19,6 +19,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+mod changes;
 mod error;
 mod identity;
 pub mod json;
@@ -27,6 +28,7 @@ mod label;
 pub mod lenient;
 mod vocab;
 
+pub use changes::{AttributeChange, ChangesFrom, ChangesUnknown, Diff, REDACTED};
 pub use error::{NormalizeError, Result};
 pub use identity::{
     Attributes, Indexed, Placement, StateIdentity, StateInstance, attribute_strings,
@@ -306,6 +308,12 @@ pub struct DriftEvent {
     /// never `primary`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub named: Vec<ResourceRef>,
+    /// The attribute-level diff of a drift (what changed, from what to what, or why
+    /// that is not known), set by the pipeline for a `drift` verdict against its first
+    /// primary match (`driftreactor_diff::from_event`); `None` for every other verdict
+    /// and before routing. Absent in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<Diff>,
 }
 
 impl DriftEvent {
@@ -336,6 +344,7 @@ impl DriftEvent {
             response: None,
             changed_types: Vec::new(),
             named: Vec::new(),
+            diff: None,
         }
     }
 

@@ -538,6 +538,350 @@ pub(crate) async fn listing_contract(j: SharedJournal) {
     );
 }
 
+/// `changes` (`/v1/changes`): per (workspace, address) the changing events since a
+/// time, newest first, with the drift row's status; non-changes (read-only, failed
+/// calls, duplicates, no change kind), old and late-delivered old changes left out;
+/// the workspace filter and the limit (most recently changed addresses first).
+pub(crate) async fn changes_contract(j: SharedJournal) {
+    use crate::ChangeQuery;
+    use driftreactor_event::Change;
+    let change = |id: &str, ws: &str, address: &str| {
+        let mut e = drift_entry(id, address);
+        e.matches[0].workspace = ws.into();
+        e.change = Some(Change::Update);
+        e.principal = Some("arn:aws:iam::111122223333:user/alice".into());
+        e.service = "ec2.amazonaws.com".into();
+        e.occurred_at = Some(Utc::now());
+        e
+    };
+    let web = "aws_security_group.web";
+    let mut own = change("own-1", "prod", "aws_instance.app");
+    own.verdict = Verdict::Ignored;
+    own.reason = Some(Reason::OwnChange);
+    own.action = Action::None;
+    own.matches[0].kind = MatchKind::Related;
+    own.principal = Some("arn:aws:iam::111122223333:role/driftreactor".into());
+    let mut read_only = change("ro-1", "prod", "aws_vpc.main");
+    read_only.verdict = Verdict::Ignored;
+    read_only.reason = Some(Reason::ReadOnly);
+    let mut failed = change("failed-1", "prod", "aws_vpc.main");
+    failed.verdict = Verdict::Ignored;
+    failed.reason = Some(Reason::FailedCall);
+    let mut no_kind = change("nokind-1", "prod", "aws_vpc.main");
+    no_kind.change = None;
+    let mut old = change("old-1", "prod", "aws_iam_role.ci");
+    old.received_at = Utc::now() - chrono::Duration::days(2);
+    old.occurred_at = Some(old.received_at);
+    let mut late = change("late-1", "prod", "aws_iam_role.ci");
+    late.occurred_at = Some(Utc::now() - chrono::Duration::hours(3));
+    let mut repeated = change("dup-1", "prod", "aws_vpc.main");
+    repeated.verdict = Verdict::Ignored;
+    repeated.reason = Some(Reason::Duplicate);
+    j.append(vec![
+        change("c-1", "prod", web),
+        own,
+        read_only,
+        failed,
+        no_kind,
+        old,
+        late,
+        repeated,
+        change("s-1", "staging", "aws_s3_bucket.logs"),
+        change("c-2", "prod", web),
+    ])
+    .await
+    .unwrap();
+    j.set_drift_status(DriftUpdate {
+        workspace: "prod".into(),
+        address: web.into(),
+        status: DriftStatus::Escalated,
+        reason: Some("attempt cap".into()),
+        outcome: None,
+        event_ids: Vec::new(),
+        started: None,
+        only_from: Vec::new(),
+    })
+    .await
+    .unwrap();
+    let since = Utc::now() - chrono::Duration::hours(1);
+    let all = j
+        .changes(ChangeQuery {
+            since,
+            workspace: None,
+            limit: 0,
+        })
+        .await
+        .unwrap();
+    let keys: Vec<(&str, &str)> = all
+        .iter()
+        .map(|a| (a.workspace.as_str(), a.address.as_str()))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            ("prod", web),
+            ("staging", "aws_s3_bucket.logs"),
+            ("prod", "aws_instance.app")
+        ],
+        "most recently changed first; non-changes, old and late old changes left out"
+    );
+    let sg = &all[0];
+    assert_eq!(sg.status, Some(DriftStatus::Escalated));
+    assert_eq!(sg.status_reason.as_deref(), Some("attempt cap"));
+    assert!(sg.status_at.as_deref().is_some_and(|t| t.ends_with('Z')));
+    assert_eq!(sg.event_count, 2);
+    let ids: Vec<&str> = sg.events.iter().map(|e| e.event_id.as_str()).collect();
+    assert_eq!(ids, ["c-2", "c-1"], "newest first");
+    let e = &sg.events[0];
+    assert_eq!(e.provider, "aws");
+    assert_eq!(e.operation, "AuthorizeSecurityGroupIngress");
+    assert_eq!(e.service, "ec2.amazonaws.com");
+    assert_eq!(e.change, Some(Change::Update));
+    assert_eq!(
+        e.principal.as_deref(),
+        Some("arn:aws:iam::111122223333:user/alice")
+    );
+    assert_eq!(
+        (e.kind, e.verdict, e.reason, e.action),
+        (MatchKind::Primary, Verdict::Drift, None, Action::Revert)
+    );
+    assert!(e.received_at.ends_with('Z') && e.occurred_at.is_some());
+    assert!(e.seq > sg.events[1].seq);
+    // Our own apply is a change, listed with its verdict; it has no drift row.
+    let app = &all[2];
+    assert_eq!(app.status, None);
+    assert_eq!(app.events.len(), 1);
+    assert_eq!(
+        (
+            app.events[0].kind,
+            app.events[0].verdict,
+            app.events[0].reason
+        ),
+        (
+            MatchKind::Related,
+            Verdict::Ignored,
+            Some(Reason::OwnChange)
+        )
+    );
+    assert_eq!(all[1].status, Some(DriftStatus::Open));
+    // Workspace filter, limit.
+    let staging = j
+        .changes(ChangeQuery {
+            since,
+            workspace: Some("staging".into()),
+            limit: 0,
+        })
+        .await
+        .unwrap();
+    assert_eq!(staging.len(), 1);
+    assert_eq!(staging[0].address, "aws_s3_bucket.logs");
+    let one = j
+        .changes(ChangeQuery {
+            since,
+            workspace: None,
+            limit: 1,
+        })
+        .await
+        .unwrap();
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0].address, web);
+    // A wider window takes the old change in; a future one finds nothing.
+    let wide = j
+        .changes(ChangeQuery {
+            since: Utc::now() - chrono::Duration::days(3),
+            workspace: Some("prod".into()),
+            limit: 0,
+        })
+        .await
+        .unwrap();
+    let role = wide
+        .iter()
+        .find(|a| a.address == "aws_iam_role.ci")
+        .expect("the old changes of aws_iam_role.ci within 3 days");
+    assert_eq!(role.event_count, 2);
+    assert!(
+        j.changes(ChangeQuery {
+            since: Utc::now() + chrono::Duration::hours(1),
+            workspace: None,
+            limit: 0,
+        })
+        .await
+        .unwrap()
+        .is_empty()
+    );
+}
+
+/// The drift transition log (`/v1/stream`): a drift event opens (first drift) or
+/// reopens (from another status) its row, a status change is recorded with its
+/// reason, nothing else is; ids grow in commit order; read after an id, by
+/// workspace, bounded; the wake-up receiver changes on commits that record one;
+/// retention prunes them.
+pub(crate) async fn transition_contract(j: SharedJournal) {
+    use crate::{TransitionKind, TransitionQuery};
+    let web = "aws_security_group.web";
+    let ws = || "prod".to_owned();
+    assert_eq!(j.last_transition_id().await.unwrap(), 0);
+    let mut wake = j.transition_wakeups();
+    wake.borrow_and_update();
+    let all = |after| {
+        let j = j.clone();
+        async move {
+            j.transitions(TransitionQuery {
+                after,
+                ..TransitionQuery::default()
+            })
+            .await
+            .unwrap()
+        }
+    };
+    j.append(vec![drift_entry("t-1", web)]).await.unwrap();
+    assert!(
+        wake.has_changed().unwrap(),
+        "a drift event wakes the readers"
+    );
+    wake.borrow_and_update();
+    // Drift of an open row, and an unmanaged change: no transition.
+    j.append(vec![drift_entry("t-2", web)]).await.unwrap();
+    j.append(vec![Entry::new(Provider::Aws, "t-unmanaged", "test")])
+        .await
+        .unwrap();
+    let seq2 = j
+        .drift_of(ws(), web.into())
+        .await
+        .unwrap()
+        .unwrap()
+        .last_event
+        .seq;
+    let status = |status, reason: &str| DriftUpdate {
+        workspace: ws(),
+        address: web.into(),
+        status,
+        reason: Some(reason.into()),
+        outcome: None,
+        event_ids: Vec::new(),
+        started: None,
+        only_from: Vec::new(),
+    };
+    wake.borrow_and_update();
+    assert_eq!(
+        j.set_drift_status(status(DriftStatus::Remediating, "planning"))
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(
+        wake.has_changed().unwrap(),
+        "a status change wakes the readers"
+    );
+    // The same status again changes the row but is no transition.
+    assert_eq!(
+        j.set_drift_status(status(DriftStatus::Remediating, "retrying"))
+            .await
+            .unwrap(),
+        1
+    );
+    j.set_drift_status(status(DriftStatus::Reverted, "applied"))
+        .await
+        .unwrap();
+    // No row: nothing.
+    let mut missing = status(DriftStatus::Escalated, "x");
+    missing.address = "aws_vpc.none".into();
+    assert_eq!(j.set_drift_status(missing).await.unwrap(), 0);
+    j.append(vec![drift_entry("t-3", web)]).await.unwrap();
+    let mut staging = drift_entry("t-4", "aws_s3_bucket.logs");
+    staging.matches[0].workspace = "staging".into();
+    j.append(vec![staging]).await.unwrap();
+
+    let got = all(0).await;
+    let seen: Vec<(&str, &str, TransitionKind, Option<DriftStatus>, DriftStatus)> = got
+        .iter()
+        .map(|t| {
+            (
+                t.workspace.as_str(),
+                t.address.as_str(),
+                t.kind,
+                t.from,
+                t.status,
+            )
+        })
+        .collect();
+    use DriftStatus::*;
+    assert_eq!(
+        seen,
+        [
+            ("prod", web, TransitionKind::Opened, None, Open),
+            (
+                "prod",
+                web,
+                TransitionKind::Status(Remediating),
+                Some(Open),
+                Remediating
+            ),
+            (
+                "prod",
+                web,
+                TransitionKind::Status(Reverted),
+                Some(Remediating),
+                Reverted
+            ),
+            ("prod", web, TransitionKind::Reopened, Some(Reverted), Open),
+            (
+                "staging",
+                "aws_s3_bucket.logs",
+                TransitionKind::Opened,
+                None,
+                Open
+            ),
+        ]
+    );
+    assert!(got.windows(2).all(|w| w[0].id < w[1].id), "ids grow");
+    assert_eq!(got[1].reason.as_deref(), Some("planning"));
+    assert_eq!(got[1].event_seq, Some(seq2));
+    assert_eq!(got[0].reason, None);
+    assert!(got[0].event_seq.is_some() && got[0].at.ends_with('Z'));
+    assert_eq!(j.last_transition_id().await.unwrap(), got[4].id);
+    // After an id, by workspace, bounded.
+    assert_eq!(all(got[1].id).await, got[2..].to_vec());
+    assert!(all(got[4].id).await.is_empty());
+    let staging = j
+        .transitions(TransitionQuery {
+            after: 0,
+            workspace: Some("staging".into()),
+            limit: 0,
+        })
+        .await
+        .unwrap();
+    assert_eq!(staging, got[4..].to_vec());
+    let two = j
+        .transitions(TransitionQuery {
+            after: got[0].id,
+            workspace: None,
+            limit: 2,
+        })
+        .await
+        .unwrap();
+    assert_eq!(two, got[1..3].to_vec());
+    // Retention: transitions recorded before the cutoff go.
+    let mut none = |_: &PruneReport| {};
+    j.prune_with(
+        Utc::now() + chrono::Duration::seconds(1),
+        1000,
+        Box::pin(std::future::pending()),
+        &mut none,
+    )
+    .await
+    .unwrap();
+    assert!(
+        all(0).await.is_empty(),
+        "pruned with the journal's retention"
+    );
+    // Ids keep growing after a prune.
+    let mut next = drift_entry("t-5", "aws_instance.new");
+    next.matches[0].workspace = "dev".into();
+    j.append(vec![next]).await.unwrap();
+    assert!(all(0).await[0].id > got[4].id);
+}
+
 /// Backstop bookkeeping and `found_by`: no run before the first write; the latest
 /// write replaces the previous one, per workspace, to the millisecond; a drift row
 /// first journaled from the backstop says `found_by: backstop` and keeps it when a bus

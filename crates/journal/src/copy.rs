@@ -1,6 +1,7 @@
 //! `driftreactor journal copy`: moves an embedded SQLite journal into an empty
 //! PostgreSQL journal, row for row (events with their sequence numbers, drift rows
-//! and their lifecycle, remediation bookkeeping and memory), in one PostgreSQL
+//! and their lifecycle, the drift transition log with its ids, so `/v1/stream`
+//! clients resume across the move, remediation bookkeeping and memory), in one PostgreSQL
 //! transaction: either everything is copied or nothing is.
 //!
 //! Stop the service that writes the SQLite file first (the copy reads one snapshot;
@@ -87,6 +88,20 @@ const TABLES: &[(&str, &[(&str, Col)])] = &[
             ("drifted", Col::Int),
             ("unannounced", Col::Int),
             ("error", Col::Text),
+        ],
+    ),
+    (
+        "drift_transitions",
+        &[
+            ("id", Col::Int),
+            ("workspace", Col::Text),
+            ("address", Col::Text),
+            ("kind", Col::Text),
+            ("from_status", Col::Text),
+            ("status", Col::Text),
+            ("reason", Col::Text),
+            ("event_seq", Col::Int),
+            ("at", Col::Text),
         ],
     ),
     (
@@ -307,6 +322,7 @@ pub async fn copy_sqlite_to_postgres(
     // Identity columns continue after the copied values.
     for (table, col) in [
         ("events", "seq"),
+        ("drift_transitions", "id"),
         ("remediation_applies", "id"),
         ("remediation_stamps", "id"),
     ] {

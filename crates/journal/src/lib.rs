@@ -36,6 +36,12 @@
 //! time and reason, as the remediator reports it; see [`Journal::drift_with`] and
 //! [`Journal::set_drift_status`]. A drift event reopens its row.
 //!
+//! Drift transitions (schema version 7): every lifecycle transition of a drift row
+//! (opened, reopened, each status change) in a durable, ordered log written in the
+//! transaction of the change, for `/v1/stream`; see [`transitions`],
+//! [`JournalStore::transitions`] and [`JournalStore::transition_wakeups`]. What changed
+//! since a time, grouped by address: [`Journal::changes`] (`/v1/changes`).
+//!
 //! Schema: this crate is the one owner of the database file: one module opens every
 //! connection (pragmas included) and migrates every table with versioned migrations
 //! (`rusqlite_migration`, `PRAGMA user_version`); an older file is upgraded in place.
@@ -73,6 +79,7 @@ pub use driftreactor_event::{Decided, MatchRecord, ResourceKey};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
+mod changes;
 mod backstop;
 #[cfg(feature = "postgres")]
 pub mod copy;
@@ -88,8 +95,10 @@ mod query;
 mod remediation;
 mod schema;
 mod store;
+pub mod transitions;
 mod writer;
 
+pub use changes::{AddressChanges, ChangeEvent, ChangeQuery, MAX_EVENTS_PER_ADDRESS};
 pub use backstop::{BACKSTOP_SOURCE, BackstopRun, FoundBy};
 pub use lease::Lease;
 pub use lifecycle::{DriftQuery, DriftStatus, DriftUpdate};
@@ -102,6 +111,7 @@ pub use query::{
 };
 pub use remediation::PendingRemediation;
 pub use store::{JournalFuture, JournalStore, SharedJournal, StopSignal, connect, open};
+pub use transitions::{DriftTransition, TransitionKind, TransitionQuery};
 
 /// Result of a journal operation.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -461,6 +471,11 @@ pub enum Written {
     Duplicate,
 }
 
+/// Whether recording this may have opened or reopened a drift row (a transition).
+pub(crate) fn may_open_drift(w: &Written) -> bool {
+    matches!(w, Written::Recorded(d) if d.verdict == Verdict::Drift)
+}
+
 /// Lowercase hex SHA-256 of `bytes` (the [`Entry::payload_sha256`] format).
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
@@ -493,6 +508,9 @@ struct Inner {
     path: PathBuf,
     rows: Arc<AtomicU64>,
     reader: Arc<std::sync::Mutex<rusqlite::Connection>>,
+    /// Counts this handle's commits that may have recorded a drift transition
+    /// ([`JournalStore::transition_wakeups`]).
+    wake: tokio::sync::watch::Sender<u64>,
 }
 
 /// A handle on the journal; cheap to clone, all clones share one writer thread.
@@ -541,6 +559,7 @@ impl Journal {
                 path,
                 rows,
                 reader: Arc::new(std::sync::Mutex::new(reader)),
+                wake: tokio::sync::watch::Sender::new(0),
             }),
         })
     }
@@ -568,7 +587,24 @@ impl Journal {
             .send(Request::Append(AppendRequest { entries, answer }))
             .await
             .map_err(|_| Error::Closed)?;
-        wait.await.map_err(|_| Error::Closed)?
+        let written = wait.await.map_err(|_| Error::Closed)??;
+        if written.iter().any(may_open_drift) {
+            self.wake_transitions();
+        }
+        Ok(written)
+    }
+
+    /// Tells the readers of [`Journal::transition_wakeups`] that a commit may have
+    /// recorded a drift transition.
+    pub(crate) fn wake_transitions(&self) {
+        self.inner.wake.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// A receiver that changes after each commit of this handle that may have recorded
+    /// a drift transition (a drift event, a status change): wait on it, then read
+    /// [`Journal::transitions`]. Only this handle's commits are seen.
+    pub fn transition_wakeups(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.wake.subscribe()
     }
 
     /// Number of recorded events (kept in memory; no query).

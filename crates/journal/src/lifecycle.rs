@@ -193,6 +193,7 @@ impl Journal {
             let started = u.started.as_ref().map(ts);
             // A JSON array of the statuses a row may leave (`[]`: any).
             let from = serde_json::to_string(&u.only_from).unwrap_or_else(|_| "[]".into());
+            let before = crate::transitions::sqlite::status_of(tx, &u.workspace, &u.address)?;
             let n = tx
                 .execute(
                     "UPDATE drift SET status = ?3, status_at = ?4, status_reason = ?5 \
@@ -210,6 +211,25 @@ impl Journal {
                     ],
                 )
                 .map_err(sqlite("update drift status"))?;
+            if n > 0 && before.is_some_and(|b| b != u.status) {
+                let seq: Option<i64> = tx
+                    .query_row(
+                        "SELECT last_seq FROM drift WHERE workspace = ?1 AND address = ?2",
+                        params![u.workspace, u.address],
+                        |r| r.get(0),
+                    )
+                    .map_err(sqlite("read drift row"))?;
+                let t = crate::transitions::NewTransition {
+                    workspace: u.workspace.clone(),
+                    address: u.address.clone(),
+                    kind: crate::transitions::TransitionKind::Status(u.status),
+                    from: before,
+                    status: u.status,
+                    reason: u.reason.clone(),
+                    event_seq: seq,
+                };
+                crate::transitions::sqlite::record(tx, &t, &now)?;
+            }
             if let Some(outcome) = &u.outcome {
                 let mut st = tx
                     .prepare_cached(
@@ -226,6 +246,11 @@ impl Journal {
             Ok(n as u64)
         }))
         .await
+        .inspect(|&n| {
+            if n > 0 {
+                self.wake_transitions();
+            }
+        })
     }
 
     /// How many addresses are paused (escalated) in the remediation memory.

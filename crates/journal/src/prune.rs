@@ -15,6 +15,9 @@
 //!   shows them). An older event of the same drift goes: the row's `events` count and
 //!   `first_seen` keep counting it.
 //!
+//! Drift transitions (`/v1/stream`'s log) recorded before the cutoff go too, up to a
+//! batch's worth per batch.
+//!
 //! With an event go its rows in `event_resources` and, when finished (`done`), its
 //! `remediations` row and `remediation_targets`, so every reference stays valid (the
 //! schema's foreign keys are enforced).
@@ -139,6 +142,8 @@ fn prune_batch(
             .and_then(|mut st| st.execute([seq]))
             .map_err(sqlite("prune events"))? as u64;
     }
+    // The drift transition log ages by its own time (`at`), a batch at a time.
+    crate::transitions::sqlite::prune(tx, cutoff, limit)?;
     if picked.len() >= batch {
         out.next = picked.last().map(|(seq, received_at)| Cursor {
             received_at: received_at.clone(),

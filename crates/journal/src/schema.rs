@@ -11,8 +11,9 @@ use rusqlite_migration::{M, Migrations};
 
 use crate::{Error, Result};
 
-/// The schema version this build writes (`PRAGMA user_version`).
-pub(crate) const VERSION: i64 = 7;
+/// The schema version this build writes (`PRAGMA user_version`): one per migration of
+/// [`MIGRATION_STEPS`].
+pub(crate) const VERSION: i64 = MIGRATION_STEPS.len() as i64;
 
 pub(crate) const SCHEMA_V1: &str = "
 CREATE TABLE IF NOT EXISTS events (
@@ -183,6 +184,26 @@ CREATE TABLE IF NOT EXISTS workspace_listings (
 ) WITHOUT ROWID;
 ";
 
+/// The drift transition log ([`crate::DriftTransition`], `/v1/stream`): one row per
+/// lifecycle transition of a drift row, written in the transaction of the change it
+/// records; `id` grows in commit order (the SSE event id). `event_seq` has no foreign
+/// key: retention prunes events and transitions separately.
+pub(crate) const DRIFT_TRANSITIONS: &str = "
+CREATE TABLE IF NOT EXISTS drift_transitions (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    workspace   TEXT NOT NULL,
+    address     TEXT NOT NULL,
+    kind        TEXT NOT NULL,   -- opened, reopened, or the status entered
+    from_status TEXT,            -- NULL for opened
+    status      TEXT NOT NULL,
+    reason      TEXT,
+    event_seq   INTEGER,
+    at          TEXT NOT NULL    -- RFC 3339 UTC, milliseconds, 'Z'
+);
+CREATE INDEX IF NOT EXISTS drift_transitions_at ON drift_transitions (at);
+CREATE INDEX IF NOT EXISTS drift_transitions_workspace ON drift_transitions (workspace, id);
+";
+
 /// The periodic backstop ([`crate::BackstopRun`]): per workspace, its latest pass and
 /// its latest clean one; and who first found each drift row ([`crate::FoundBy`]:
 /// `event` for the rows of earlier versions).
@@ -212,6 +233,7 @@ pub(crate) const MIGRATION_STEPS: &[M<'static>] = &[
     M::up(SCHEMA_V4),
     M::up(SCHEMA_V5),
     M::up(SCHEMA_V6),
+    M::up(DRIFT_TRANSITIONS),
     M::up(SCHEMA_BACKSTOP),
 ];
 

@@ -28,9 +28,10 @@ use driftreactor_event::{Provider, ResourceKey};
 use std::time::Duration;
 
 use crate::{
-    ApplyRecord, BackstopRun, DriftQuery, DriftRow, DriftUpdate, Entry, EventQuery, EventRow,
-    Journal, JournalConfig, Lease, Listing, PendingRemediation, PruneReport, RemediationQuery,
-    RemediationRow, Result, Stamp, Written,
+    AddressChanges, ApplyRecord, BackstopRun, ChangeQuery, DriftQuery, DriftRow, DriftTransition,
+    DriftUpdate, Entry, EventQuery, EventRow, Journal, JournalConfig, Lease, Listing,
+    PendingRemediation, PruneReport, RemediationQuery, RemediationRow, Result, Stamp,
+    TransitionQuery, Written,
 };
 
 /// A boxed, `Send` future answering a journal call (what keeps [`JournalStore`]
@@ -325,6 +326,35 @@ pub trait JournalStore: Send + Sync + std::fmt::Debug + 'static {
     /// When the store cannot be read (or the stored row cannot be read back).
     fn get_listing(&self, set: String) -> JournalFuture<'_, Option<Listing>>;
 
+    /// `/v1/changes` (and the MCP tool `recent_changes`): the addresses changed since
+    /// `q.since`, grouped by (workspace, address), the most recently changed first,
+    /// each with its drift status and its changing events ([`Journal::changes`]).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    fn changes(&self, q: ChangeQuery) -> JournalFuture<'_, Vec<AddressChanges>>;
+
+    /// `/v1/stream`: the drift transitions after `q.after` (of `q.workspace`), oldest
+    /// first ([`Journal::transitions`]; the log is described in
+    /// [`crate::transitions`]).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    fn transitions(&self, q: TransitionQuery) -> JournalFuture<'_, Vec<DriftTransition>>;
+
+    /// The id of the latest recorded drift transition; 0 when there is none
+    /// ([`Journal::last_transition_id`]).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    fn last_transition_id(&self) -> JournalFuture<'_, u64>;
+
+    /// A receiver whose value changes after each commit of this handle that may have
+    /// recorded a drift transition ([`Journal::transition_wakeups`]): the live
+    /// notification of `/v1/stream`, which then reads [`JournalStore::transitions`].
+    /// Commits of other handles or replicas are not seen (read the log again on an
+    /// interval to find them).
+    fn transition_wakeups(&self) -> tokio::sync::watch::Receiver<u64>;
     /// Stores `run` as the latest backstop pass of `workspace`, replacing the
     /// previous one ([`Journal::put_backstop`]).
     ///
@@ -567,5 +597,17 @@ impl JournalStore for Journal {
     }
     fn get_listing(&self, set: String) -> JournalFuture<'_, Option<Listing>> {
         Box::pin(Journal::get_listing(self, set))
+    }
+    fn changes(&self, q: ChangeQuery) -> JournalFuture<'_, Vec<AddressChanges>> {
+        Box::pin(Journal::changes(self, q))
+    }
+    fn transitions(&self, q: TransitionQuery) -> JournalFuture<'_, Vec<DriftTransition>> {
+        Box::pin(Journal::transitions(self, q))
+    }
+    fn last_transition_id(&self) -> JournalFuture<'_, u64> {
+        Box::pin(Journal::last_transition_id(self))
+    }
+    fn transition_wakeups(&self) -> tokio::sync::watch::Receiver<u64> {
+        Journal::transition_wakeups(self)
     }
 }

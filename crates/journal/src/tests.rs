@@ -1031,6 +1031,17 @@ async fn the_sqlite_journal_keeps_the_storage_contract_through_the_trait() {
 }
 
 #[tokio::test]
+async fn the_sqlite_journal_keeps_the_changes_and_transition_contracts() {
+    let dir = tempfile::tempdir().unwrap();
+    let j: SharedJournal = open(&JournalConfig::at(dir.path().join("j.sqlite"))).unwrap();
+    crate::contract::changes_contract(j.clone()).await;
+    j.close().await;
+    let j: SharedJournal = open(&JournalConfig::at(dir.path().join("t.sqlite"))).unwrap();
+    crate::contract::transition_contract(j.clone()).await;
+    j.close().await;
+}
+
+#[tokio::test]
 async fn the_sqlite_journal_keeps_the_lease_and_listing_contracts() {
     let dir = tempfile::tempdir().unwrap();
     let j = crate::connect(&JournalConfig::at(dir.path().join("j.sqlite")))

@@ -50,6 +50,17 @@ async fn the_postgres_journal_keeps_the_storage_lease_and_listing_contracts() {
     let again = connect(&cfg(&pg.url())).await.unwrap();
     assert!(again.count() > 0);
     again.close().await;
+    // Contracts that want an empty journal, each on a database of its own.
+    let fresh = connect(&cfg(&fresh_db(&pg, "changes").await))
+        .await
+        .unwrap();
+    crate::contract::changes_contract(fresh.clone()).await;
+    fresh.close().await;
+    let fresh = connect(&cfg(&fresh_db(&pg, "transitions").await))
+        .await
+        .unwrap();
+    crate::contract::transition_contract(fresh.clone()).await;
+    fresh.close().await;
 }
 
 /// Two replicas (two handles, two pools) start at once on an empty database: the
@@ -125,6 +136,108 @@ async fn two_replicas_migrate_at_once_and_record_each_event_once() {
         i64::try_from(postgres::migrations().len()).unwrap()
     );
     pool.close().await;
+
+    // Drift transitions are numbered in commit order across replicas: a reader that
+    // follows the log with `after = last id seen` while both replicas record 300 new
+    // drift rows at once sees every one of them, exactly once, in id order (a
+    // transaction that took a smaller id but committed later would be skipped).
+    let start = a.last_transition_id().await.unwrap();
+    let new_rows: Vec<Entry> = (0..300)
+        .map(|i| drift_entry(&format!("open-{i}"), &format!("aws_instance.n{i}")))
+        .collect();
+    let reader = {
+        let j = b.clone();
+        tokio::spawn(async move {
+            let mut seen = Vec::new();
+            let mut after = start;
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            while seen.len() < 300 && std::time::Instant::now() < deadline {
+                let got = j
+                    .transitions(crate::TransitionQuery {
+                        after,
+                        workspace: None,
+                        limit: 1000,
+                    })
+                    .await
+                    .unwrap();
+                if let Some(last) = got.last() {
+                    after = last.id;
+                }
+                seen.extend(got);
+            }
+            seen
+        })
+    };
+    let (even, odd): (Vec<_>, Vec<_>) = new_rows
+        .into_iter()
+        .enumerate()
+        .partition(|(i, _)| i % 2 == 0);
+    let strip = |v: Vec<(usize, Entry)>| v.into_iter().map(|(_, e)| e).collect::<Vec<_>>();
+    tokio::join!(
+        run(a.clone(), strip(even), false),
+        run(b.clone(), strip(odd), true)
+    );
+    let seen = reader.await.unwrap();
+    let addresses: std::collections::BTreeSet<&str> =
+        seen.iter().map(|t| t.address.as_str()).collect();
+    assert_eq!(
+        (seen.len(), addresses.len()),
+        (300, 300),
+        "every opened transition seen once by a reader following the log"
+    );
+    assert!(seen.windows(2).all(|w| w[0].id < w[1].id));
+
+    // How: a transaction that recorded a transition holds back every other one that
+    // records one (the advisory lock) until it commits, so ids are visible in order.
+    let start = a.last_transition_id().await.unwrap();
+    let side = PgJournal::connect(&cfg(&url)).await.unwrap();
+    let mut slow = side.pool().begin().await.unwrap();
+    let first =
+        crate::transitions::NewTransition::of_drift_event("prod", "aws_slow.first", None, 1)
+            .unwrap();
+    crate::transitions::pg::record(&mut slow, &[first], &crate::writer::ts(&chrono::Utc::now()))
+        .await
+        .unwrap();
+    let fast = {
+        let a = a.clone();
+        tokio::spawn(async move {
+            a.append(vec![drift_entry("fast-1", "aws_fast.second")])
+                .await
+        })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let waiting: i64 = sqlx_core::query::query::<sqlx_postgres::Postgres>(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+        )
+        .fetch_one(side.pool())
+        .await
+        .and_then(|r| sqlx_core::row::Row::try_get(&r, 0))
+        .unwrap();
+        if waiting > 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the second replica's append never waited for the transition lock"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!fast.is_finished());
+    slow.commit().await.unwrap();
+    fast.await.unwrap().unwrap();
+    let order: Vec<String> = a
+        .transitions(crate::TransitionQuery {
+            after: start,
+            ..crate::TransitionQuery::default()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.address)
+        .collect();
+    assert_eq!(order, ["aws_slow.first", "aws_fast.second"]);
+    side.close().await;
     a.close().await;
     b.close().await;
 }
@@ -226,12 +339,22 @@ async fn a_sqlite_journal_copies_into_postgres_row_for_row() {
         pgj.pause_reason("prod".into(), "b".into()).await.unwrap(),
         Some("cap".into())
     );
-    // New events continue after the copied sequence numbers.
+    // The drift transition log keeps its ids (stream clients resume across the move).
+    let log = || crate::TransitionQuery {
+        limit: 1000,
+        ..crate::TransitionQuery::default()
+    };
+    let transitions = sqlite.transitions(log()).await.unwrap();
+    assert!(!transitions.is_empty());
+    assert_eq!(pgj.transitions(log()).await.unwrap(), transitions);
+    // New events and transitions continue after the copied numbers.
     let top = sqlite.events(q()).await.unwrap()[0].seq;
-    pgj.append(vec![Entry::new(Provider::Aws, "after-copy", "t")])
+    let last = sqlite.last_transition_id().await.unwrap();
+    pgj.append(vec![drift_entry("after-copy", "aws_instance.after_copy")])
         .await
         .unwrap();
     assert!(pgj.events(q()).await.unwrap()[0].seq > top);
+    assert!(pgj.last_transition_id().await.unwrap() > last);
     pgj.close().await;
     sqlite.close().await;
     let again = copy::copy_sqlite_to_postgres(&from, &to).await;

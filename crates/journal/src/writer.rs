@@ -225,6 +225,7 @@ fn insert(tx: &rusqlite::Transaction<'_>, e: &Entry, now: &str) -> Result<Writte
         // drift event (re)opens its row: whatever the remediator did before, the
         // resource drifted since (see `DriftStatus`).
         if decided.verdict == Verdict::Drift && m.action != Action::None {
+            let before = crate::transitions::sqlite::status_of(tx, &m.workspace, &m.address)?;
             tx.prepare_cached(
                 "INSERT INTO drift (workspace, address, kind, action, first_seen, last_seen, events, last_seq, \
                    status, status_at, status_reason, found_by) \
@@ -251,6 +252,14 @@ fn insert(tx: &rusqlite::Transaction<'_>, e: &Entry, now: &str) -> Result<Writte
                 ])
             })
             .map_err(sqlite("upsert drift"))?;
+            if let Some(t) = crate::transitions::NewTransition::of_drift_event(
+                &m.workspace,
+                &m.address,
+                before,
+                seq,
+            ) {
+                crate::transitions::sqlite::record(tx, &t, now)?;
+            }
         }
     }
     Ok(Written::Recorded(decided))

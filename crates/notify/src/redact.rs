@@ -204,6 +204,31 @@ impl Redactor {
     }
 }
 
+impl Redactor {
+    /// Redacts attribute-level changes in place: a change whose path ends on a
+    /// secret-looking attribute ([`is_secret_key`]: `password`, `tags["api_token"]`)
+    /// or whose `before` / `after` holds a known secret or a secret-looking key is
+    /// replaced by [`driftreactor_event::AttributeChange::redacted`] (both values
+    /// [`REDACTED`], marked sensitive). A change already sensitive stays as it is.
+    pub fn changes(&self, changes: &mut [driftreactor_event::AttributeChange]) {
+        for c in changes.iter_mut().filter(|c| !c.sensitive) {
+            let last = c
+                .path
+                .rsplit(['.', '['])
+                .next()
+                .unwrap_or_default()
+                .trim_end_matches(']')
+                .trim_matches('"');
+            if is_secret_key(last)
+                || self.json(&c.before) != c.before
+                || self.json(&c.after) != c.after
+            {
+                *c = c.clone().redacted();
+            }
+        }
+    }
+}
+
 /// Replaces the values of `secretkey = value`, `secretkey: value`, `"secretkey": "value"`
 /// pairs in free text. `None` when nothing was replaced.
 fn redact_pairs(text: &str) -> Option<String> {

@@ -401,7 +401,8 @@ fn aws_pipeline(corpus: &Path) -> (PathBuf, Pipeline) {
         .collect();
     states.sort_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0));
     let state = states.pop().expect("an aws_* state in the corpus");
-    let mut builder = GraphBuilder::new(identities());
+    let mut builder =
+        GraphBuilder::new(identities()).keep_attributes(driftreactor_diff::kept_attributes);
     builder
         .add_state_file("prod", &state)
         .expect("load corpus state");
@@ -437,7 +438,8 @@ fn provider_samples(dir: &Path) -> Vec<String> {
 
 fn measure_state_load_child(path: &Path) {
     let t = Instant::now();
-    let mut builder = GraphBuilder::new(identities());
+    let mut builder =
+        GraphBuilder::new(identities()).keep_attributes(driftreactor_diff::kept_attributes);
     let meta = builder
         .add_state_file("generated", path)
         .expect("load generated state");
@@ -534,7 +536,8 @@ fn matching_state(lines: &[&[u8]]) -> (Pipeline, usize) {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join("matching.tfstate");
     std::fs::write(&path, state.to_string()).expect("write matching state");
-    let mut builder = GraphBuilder::new(identities());
+    let mut builder =
+        GraphBuilder::new(identities()).keep_attributes(driftreactor_diff::kept_attributes);
     builder
         .add_state_file("prod", &path)
         .expect("load the matching state");

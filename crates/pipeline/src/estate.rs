@@ -191,7 +191,10 @@ fn build<'a, T: 'a>(
 }
 
 fn builder(options: LoadOptions) -> GraphBuilder {
-    let builder = GraphBuilder::new(crate::identities());
+    // The few attributes the drift diff compares (`driftreactor_diff::kept_attributes`)
+    // are kept in the same pass; nothing else of the attributes is.
+    let builder =
+        GraphBuilder::new(crate::identities()).keep_attributes(driftreactor_diff::kept_attributes);
     if options.secrets {
         builder.collect_sensitive_values()
     } else {

@@ -273,24 +273,33 @@ impl Replay {
     /// [`Replay::process_input`] under its path. An input that cannot be listed or
     /// read gives one `rejected` line saying why; the run goes on.
     pub fn process_path(&mut self, input: &Path) -> Vec<ReportLine> {
+        let mut lines = Vec::new();
+        self.for_each_file(input, |file| lines.extend(file));
+        lines
+    }
+
+    /// [`Replay::process_path`], handing each file's lines to `each` as soon as the
+    /// file is done (in order; one call with one `rejected` line for an input that
+    /// cannot be listed or a file that cannot be read), so a caller can print them and
+    /// show progress without holding a folder's whole report.
+    pub fn for_each_file(&mut self, input: &Path, mut each: impl FnMut(Vec<ReportLine>)) {
         let files = match event_files(input) {
             Ok(files) => files,
             Err(e) => {
-                return vec![ReportLine::unreadable(
+                each(vec![ReportLine::unreadable(
                     input.display().to_string(),
                     driftreactor_source::chain(&e),
-                )];
+                )]);
+                return;
             }
         };
-        let mut lines = Vec::new();
         for f in files {
             let name = f.display().to_string();
             match read_event_file(&f, self.max_file_bytes) {
-                Ok(bytes) => lines.extend(self.process_input(&name, &bytes)),
-                Err(e) => lines.push(ReportLine::unreadable(name, e.to_string())),
+                Ok(bytes) => each(self.process_input(&name, &bytes)),
+                Err(e) => each(vec![ReportLine::unreadable(name, e.to_string())]),
             }
         }
-        lines
     }
 }
 

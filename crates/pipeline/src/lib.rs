@@ -28,7 +28,8 @@ use std::sync::Arc;
 use chrono::{DateTime, SecondsFormat, Utc};
 use driftreactor_decide::{Action, Decision, Policy, Reason, Verdict, decide};
 use driftreactor_event::{
-    Change, DriftEvent, MatchKind, MatchRecord, NormalizeError, Provider, StateIdentity, Via,
+    AttributeChange, Change, ChangesUnknown, Diff, DriftEvent, MatchKind, MatchRecord,
+    NormalizeError, Provider, StateIdentity, Via,
 };
 use driftreactor_router::{Routed, route_event};
 use driftreactor_source::PayloadFormat;
@@ -37,6 +38,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 pub mod estate;
+pub mod explain;
 pub mod inputs;
 mod processed;
 mod sniff;
@@ -117,15 +119,44 @@ impl Pipeline {
     /// Events the decider will ignore before looking at matches (failed, read-only,
     /// own/IaC principal, not a change) are still routed, so reports and the journal
     /// show which resources they touched.
-    pub fn evaluate(&self, event: DriftEvent) -> Evaluated {
+    ///
+    /// A `drift` verdict also gets its attribute-level diff ([`DriftEvent::diff`],
+    /// [`diff_of`]); no other verdict pays for it.
+    pub fn evaluate(&self, mut event: DriftEvent) -> Evaluated {
         let routed = route_event(&self.graph, &event, &|s, out| payload_ids(&event, s, out));
         let decision = decide(&self.policy, &self.graph, &event, &routed);
+        if decision.verdict == Verdict::Drift {
+            event.diff = diff_of(&self.graph, &event, &routed);
+        }
         Evaluated {
             event,
             routed,
             decision,
         }
     }
+}
+
+/// The attribute-level diff `event` states for its first primary match (or, with
+/// none, its first match) in `routed`, against the attributes the graph kept for it
+/// ([`driftreactor_diff::from_event`], [`driftreactor_diff::kept_attributes`]); `None`
+/// when nothing matched. Pure.
+pub fn diff_of(graph: &Graph, event: &DriftEvent, routed: &Routed) -> Option<Diff> {
+    let m = routed
+        .matches
+        .iter()
+        .find(|m| m.kind == MatchKind::Primary)
+        .or_else(|| routed.matches.first())?;
+    let node = graph.get(m.node)?;
+    let kept: Option<serde_json::Map<String, serde_json::Value>> = graph
+        .kept_attributes(m.node)
+        .and_then(|text| serde_json::from_str(text).ok());
+    Some(driftreactor_diff::from_event(
+        event,
+        Some(driftreactor_diff::Target {
+            resource_type: &node.resource_type,
+            attributes: kept.as_ref(),
+        }),
+    ))
 }
 
 impl Pipeline {
@@ -315,6 +346,38 @@ pub struct ReportLine {
     pub dependents: Vec<ReportDependent>,
     /// `revert`, `pull_request`, `notify` or `none`.
     pub action: Action,
+    /// Drift lines only (absent on the others): the attribute-level changes against
+    /// the first primary match (`resources[]`), each `{"path", "before", "after"}`
+    /// (Terraform attribute path syntax; `"sensitive": true` with both values
+    /// `[REDACTED]` for a sensitive value), or `null` when they cannot be known, with
+    /// the reason in `changes_unknown`. `[]` when the event's new values equal the
+    /// state's (a policy whose statements were only reordered).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub changes: Option<Option<Vec<AttributeChange>>>,
+    /// Drift lines whose `changes` is `null`: `not_in_event`, `omitted_by_cloudtrail`
+    /// or `no_state_attributes`; `null` on a drift line whose changes are known,
+    /// absent on the others.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub changes_unknown: Option<Option<ChangesUnknown>>,
+}
+
+/// Reads a field that is present (possibly `null`) as `Some(value)`, so a report
+/// line keeps telling `"changes": null` (drift, not known) from an absent field (not
+/// a drift line).
+fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
 }
 
 impl ReportLine {
@@ -336,6 +399,8 @@ impl ReportLine {
             resources: Vec::new(),
             dependents: Vec::new(),
             action: Action::None,
+            changes: None,
+            changes_unknown: None,
         }
     }
 
@@ -383,7 +448,16 @@ impl ReportLine {
                 })
                 .collect(),
             action: ev.decision.action,
+            changes: e.diff.as_ref().map(|d| d.changes.clone()),
+            changes_unknown: e.diff.as_ref().map(|d| d.changes_unknown),
         }
+    }
+
+    /// Replaces the line's changes with `diff` (a plan's, which is authoritative), or
+    /// removes them (`None`).
+    pub fn set_diff(&mut self, diff: Option<&Diff>) {
+        self.changes = diff.map(|d| d.changes.clone());
+        self.changes_unknown = diff.map(|d| d.changes_unknown);
     }
 }
 
@@ -430,6 +504,11 @@ impl Replay {
     pub fn keep_evaluated(mut self, keep: bool) -> Self {
         self.keep = keep;
         self
+    }
+
+    /// The pipeline the replay evaluates with.
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
     }
 
     /// The evaluated events kept so far (see [`Replay::keep_evaluated`]), in order.

@@ -17,7 +17,7 @@
 //! - `[[sources]]`: the type is a push endpoint or a compiled-in pull source, and its
 //!   table reads into that source's config; with [`CheckMode::Build`] the push
 //!   endpoints are also built (their secret variables or files must be there);
-//! - `[remediation]`, `[github]`, `[slack]`: every key known and well typed;
+//! - `[remediation]`, `[github]`, `[slack]`, `[mcp]`: every key known and well typed;
 //! - `[workspaces.git]`: the URL (https://, ssh://, file://), `ref`, `path`, and that
 //!   `token_env` / `ssh_key_file` fit the URL; not both `dir` and `git`.
 //!
@@ -125,6 +125,8 @@ pub fn check(
     }
 
     let server: ServerConfig = config.section("server", config.server.as_ref())?;
+    // `[mcp]`: every key known (`driftreactor mcp`, serve's `/mcp`).
+    let _: driftreactor_mcp::McpConfig = config.section("mcp", config.mcp.as_ref())?;
     for (field, value) in [
         ("server.queue_capacity", server.queue_capacity as u64),
         ("server.max_in_flight", server.max_in_flight as u64),

@@ -103,6 +103,7 @@ pub(crate) fn router(
             get(resource).post(clear),
         )
         .with_state(state.clone());
+    let api = crate::mcp::mount(api, &state);
     crate::push::mount(api, &state, pushes)
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(axum::middleware::map_response(json_errors))
@@ -758,7 +759,7 @@ async fn clear(
 /// answer when it cannot): with the drift row's policy action when it is `revert`
 /// or `pull_request`, else plan-only (`pull_request`: never an apply the policy did
 /// not ask for). The address must be in the state or have a drift row (404).
-async fn reconcile_mode(
+pub(crate) async fn reconcile_mode(
     s: &AppState,
     workspace: &str,
     address: &str,

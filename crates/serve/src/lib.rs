@@ -9,6 +9,7 @@
 //!  retention (every prune_interval_secs) ── Journal::prune: batches on the journal's writer thread
 //!  HTTP API: /healthz /readyz /metrics /v1/events /v1/drift /v1/remediations /v1/resources/{ws}/{address}
 //!            /v1/resources?cloud_id= /v1/graph/{ws}/{address}/dependents|dependencies
+//!  MCP:      /mcp (streamable HTTP, bearer token; the tools of driftreactor_mcp over this service)
 //! ```
 //!
 //! [`start`] sets everything up and returns a [`Running`] service bound to its
@@ -41,6 +42,7 @@ pub mod config;
 pub mod hook;
 mod http;
 pub mod loader;
+mod mcp;
 pub mod metrics;
 pub mod model;
 mod outcomes;
@@ -188,6 +190,8 @@ pub(crate) struct Ctx {
     /// listing): always leading on
     /// the embedded journal, [`replica::Leader::spawn`] on a shared one.
     leader: replica::Leader,
+    /// `[mcp]`: whether `/mcp` offers the write tools, and its token variable.
+    mcp: driftreactor_mcp::McpConfig,
 }
 
 /// Everything [`start`] needs.
@@ -423,6 +427,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
     let journal_cfg = journal_config(&config)?;
     let retention = journal_retention(&config, &journal_cfg)?;
     let specs = config::parse_sources(&config.sources)?;
+    let mcp: driftreactor_mcp::McpConfig = config.section("mcp", config.mcp.as_ref())?;
 
     let mut pushes = Vec::new();
     let mut pulls = Vec::new();
@@ -586,6 +591,7 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
         redactor,
         states: states.report(),
         leader,
+        mcp,
     });
     let locks = states.locks();
     let workspaces = states.workspaces();

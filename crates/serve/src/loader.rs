@@ -179,6 +179,10 @@ impl Model for PipelineModel {
         ))
     }
 
+    fn pipeline(&self) -> Option<&Pipeline> {
+        Some(&self.pipeline)
+    }
+
     fn resource(&self, workspace: &str, address: &str) -> Option<ResourceInfo> {
         let graph = self.pipeline.graph();
         let id = graph.find(workspace, address)?;

@@ -92,6 +92,14 @@ pub trait Model: Send + Sync {
         let _ = (event, workspace, address);
         None
     }
+
+    /// The pipeline (graph and policy) the model runs, for the MCP tools
+    /// (`explain_event` and the graph queries on `/mcp`); `None` (the default) when
+    /// the model is not a [`driftreactor_pipeline::Pipeline`] (those tools then say
+    /// no graph is loaded).
+    fn pipeline(&self) -> Option<&driftreactor_pipeline::Pipeline> {
+        None
+    }
 }
 
 /// A [`Model`] with the facts of the states it was built from.

@@ -5,7 +5,9 @@
 //! `-- --instances N`). Prints a table with one row per identity plug-in set: the
 //! real `driftreactor_aws::AwsIdentity`, a minimal in-bench id/arn reader, none (the
 //! loader alone), and the real plug-in with the sensitive values collected in the same
-//! pass (as `serve` with remediation and `replay --remediate` load). Targets are < 1 s and < 200 MB peak.
+//! pass (as `serve` with remediation and `replay --remediate` load), and the real
+//! plug-in with the attributes the drift diff compares kept (`driftreactor_diff::
+//! kept_attributes`, as every `serve` and `replay` load). Targets are < 1 s and < 200 MB peak.
 //!
 //! The peak is `VmHWM` from `/proc/self/status`; the high-water mark is reset (through
 //! `/proc/self/clear_refs`) after the state file is generated, so it covers the load
@@ -112,13 +114,14 @@ fn main() {
         "id/arn (in-bench)",
         "none",
         "AwsIdentity + sensitive values",
+        "AwsIdentity + kept attributes",
     ] {
         drop(graph.take());
         let reset = reset_peak();
         let before_mb = status_kb("VmRSS:").unwrap_or(0) as f64 / 1024.0;
         let started = Instant::now();
         let plugins: Vec<Box<dyn StateIdentity>> = match plugin {
-            "AwsIdentity" | "AwsIdentity + sensitive values" => {
+            "AwsIdentity" | "AwsIdentity + sensitive values" | "AwsIdentity + kept attributes" => {
                 vec![Box::new(driftreactor_aws::AwsIdentity)]
             }
             "none" => vec![],
@@ -128,6 +131,10 @@ fn main() {
         if plugin.ends_with("sensitive values") {
             // The one pass serve and replay --remediate make: graph and secrets.
             builder = builder.collect_sensitive_values();
+        }
+        if plugin.ends_with("kept attributes") {
+            // What serve and replay load: the attributes the drift diff compares.
+            builder = builder.keep_attributes(driftreactor_diff::kept_attributes);
         }
         let meta = builder.add_state_file("large", &path).expect("load");
         let g = builder.build();

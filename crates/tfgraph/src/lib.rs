@@ -45,10 +45,12 @@ pub(crate) type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::Rand
 pub(crate) type Set<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 mod error;
+mod kept;
 mod parse;
 mod reader;
 mod sensitive;
 pub use error::{Error, Result};
+pub use kept::AttributeSelector;
 pub use sensitive::sensitive_values;
 
 use parse::{Interner, Loader};
@@ -205,6 +207,10 @@ pub struct GraphBuilder {
     states: Vec<StateMeta>,
     /// The sensitive values of the states added so far, when they are collected.
     secrets: Option<sensitive::Found>,
+    /// Which attributes to keep per type, when they are kept.
+    keep: Option<AttributeSelector>,
+    /// (node, kept attributes), in node order.
+    kept: Vec<(NodeId, Box<str>)>,
 }
 
 impl std::fmt::Debug for GraphBuilder {
@@ -233,7 +239,23 @@ impl GraphBuilder {
             by_workspace: Map::default(),
             states: Vec::new(),
             secrets: None,
+            keep: None,
+            kept: Vec::new(),
         }
+    }
+
+    /// Also keeps, for every instance of the states added from now on, the top-level
+    /// attributes `select` names for its type (for attribute-level diffs, e.g.
+    /// `driftreactor_diff::kept_attributes`), with the values at the instance's
+    /// `sensitive_attributes` paths replaced by `[REDACTED]`; read them with
+    /// [`Graph::kept_attributes`]. Nothing else of the attributes is kept. An instance
+    /// whose attributes name none of the keys is not parsed for them (a byte search
+    /// first); one that does costs a parse of its attributes in the same pass (off by
+    /// default).
+    #[must_use]
+    pub fn keep_attributes(mut self, select: AttributeSelector) -> Self {
+        self.keep = Some(select);
+        self
     }
 
     /// Also collects the sensitive values (see [`sensitive_values`] for what counts)
@@ -337,6 +359,7 @@ impl GraphBuilder {
         if self.secrets.is_some() {
             loader.secrets = Some(sensitive::Found::default());
         }
+        loader.keep = self.keep;
         Reader::new(origin, path, src, size_hint).read_state(&mut loader)?;
         check_version(origin, &loader.header)?;
         let header = std::mem::take(&mut loader.header);
@@ -361,6 +384,12 @@ impl GraphBuilder {
                 self.primary.insert(ident, id);
             }
         }
+        self.kept.extend(
+            loaded
+                .kept
+                .into_iter()
+                .map(|(local, attrs)| (global(local), attrs)),
+        );
         self.related.merge(loaded.related, base);
         self.owned.merge(loaded.owned, base);
         // The first state's nodes, edges and addresses are moved, not copied: their
@@ -429,6 +458,7 @@ impl GraphBuilder {
             owned: self.owned,
             by_workspace: self.by_workspace,
             states: self.states,
+            kept: self.kept,
         }
     }
 }
@@ -479,6 +509,8 @@ pub struct Graph {
     owned: Index,
     by_workspace: Map<Arc<str>, Map<Arc<str>, NodeId>>,
     states: Vec<StateMeta>,
+    /// Kept attributes ([`GraphBuilder::keep_attributes`]) by node, sorted by node.
+    kept: Vec<(NodeId, Box<str>)>,
 }
 
 impl Graph {
@@ -572,6 +604,16 @@ impl Graph {
         out.sort_unstable();
         out
     }
+    /// The attributes kept for node `id` ([`GraphBuilder::keep_attributes`]) as a
+    /// compact JSON object holding only the selected top-level attributes (sensitive
+    /// values `[REDACTED]`); `None` when none were kept for it.
+    pub fn kept_attributes(&self, id: NodeId) -> Option<&str> {
+        self.kept
+            .binary_search_by_key(&id, |(n, _)| *n)
+            .ok()
+            .map(|i| &*self.kept[i].1)
+    }
+
     /// Node by workspace and address (Terraform syntax, exactly as
     /// [`Node::address`] spells it).
     pub fn find(&self, workspace: &str, address: &str) -> Option<NodeId> {

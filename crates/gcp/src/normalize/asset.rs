@@ -83,5 +83,16 @@ pub(super) fn asset(
         .find_map(|a| obj_of(a, "resource").and_then(|r| str_of(r, "location")))
         .filter(|l| *l != "global")
         .map(str::to_owned);
+    // The prior and current asset are the event's statement of what changed, from
+    // what to what (`driftreactor_diff`): kept as the event's request.
+    if current.is_some() || prior.is_some() {
+        let mut kept = Map::new();
+        for key in ["asset", "priorAsset", "priorAssetState"] {
+            if let Some(v) = obj.get(key) {
+                kept.insert(key.to_owned(), v.clone());
+            }
+        }
+        ev.request = serde_json::value::to_raw_value(&kept).ok();
+    }
     Ok(ev)
 }

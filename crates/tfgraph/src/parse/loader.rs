@@ -50,6 +50,9 @@ pub(crate) struct Loaded {
     /// The type of every managed `resources[]` element, also those with no instance
     /// (`count = 0`), each once.
     pub resource_types: Set<Arc<str>>,
+    /// (local node, kept attributes as a JSON object), in node order, when the
+    /// builder keeps attributes ([`crate::GraphBuilder::keep_attributes`]).
+    pub kept: Vec<(u32, Box<str>)>,
 }
 
 /// The account one provider configuration of a state works in, as far as its
@@ -105,6 +108,8 @@ pub(crate) struct Loader<'b> {
     provider_accounts: Map<String, ProviderAccounts>,
     /// The state's sensitive values, when they are collected.
     pub secrets: Option<Found>,
+    /// Which attributes to keep per type, when they are kept.
+    pub keep: Option<crate::kept::AttributeSelector>,
 }
 
 impl<'b> Loader<'b> {
@@ -125,6 +130,7 @@ impl<'b> Loader<'b> {
                 owned: Index::default(),
                 edges: Vec::new(),
                 resource_types: Set::default(),
+                kept: Vec::new(),
             },
             // Module 0 is the root module.
             modules: vec![Vec::new()],
@@ -138,6 +144,7 @@ impl<'b> Loader<'b> {
             cfg: String::new(),
             provider_accounts: Map::default(),
             secrets: None,
+            keep: None,
         }
     }
 
@@ -258,6 +265,16 @@ impl<'b> Loader<'b> {
                 };
                 self.index_instance(id, &plugins, &instance);
                 self.note_account(id, provider);
+            }
+
+            if let (Some(select), Some(raw)) = (self.keep, inst.attributes) {
+                let keys = select(&resource_type);
+                if !keys.is_empty()
+                    && self.out.kept.last().is_none_or(|(last, _)| *last != id)
+                    && let Some(kept) = crate::kept::keep(raw, inst.sensitive_attributes, keys)?
+                {
+                    self.out.kept.push((id, kept));
+                }
             }
 
             let deps = inst.dependencies.into_iter().flatten();
