@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod explain;
 mod backstop;
+mod explain;
 mod graph;
 #[cfg(feature = "postgres")]
 mod journal;

@@ -72,7 +72,11 @@ fn setup() -> Setup {
     let plan = json!({
         "format_version": "1.2",
         "resource_drift": [
-            resource("aws_security_group.web", "aws_security_group", &["update"]),
+            {"address": "aws_security_group.web", "mode": "managed",
+             "type": "aws_security_group", "name": "web",
+             "change": {"actions": ["update"],
+                        "before": {"ingress": [{"from_port": 443, "cidr_blocks": ["10.0.0.0/16"]}]},
+                        "after": {"ingress": [{"from_port": 443, "cidr_blocks": ["0.0.0.0/0"]}]}}},
             resource("module.storage.aws_s3_bucket.artifacts", "aws_s3_bucket", &["delete"]),
             resource("aws_kms_key.data", "aws_kms_key", &["update"]),
         ],
@@ -194,6 +198,12 @@ fn one_pass_reports_each_drift_as_replay_does_and_which_no_event_announced() {
             .as_str()
             .unwrap()
             .starts_with("backstop:aws-prod:"),
+        "{web}"
+    );
+    // What changed, from the plan (authoritative).
+    assert_eq!(
+        web["changes"],
+        json!([{"path": "ingress[0].cidr_blocks[0]", "before": "10.0.0.0/16", "after": "0.0.0.0/0"}]),
         "{web}"
     );
     assert_eq!(bucket["change"], "delete", "{bucket}");

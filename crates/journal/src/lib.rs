@@ -79,8 +79,8 @@ pub use driftreactor_event::{Decided, MatchRecord, ResourceKey};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
-mod changes;
 mod backstop;
+mod changes;
 #[cfg(feature = "postgres")]
 pub mod copy;
 mod lease;
@@ -98,8 +98,8 @@ mod store;
 pub mod transitions;
 mod writer;
 
-pub use changes::{AddressChanges, ChangeEvent, ChangeQuery, MAX_EVENTS_PER_ADDRESS};
 pub use backstop::{BACKSTOP_SOURCE, BackstopRun, FoundBy};
+pub use changes::{AddressChanges, ChangeEvent, ChangeQuery, MAX_EVENTS_PER_ADDRESS};
 pub use lease::Lease;
 pub use lifecycle::{DriftQuery, DriftStatus, DriftUpdate};
 pub use listing::{ListedWorkspace, Listing};
