@@ -314,3 +314,218 @@ visibility_timeout_secs = 120
     drop(moto);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Fake terraform for the schedule test: `plan` behaves as the file `mode` next to it
+/// says (`drift`: exit 2 with the plan file written; `clean`: exit 0; `fail`: exit 1),
+/// `show -json` prints `show.json`.
+const FAKE_TF: &str = r#"#!/bin/sh
+here="$(dirname "$0")"
+echo "$*" >> "$here/calls.log"
+case "$1" in
+  init) mkdir -p .terraform; exit 0 ;;
+  plan)
+    case "$(cat "$here/mode")" in
+      clean) exit 0 ;;
+      fail) echo "Error: no valid credential sources found" >&2; exit 1 ;;
+    esac
+    for a in "$@"; do case "$a" in -out=*) echo plan > "${a#-out=}" ;; esac; done; exit 2 ;;
+  show) cat "$here/show.json"; exit 0 ;;
+esac
+exit 0
+"#;
+
+/// The value of the series `series` (name and labels, exactly) in a scrape; 0 when
+/// absent.
+fn sample(metrics: &str, series: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// The schedule and the counting of `serve`'s backstop, with a fake `terraform` (no
+/// cloud): passes repeat every interval; drift found again by later passes is reported
+/// but counted once; a clean pass starts a new story (the same drift found after it is
+/// counted again); a failing pass is counted and retried, and the service stays up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backstop_passes_repeat_count_unannounced_drift_once_per_story_and_survive_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let tool = d.join("terraform");
+    std::fs::write(&tool, FAKE_TF).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::write(d.join("mode"), "drift").unwrap();
+    let sg = serde_json::json!({"address": "aws_security_group.web", "mode": "managed",
+        "type": "aws_security_group", "name": "web",
+        "change": {"actions": ["update"], "before": {}, "after": {}}});
+    std::fs::write(
+        d.join("show.json"),
+        serde_json::json!({"format_version": "1.2", "resource_drift": [sg],
+            "resource_changes": [sg]})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/aws/state/prod.tfstate"),
+        d.join("prod.tfstate"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(d.join("root")).unwrap();
+    let config = d.join("driftreactor.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[[workspaces]]
+name = "prod"
+state = "prod.tfstate"
+dir = "root"
+tool_path = {tool}
+backstop_interval = "1s"
+
+[[policy]]
+type = "*"
+action = "notify"
+
+[remediation]
+settle_secs = 0
+
+[journal]
+path = "journal.sqlite"
+"#,
+            tool = toml_str(&tool.display().to_string()),
+        ),
+    )
+    .unwrap();
+    let log = d.join("serve.log");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_driftreactor"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .args(["--listen", "127.0.0.1:0"])
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let Some(addr) = listening_addr(child.stdout.take().unwrap()) else {
+        panic!("serve exited before listening:\n{}", log_tail(&log, 60))
+    };
+    let http = common::http_client();
+    let scrape = || {
+        let (http, url) = (http.clone(), format!("http://{addr}/metrics"));
+        async move {
+            match http.get(&url).send().await {
+                Ok(r) => r.text().await.unwrap_or_default(),
+                Err(_) => String::new(),
+            }
+        }
+    };
+    let runs = |m: &str, outcome: &str| {
+        sample(
+            m,
+            &format!(
+                "driftreactor_backstop_runs_total{{workspace=\"prod\",outcome=\"{outcome}\"}}"
+            ),
+        )
+    };
+    let unannounced = |m: &str| {
+        sample(
+            m,
+            "driftreactor_backstop_unannounced_total{workspace=\"prod\",type=\"aws_security_group\"}",
+        )
+    };
+    // Waits until `done` holds for a scrape (bounded), returning that scrape.
+    let wait = |what: &'static str, done: Box<dyn Fn(&str) -> bool + Send>| {
+        let log = log.clone();
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            loop {
+                let m = scrape().await;
+                if done(&m) {
+                    return m;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "{what} within 60 s; metrics:\n{}\nlog:\n{}",
+                    m.lines()
+                        .filter(|l| l.contains("backstop"))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                    log_tail(&log, 40)
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    };
+
+    // Passes repeat; the drift no event announced is counted once.
+    let m = wait(
+        "three passes that found drift",
+        Box::new(move |m| runs(m, "drift") >= 3.0),
+    )
+    .await;
+    assert_eq!(unannounced(&m), 1.0, "counted once over the passes");
+    let drift: Value = http
+        .get(format!("http://{addr}/v1/drift?status=all"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let row = drift["drift"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["address"] == "aws_security_group.web")
+        .cloned()
+        .unwrap_or_else(|| panic!("no drift row: {drift}"));
+    assert_eq!(row["found_by"], "backstop", "{row}");
+    assert_eq!(row["last_event"]["source"], "backstop", "{row}");
+    assert!(row["events"].as_i64().unwrap() >= 3, "{row}");
+
+    // Clean, then the same drift again: a new story, counted again.
+    std::fs::write(d.join("mode"), "clean").unwrap();
+    wait("a clean pass", Box::new(move |m| runs(m, "clean") >= 1.0)).await;
+    std::fs::write(d.join("mode"), "drift").unwrap();
+    wait(
+        "the drift counted again after the clean pass",
+        Box::new(move |m| unannounced(m) >= 2.0),
+    )
+    .await;
+
+    // A failing pass is counted and retried; the service stays up.
+    std::fs::write(d.join("mode"), "fail").unwrap();
+    let m = wait(
+        "two failed passes",
+        Box::new(move |m| runs(m, "failed") >= 2.0),
+    )
+    .await;
+    assert_eq!(unannounced(&m), 2.0);
+    let health = http
+        .get(format!("http://{addr}/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert!(health.status().is_success());
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        logged.contains("Backstop pass did not complete") && logged.contains("credential"),
+        "{}",
+        log_tail(&log, 40)
+    );
+    // Never an apply, never a -target: the backstop only plans (the remediator's
+    // notify-only policy plans nothing).
+    let calls = std::fs::read_to_string(d.join("calls.log")).unwrap();
+    assert!(
+        !calls
+            .lines()
+            .any(|l| l.starts_with("apply") || l.contains("-target")),
+        "{calls}"
+    );
+    stop_cleanly(&mut child, Duration::from_secs(30), || log_tail(&log, 40));
+}

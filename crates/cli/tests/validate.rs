@@ -148,6 +148,35 @@ fn config_strictness_an_unknown_tool_and_a_missing_dir_are_refused() {
 }
 
 #[test]
+fn config_strictness_a_backstop_without_a_root_or_with_a_bad_interval_is_refused() {
+    let (_dir, path) = config("");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replace(
+            "[[workspaces]]\n",
+            "[[workspaces]]\nbackstop_interval = \"6h\"\n",
+        ),
+    )
+    .unwrap();
+    refused(
+        &validate(&path),
+        &path,
+        "workspaces[0].backstop_interval",
+        "set `dir` or `git`",
+    );
+    std::fs::write(
+        &path,
+        text.replace(
+            "[[workspaces]]\n",
+            "[[workspaces]]\nbackstop_interval = \"every night\"\n",
+        ),
+    )
+    .unwrap();
+    refused(&validate(&path), &path, "backstop_interval", "every night");
+}
+
+#[test]
 fn config_strictness_zero_queue_capacity_max_in_flight_and_max_batch_are_refused() {
     for (section, field) in [
         ("server", "queue_capacity"),

@@ -16,8 +16,9 @@
 //! * [`drift_event`] (pure) turns one drifted address into a [`DriftEvent`]: provider
 //!   from the resource type (`aws_`, `azurerm_`/`azuread_`, `google_`), a unique id
 //!   per pass and address, `change: update` (or `delete` when the object is gone),
-//!   principal unknown, `service: "backstop"`, no attribute changes (the plan's
-//!   before/after diff is another module's work).
+//!   principal unknown, `service: "backstop"`, and the attribute changes the plan's
+//!   `resource_drift` before/after says (`driftreactor_diff::from_plan_drift`:
+//!   authoritative, sensitive values redacted).
 //! * [`coverage`] (pure) compares what the plan found with what events announced.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -99,7 +100,7 @@ impl BackstopError {
 }
 
 /// One address the plan found drifted.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Drifted {
     /// The resource address (`module.net.aws_security_group.web["blue"]`).
     pub address: String,
@@ -107,10 +108,15 @@ pub struct Drifted {
     pub resource_type: String,
     /// `update`, or `delete` when the refresh found the object gone.
     pub change: Change,
+    /// What changed, from the plan's `resource_drift` before/after
+    /// ([`driftreactor_diff::from_plan_drift`]); `None` when the drift entry could
+    /// not be read as changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<Vec<driftreactor_event::AttributeChange>>,
 }
 
 /// What one backstop plan of a workspace found.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PlanDrift {
     /// Drifted managed resources the code would change back, in plan order.
     pub drifted: Vec<Drifted>,
@@ -120,7 +126,7 @@ pub struct PlanDrift {
 }
 
 /// The [`PlanDrift`] of one workspace with when its plan ran.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct BackstopPlan {
     /// The workspace.
     pub workspace: String,
@@ -165,7 +171,11 @@ struct PlanChange {
 /// # Errors
 /// The plain-words reason when `plan_json` is not a plan document.
 pub fn drift_of_plan(plan_json: &[u8]) -> Result<PlanDrift, String> {
-    let doc: PlanDoc = serde_json::from_slice(plan_json).map_err(|e| e.to_string())?;
+    let value: serde_json::Value = serde_json::from_slice(plan_json).map_err(|e| e.to_string())?;
+    // The attribute changes: a document whose drift does not read as changes still
+    // gives its drifted addresses (without changes).
+    let mut changes = driftreactor_diff::from_plan_drift(&value).unwrap_or_default();
+    let doc: PlanDoc = serde_json::from_value(value).map_err(|e| e.to_string())?;
     let planned: BTreeMap<&str, &[String]> = doc
         .resource_changes
         .iter()
@@ -196,6 +206,7 @@ pub fn drift_of_plan(plan_json: &[u8]) -> Result<PlanDrift, String> {
             address: r.address.clone(),
             resource_type: r.resource_type.clone(),
             change,
+            changes: changes.remove(&r.address),
         });
     }
     Ok(out)
@@ -236,6 +247,11 @@ pub fn drift_event(workspace: &str, pass: DateTime<Utc>, drifted: &Drifted) -> O
     OPERATION.clone_into(&mut e.operation);
     e.change = Some(drifted.change);
     e.occurred_at = Some(pass);
+    e.diff = drifted.changes.as_ref().map(|c| driftreactor_event::Diff {
+        changes: Some(c.clone()),
+        changes_unknown: None,
+        changes_from: driftreactor_event::ChangesFrom::Plan,
+    });
     Some(e)
 }
 
@@ -263,7 +279,7 @@ pub struct Seen {
 }
 
 /// The coverage of one pass.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Coverage {
     /// Each drifted address and how events covered it, in plan order.
     pub drifted: Vec<(Drifted, Announced)>,
@@ -466,8 +482,14 @@ mod tests {
     fn the_plan_drift_is_read_and_drift_the_code_accepts_is_no_event() {
         let plan = doc(
             json!([
-                rc("aws_security_group.web", "aws_security_group", &["update"]),
-                rc("aws_s3_bucket.logs", "aws_s3_bucket", &["delete"]),
+                {"address": "aws_security_group.web", "mode": "managed",
+                 "type": "aws_security_group", "name": "web",
+                 "change": {"actions": ["update"],
+                            "before": {"ingress": [{"from_port": 80}]},
+                            "after": {"ingress": [{"from_port": 80}, {"from_port": 22}]}}},
+                {"address": "aws_s3_bucket.logs", "mode": "managed", "type": "aws_s3_bucket",
+                 "name": "logs",
+                 "change": {"actions": ["delete"], "before": {"id": "logs"}, "after": null}},
                 // ignore_changes: the refresh saw it, the plan keeps it.
                 rc("aws_instance.app", "aws_instance", &["update"]),
                 {"address": "data.aws_ami.x", "mode": "data", "type": "aws_ami",
@@ -481,20 +503,35 @@ mod tests {
         );
         let d = drift_of_plan(&plan).unwrap();
         assert_eq!(
-            d.drifted,
-            vec![
-                Drifted {
-                    address: "aws_security_group.web".into(),
-                    resource_type: "aws_security_group".into(),
-                    change: Change::Update
-                },
-                Drifted {
-                    address: "aws_s3_bucket.logs".into(),
-                    resource_type: "aws_s3_bucket".into(),
-                    change: Change::Delete
-                },
+            d.drifted
+                .iter()
+                .map(|d| (d.address.as_str(), d.resource_type.as_str(), d.change))
+                .collect::<Vec<_>>(),
+            [
+                (
+                    "aws_security_group.web",
+                    "aws_security_group",
+                    Change::Update
+                ),
+                ("aws_s3_bucket.logs", "aws_s3_bucket", Change::Delete),
             ]
         );
+        // The plan's before/after as attribute changes (the diff crate's reading).
+        let web = d.drifted[0].changes.as_ref().unwrap();
+        assert!(
+            web.iter()
+                .any(|c| c.path.starts_with("ingress[1]") && c.before.is_null()),
+            "{web:?}"
+        );
+        let gone = d.drifted[1].changes.as_ref().unwrap();
+        assert!(
+            gone.iter().any(|c| c.path == "id" && c.after.is_null()),
+            "{gone:?}"
+        );
+        let e = drift_event("prod", Utc::now(), &d.drifted[0]).unwrap();
+        let diff = e.diff.unwrap();
+        assert_eq!(diff.changes_from, driftreactor_event::ChangesFrom::Plan);
+        assert_eq!(diff.changes.as_ref(), Some(web));
         assert_eq!(d.accepted, ["aws_instance.app"]);
         assert!(drift_of_plan(b"{}").unwrap().drifted.is_empty());
         assert!(drift_of_plan(b"not json").is_err());
@@ -510,6 +547,7 @@ mod tests {
             address: format!("{ty}.x"),
             resource_type: ty.into(),
             change: Change::Update,
+            changes: None,
         };
         let e = drift_event("prod", at, &d("aws_security_group")).unwrap();
         assert_eq!(e.provider, Provider::Aws);
@@ -544,6 +582,7 @@ mod tests {
             address: a.into(),
             resource_type: "aws_security_group".into(),
             change: Change::Update,
+            changes: None,
         };
         let drift = PlanDrift {
             drifted: vec![d("a"), d("b"), d("c")],

@@ -543,6 +543,40 @@ mod tests {
     }
 
     #[test]
+    fn an_address_routes_to_itself_as_the_one_primary_match_with_its_dependents() {
+        let g = graph();
+        let by_id = route(&g, &event(Some("111"), vec![ResourceRef::new("sg-1")]));
+        let r = route_address(&g, "prod", "aws_security_group.web");
+        assert_eq!(
+            summary(&r),
+            [m("prod", "aws_security_group.web", MatchKind::Primary)]
+        );
+        assert!(!r.found_in_payload);
+        assert!(!deps(&r).is_empty());
+        // The same blast radius as the route by the group's id (which also matches
+        // its rule, and so leaves the rule out of the dependents).
+        for d in deps(&by_id) {
+            assert!(deps(&r).contains(&d), "{d}: {:?}", deps(&r));
+        }
+        // Another workspace, an unknown address: nothing.
+        assert!(
+            route_address(&g, "staging", "aws_security_group.web")
+                .matches
+                .is_empty()
+        );
+        assert!(
+            route_address(&g, "prod", "aws_security_group.nope")
+                .matches
+                .is_empty()
+        );
+        assert!(
+            route_address(&g, "prod", "aws_security_group.nope")
+                .dependents
+                .is_empty()
+        );
+    }
+
+    #[test]
     fn primary_and_related_matches() {
         let g = graph();
         let r = route(&g, &event(Some("111"), vec![ResourceRef::new("sg-1")]));

@@ -99,6 +99,30 @@ pub fn check(
             return Err(invalid(format!("workspaces[{i}].dir"), reason));
         }
     }
+    // The backstop plans in the workspace's root: without one it could never run.
+    let rootless = config
+        .workspaces
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| w.backstop_interval.is_some() && w.dir.is_none() && w.git.is_none())
+        .map(|(i, _)| format!("workspaces[{i}].backstop_interval"))
+        .chain(
+            config
+                .workspace_sets
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| {
+                    s.backstop_interval.is_some() && s.dir.is_none() && s.git.is_none()
+                })
+                .map(|(i, _)| format!("workspace_sets[{i}].backstop_interval")),
+        )
+        .next();
+    if let Some(field) = rootless {
+        return Err(invalid(
+            field,
+            "the backstop plans in the workspace's Terraform root: set `dir` or `git` too".into(),
+        ));
+    }
 
     let server: ServerConfig = config.section("server", config.server.as_ref())?;
     // `[mcp]`: every key known (`driftreactor mcp`, serve's `/mcp`).
