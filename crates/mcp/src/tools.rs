@@ -82,10 +82,10 @@ pub struct DependencyParams {
     /// The workspace of the address; may be left out when one workspace is loaded.
     #[serde(default)]
     pub workspace: Option<String>,
-    /// How many edges to follow (1: direct only); unlimited when left out (an answer
-    /// holds at most 1000 resources).
+    /// How many edges to follow (1: direct only; 0: none, an empty answer, as
+    /// `graph` and `/v1/graph` answer it); unlimited when left out (an answer holds at
+    /// most 1000 resources).
     #[serde(default)]
-    #[schemars(range(min = 1))]
     pub depth: Option<usize>,
 }
 
@@ -182,15 +182,9 @@ pub fn find_resource(graph: &Graph, p: &FindParams) -> Result<Value, ToolError> 
 /// as `GET /v1/graph/{workspace}/{address}/dependents|dependencies` answers.
 ///
 /// # Errors
-/// [`ToolError::Input`] when no workspace is given and several are loaded, or
-/// `depth` is 0; [`ToolError::Query`] for an unknown workspace or address.
+/// [`ToolError::Input`] when no workspace is given and several are loaded;
+/// [`ToolError::Query`] for an unknown workspace or address.
 pub fn walk(graph: &Graph, p: &DependencyParams, dependents: bool) -> Result<Value, ToolError> {
-    if p.depth == Some(0) {
-        return Err(ToolError::input(
-            "depth",
-            "must be at least 1 (or left out: unlimited)",
-        ));
-    }
     let workspace = match p.workspace.as_deref().filter(|w| !w.is_empty()) {
         Some(w) => w.to_owned(),
         None => match graph.states() {
@@ -371,6 +365,34 @@ mod tests {
             let e = parse_since(Some(bad), now).unwrap_err().to_string();
             assert!(e.starts_with("since: "), "{bad}: {e}");
         }
+    }
+
+    /// Regression (new-user trial): `depth: 0` was a tool error while `graph
+    /// dependents --depth 0` and `/v1/graph/…?depth=0` answer an empty walk.
+    #[test]
+    fn depth_zero_is_an_empty_walk_as_graph_and_the_http_api_answer_it() {
+        let state = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/aws/state/prod.tfstate");
+        let mut b = driftreactor_tfgraph::GraphBuilder::new(driftreactor_pipeline::identities());
+        b.add_state_file("aws-prod", &state).unwrap();
+        let graph = b.build();
+        let p = |depth| DependencyParams {
+            address: "aws_security_group.web".into(),
+            workspace: None,
+            depth,
+        };
+        let none = walk(&graph, &p(Some(0)), true).unwrap();
+        assert_eq!(none["dependents"], serde_json::json!([]), "{none}");
+        assert_eq!(none["depth"], 0);
+        let direct = walk(&graph, &p(Some(1)), true).unwrap();
+        assert!(
+            direct["dependents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|d| d["address"] == r#"aws_instance.app["blue"]"#),
+            "{direct}"
+        );
     }
 
     #[test]

@@ -287,6 +287,18 @@ fn lookups(graph: &Graph, event: &DriftEvent) -> Vec<Lookup> {
             let refused = refusal(account, node.account.as_deref(), Guard::Account)
                 .or_else(|| refusal(region, node.region.as_deref(), Guard::Region));
             any |= refused.is_none();
+            let seen = out.iter().any(|k: &Lookup| {
+                k.id == id
+                    && k.index == index
+                    && k.kind == kind
+                    && *k.workspace == *node.workspace
+                    && *k.address == *node.address
+            });
+            if seen {
+                // The same entry reached again (an id that is also a parent of another
+                // changed id): shown once.
+                continue;
+            }
             out.push(Lookup {
                 id: id.to_owned(),
                 index,
