@@ -174,7 +174,8 @@ impl Follow {
 /// then each new one as it is committed, as Server-Sent Events (`id:` the transition
 /// id, `event:` `opened`, `reopened` or the status entered, `data:` the transition as
 /// JSON, redacted), with a keep-alive comment after `[server] stream_keep_alive_secs`
-/// of silence. 400 for a `Last-Event-ID` that is not a transition id, 503 when
+/// of silence. 400 for a `Last-Event-ID` that is not a transition id, 409 for one
+/// past the journal's latest transition (the journal was replaced), 503 when
 /// `[server] max_streams` streams are open (or it is 0).
 pub(crate) async fn stream(
     State(s): State<AppState>,
@@ -215,15 +216,27 @@ pub(crate) async fn stream(
     // this stream, and the journal read after the cursor finds it.
     let mut wake = s.ctx.journal.transition_wakeups();
     wake.borrow_and_update();
+    let latest = match s.ctx.journal.last_transition_id().await {
+        Ok(n) => n,
+        Err(e) => {
+            tracing::error!(error = %e, "Journal query failed.");
+            return error(StatusCode::INTERNAL_SERVER_ERROR, "journal query failed");
+        }
+    };
     let after = match resume {
+        // An id this journal never gave (it was replaced or restored from an older
+        // backup): waiting for ids to reach it would silently skip every transition
+        // until then, so say so; the client starts again from 0 or from now.
+        Some(n) if n > latest => {
+            return error(
+                StatusCode::CONFLICT,
+                format!(
+                    "Last-Event-ID {n} is past the journal's latest transition {latest} (the journal was replaced?): reconnect without it (from now on) or with ?last_event_id=0 (everything kept)"
+                ),
+            );
+        }
         Some(n) => n,
-        None => match s.ctx.journal.last_transition_id().await {
-            Ok(n) => n,
-            Err(e) => {
-                tracing::error!(error = %e, "Journal query failed.");
-                return error(StatusCode::INTERNAL_SERVER_ERROR, "journal query failed");
-            }
-        },
+        None => latest,
     };
     let poll = streams.poll.map(|every| {
         let mut i = tokio::time::interval_at(tokio::time::Instant::now() + every, every);

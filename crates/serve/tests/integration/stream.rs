@@ -285,6 +285,21 @@ async fn the_stream_resumes_with_last_event_id_and_changes_group_by_address() {
         .await
         .unwrap();
     assert_eq!(bad.status(), 400);
+    // An id this journal never gave (a replaced journal): 409 saying how to resume,
+    // not a stream that silently skips every transition until ids reach it.
+    let ahead = h
+        .client
+        .get(&stream)
+        .header("last-event-id", "999999")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ahead.status(), 409);
+    let body: Value = ahead.json().await.unwrap();
+    assert!(
+        body["error"].as_str().unwrap().contains("last_event_id=0"),
+        "{body}"
+    );
 
     // While no client listens: escalated, then a new drift event reopens it.
     set(&j, DriftStatus::Escalated, "attempt cap").await;
