@@ -172,6 +172,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let ev = pipeline.evaluate_address(event, ws, &d.address);
             let line = ReportLine::from_evaluated(input.clone(), &ev);
             summary.add(&line);
+            // As replay prints its lines: the states' secrets and secret-looking
+            // values redacted, the plan's attribute changes included.
+            let line = crate::replay::redact_line(&redactor, line);
             match args.format {
                 Format::Json => {
                     serde_json::to_writer(&mut out, &line)?;

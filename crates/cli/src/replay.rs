@@ -422,7 +422,7 @@ const MAX_REASON_CHARS: usize = 300;
 /// `line` with known secrets (the states' sensitive values) and secret-looking
 /// `key=value` values redacted from every string taken from the event, and its
 /// reason cut to [`MAX_REASON_CHARS`].
-fn redact_line(redactor: &Redactor, mut line: ReportLine) -> ReportLine {
+pub(crate) fn redact_line(redactor: &Redactor, mut line: ReportLine) -> ReportLine {
     let r = |s: &mut String| {
         if let std::borrow::Cow::Owned(v) = redactor.text(s) {
             *s = v;

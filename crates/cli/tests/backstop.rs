@@ -75,8 +75,12 @@ fn setup() -> Setup {
             {"address": "aws_security_group.web", "mode": "managed",
              "type": "aws_security_group", "name": "web",
              "change": {"actions": ["update"],
-                        "before": {"ingress": [{"from_port": 443, "cidr_blocks": ["10.0.0.0/16"]}]},
-                        "after": {"ingress": [{"from_port": 443, "cidr_blocks": ["0.0.0.0/0"]}]}}},
+                        "before": {"description": "web",
+                                   "ingress": [{"from_port": 443, "cidr_blocks": ["10.0.0.0/16"]}]},
+                        // A state secret (the demo database's password) pasted
+                        // into a field the plan does not mark sensitive.
+                        "after": {"description": "s3cr3t-Pa55w0rd-demo",
+                                  "ingress": [{"from_port": 443, "cidr_blocks": ["0.0.0.0/0"]}]}}},
             resource("module.storage.aws_s3_bucket.artifacts", "aws_s3_bucket", &["delete"]),
             resource("aws_kms_key.data", "aws_kms_key", &["update"]),
         ],
@@ -203,9 +207,15 @@ fn one_pass_reports_each_drift_as_replay_does_and_which_no_event_announced() {
     // What changed, from the plan (authoritative).
     assert_eq!(
         web["changes"],
-        json!([{"path": "ingress[0].cidr_blocks[0]", "before": "10.0.0.0/16", "after": "0.0.0.0/0"}]),
+        json!([
+            {"path": "description", "before": "[REDACTED]", "after": "[REDACTED]", "sensitive": true},
+            {"path": "ingress[0].cidr_blocks[0]", "before": "10.0.0.0/16", "after": "0.0.0.0/0"},
+        ]),
         "{web}"
     );
+    // Regression: the backstop's report lines were printed unredacted; a state
+    // secret in a changed attribute the plan does not mark sensitive never shows.
+    assert!(!text(&out.stdout).contains("s3cr3t-Pa55w0rd-demo"));
     assert_eq!(bucket["change"], "delete", "{bucket}");
     assert_eq!(
         bucket["resources"][0]["address"], "module.storage.aws_s3_bucket.artifacts",
