@@ -7,7 +7,8 @@
 //! ```
 //! (without an argument it generates that file itself with `gen_events.py`).
 //! With `DRIFTREACTOR_BENCH_PROFILE_AWS=1` (or `_AZURE`, `_GCP`) set it runs only that
-//! provider's managed-state row, ten times, for `perf record`.
+//! provider's managed-state row, ten times, for `perf record` (it prints how long the
+//! setup took, for `perf record -D`).
 //!
 //! Measured, single-threaded, in one run, every row with the one harness
 //! [`common::time_events`]; each provider's ratio is against the bare typed parse of
@@ -66,6 +67,7 @@ impl AsRef<[u8]> for Event<'_> {
 }
 
 fn main() {
+    let started = Instant::now();
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| a != "--bench")
@@ -108,6 +110,11 @@ fn main() {
         let var = format!("DRIFTREACTOR_BENCH_PROFILE_{}", name.to_uppercase());
         if std::env::var_os(var).is_some() {
             let (pipeline, _) = managed_state(name, events, normalize);
+            // Printed so `perf record -D MS` can leave the setup out of the profile.
+            eprintln!(
+                "profile {name}: setup took {} ms; ten passes of the row follow",
+                started.elapsed().as_millis()
+            );
             for _ in 0..10 {
                 for e in events {
                     black_box(evaluate(&pipeline, normalize, e));
