@@ -1,7 +1,8 @@
 //! The bare typed parses every provider row is measured against: for each event shape
 //! a plain `#[derive(Deserialize)]` of its small envelope, strings borrowed where the
 //! JSON has no escapes, the payload left as a `RawValue`. Defined once, for every bench
-//! file of this crate (`#[path]`-included); no normalization, no allocation beyond an
+//! that parses an envelope (this crate's `throughput`; `crates/aws/benches/normalize.rs`
+//! includes this file with `#[path]`); no normalization, no allocation beyond an
 //! escaped string.
 
 use std::borrow::Cow;
