@@ -17,7 +17,6 @@
 //! unless `DRIFTREACTOR_SKIP_TERRAFORM=1` / `DRIFTREACTOR_SKIP_MOTO=1`.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use driftreactor_testkit::aws_e2e::{MotoApi, REGION, cloudtrail_open_port, terraform_root};
@@ -26,22 +25,13 @@ use driftreactor_testkit::terraform::{Terraform, temp_dir};
 use serde_json::Value;
 
 mod common;
-use common::{driftreactor_for_moto, listening_addr, log_tail, stop_cleanly};
+use common::{driftreactor_for_moto, log_tail, stop_cleanly};
 
 const QUEUE: &str = "driftreactor-backstop-e2e";
 const EVENT_ID: &str = "backstop-e2e-web-22";
 /// Bound of the wait for the backstop pass (one whole-root plan ≈ 10 s here) and the
 /// two reverts (plan ≈ 10 s and apply ≈ 6 s each, or one batch of both).
 const TIMEOUT: Duration = Duration::from_secs(300);
-
-fn output(tf: &Terraform, dir: &Path, name: &str) -> String {
-    let out = tf.run_ok(dir, &["output", "-raw", name]);
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-fn toml_str(s: &str) -> String {
-    serde_json::to_string(s).unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_backstop_pass_finds_both_drifts_flags_the_unannounced_one_and_both_are_reverted() {
@@ -69,8 +59,8 @@ async fn one_backstop_pass_finds_both_drifts_flags_the_unannounced_one_and_both_
     })
     .await
     .unwrap();
-    let web = output(&tf, &root, "web_id");
-    let admin = output(&tf, &root, "admin_id");
+    let web = common::tf_output(&tf, &root, "web_id");
+    let admin = common::tf_output(&tf, &root, "admin_id");
     let aws = MotoApi::new(&endpoint);
     assert_eq!(aws.ingress_ports(&web).await, [80]);
     assert_eq!(aws.ingress_ports(&admin).await, [443]);
@@ -102,7 +92,7 @@ async fn one_backstop_pass_finds_both_drifts_flags_the_unannounced_one_and_both_
     let env: String = tf
         .env()
         .iter()
-        .map(|(k, v)| format!("{k} = {}", toml_str(v)))
+        .map(|(k, v)| format!("{k} = {}", common::toml_str(v)))
         .collect::<Vec<_>>()
         .join(", ");
     let config = dir.join("driftreactor.toml");
@@ -145,24 +135,16 @@ endpoint_url = "{endpoint}"
 wait_time_secs = 1
 visibility_timeout_secs = 120
 "#,
-            state = toml_str(&state.display().to_string()),
-            root = toml_str(&root.display().to_string()),
-            tool = toml_str(&tf.binary.display().to_string()),
+            state = common::toml_str(&state.display().to_string()),
+            root = common::toml_str(&root.display().to_string()),
+            tool = common::toml_str(&tf.binary.display().to_string()),
         ),
     )
     .unwrap();
 
     let log = dir.join("serve.log");
-    let mut child = driftreactor_for_moto()
-        .args(["serve", "--config"])
-        .arg(&config)
-        .args(["--listen", "127.0.0.1:0"])
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let Some(addr) = listening_addr(child.stdout.take().unwrap()) else {
+    let (mut child, addr) = common::spawn_serve(driftreactor_for_moto(), &config, &log).await;
+    let Some(addr) = addr else {
         panic!(
             "driftreactor serve exited before listening; its log:\n{}",
             log_tail(&log, 60)
@@ -397,21 +379,14 @@ settle_secs = 0
 [journal]
 path = "journal.sqlite"
 "#,
-            tool = toml_str(&tool.display().to_string()),
+            tool = common::toml_str(&tool.display().to_string()),
         ),
     )
     .unwrap();
     let log = d.join("serve.log");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_driftreactor"))
-        .args(["serve", "--config"])
-        .arg(&config)
-        .args(["--listen", "127.0.0.1:0"])
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let Some(addr) = listening_addr(child.stdout.take().unwrap()) else {
+    let cmd = std::process::Command::new(env!("CARGO_BIN_EXE_driftreactor"));
+    let (mut child, addr) = common::spawn_serve(cmd, &config, &log).await;
+    let Some(addr) = addr else {
         panic!("serve exited before listening:\n{}", log_tail(&log, 60))
     };
     let http = common::http_client();

@@ -18,7 +18,7 @@
 //! unless `DRIFTREACTOR_SKIP_TERRAFORM=1` / `DRIFTREACTOR_SKIP_MOTO=1`.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use driftreactor_testkit::aws_e2e::{MotoApi, REGION, cloudtrail_open_port, terraform_root};
@@ -27,22 +27,13 @@ use driftreactor_testkit::terraform::{Terraform, temp_dir};
 use serde_json::Value;
 
 mod common;
-use common::{driftreactor_for_moto, listening_addr, log_tail};
+use common::{driftreactor_for_moto, log_tail};
 
 const QUEUE: &str = "driftreactor-serve-e2e";
 const EVENT_ID: &str = "serve-e2e-web-22";
 /// Bound of the wait for receive → journal → settle → plan → guard → apply (one real
 /// plan ≈ 10 s and apply ≈ 6 s here).
 const REMEDIATION_TIMEOUT: Duration = Duration::from_secs(240);
-
-fn output(tf: &Terraform, dir: &Path, name: &str) -> String {
-    let out = tf.run_ok(dir, &["output", "-raw", name]);
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-fn toml_str(s: &str) -> String {
-    serde_json::to_string(s).unwrap()
-}
 
 /// Stops the server with SIGTERM and returns its exit status (bounded).
 fn sigterm(child: &mut Child, log: &Path) -> std::process::ExitStatus {
@@ -96,7 +87,7 @@ async fn serve_binary_reverts_an_opened_port_with_real_terraform_against_moto() 
     })
     .await
     .unwrap();
-    let web = output(&tf, &root, "web_id");
+    let web = common::tf_output(&tf, &root, "web_id");
     let aws = MotoApi::new(&endpoint);
     assert_eq!(aws.ingress_ports(&web).await, [80]);
     let state = root.join("terraform.tfstate");
@@ -119,7 +110,7 @@ async fn serve_binary_reverts_an_opened_port_with_real_terraform_against_moto() 
     let env: String = tf
         .env()
         .iter()
-        .map(|(k, v)| format!("{k} = {}", toml_str(v)))
+        .map(|(k, v)| format!("{k} = {}", common::toml_str(v)))
         .collect::<Vec<_>>()
         .join(", ");
     let config = dir.join("driftreactor.toml");
@@ -161,24 +152,16 @@ endpoint_url = "{endpoint}"
 wait_time_secs = 1
 visibility_timeout_secs = 120
 "#,
-            state = toml_str(&state.display().to_string()),
-            root = toml_str(&root.display().to_string()),
-            tool = toml_str(&tf.binary.display().to_string()),
+            state = common::toml_str(&state.display().to_string()),
+            root = common::toml_str(&root.display().to_string()),
+            tool = common::toml_str(&tf.binary.display().to_string()),
         ),
     )
     .unwrap();
 
     let log = dir.join("serve.log");
-    let mut child = driftreactor_for_moto()
-        .args(["serve", "--config"])
-        .arg(&config)
-        .args(["--listen", "127.0.0.1:0"])
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let Some(addr) = listening_addr(child.stdout.take().unwrap()) else {
+    let (mut child, addr) = common::spawn_serve(driftreactor_for_moto(), &config, &log).await;
+    let Some(addr) = addr else {
         panic!(
             "driftreactor serve exited before listening; its log:\n{}",
             log_tail(&log, 60)

@@ -14,6 +14,21 @@ use object_store::aws::AmazonS3Builder;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
+/// `s` as a TOML basic string (a JSON string is one), for paths in generated configs.
+pub fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap()
+}
+
+/// `terraform output -raw NAME` of the root in `dir`, trimmed.
+pub fn tf_output(
+    tf: &driftreactor_testkit::terraform::Terraform,
+    dir: &Path,
+    name: &str,
+) -> String {
+    let out = tf.run_ok(dir, &["output", "-raw", name]);
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
 /// The line `driftreactor serve` prints on stdout once bound, before the address.
 pub const LISTENING: &str = "driftreactor serve: listening on ";
 
