@@ -66,34 +66,35 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut replay = Replay::new(Pipeline::new(Arc::new(estate.graph), policy));
     let mut out = io::BufWriter::new(io::stdout().lock());
     let mut rejected = 0usize;
+    let mut failed: Option<anyhow::Error> = None;
     for input in &args.inputs {
-        // A folder is its event files, as `replay` reads it.
-        let files = match inputs::event_files(input) {
-            Ok(files) => files,
-            Err(e) => {
-                rejected += 1;
-                eprintln!(
-                    "driftreactor: {}: {:#}",
-                    input.display(),
-                    anyhow::Error::new(e)
-                );
-                continue;
-            }
-        };
-        for file in files {
-            let name = file.display().to_string();
-            let bytes = match inputs::read_event_file(&file, inputs::DEFAULT_MAX_EVENT_FILE_BYTES) {
-                Ok(bytes) => bytes,
-                Err(reason) => {
-                    rejected += 1;
-                    eprintln!("driftreactor: {name}: {reason}");
-                    continue;
+        // Files and folders as `replay` reads them.
+        inputs::each_event_file(
+            input,
+            inputs::DEFAULT_MAX_EVENT_FILE_BYTES,
+            |name, bytes| {
+                if failed.is_some() {
+                    return;
                 }
-            };
-            for e in explain_input(&mut replay, &name, &bytes) {
-                rejected += usize::from(e.rejected.is_some());
-                print(&mut out, &redactor, &e, args.format)?;
-            }
+                let bytes = match bytes {
+                    Ok(bytes) => bytes,
+                    Err(reason) => {
+                        rejected += 1;
+                        eprintln!("driftreactor: {name}: {}", redactor.text(&reason));
+                        return;
+                    }
+                };
+                for e in explain_input(&mut replay, &name, &bytes) {
+                    rejected += usize::from(e.rejected.is_some());
+                    if let Err(err) = print(&mut out, &redactor, &e, args.format) {
+                        failed = Some(err);
+                        return;
+                    }
+                }
+            },
+        );
+        if let Some(err) = failed.take() {
+            return Err(err.context("cannot write to stdout"));
         }
     }
     out.flush()?;

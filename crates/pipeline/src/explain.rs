@@ -15,7 +15,7 @@ use driftreactor_event::{Action, DriftEvent, MatchKind, Reason};
 use driftreactor_tfgraph::{Graph, NodeId};
 use serde::Serialize;
 
-use crate::{Evaluated, Pipeline, Replay, ReportLine, normalize_value, payload_ids, split};
+use crate::{Evaluated, Pipeline, Replay, ReportLine, payload_ids};
 
 /// One event's report line and the reasons behind it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -195,28 +195,12 @@ pub struct TargetReason {
 /// order, through `replay` (so a repeated event id in the input is explained as the
 /// duplicate it is). A rejected input is one explanation with its error.
 pub fn explain_input(replay: &mut Replay, name: &str, bytes: &[u8]) -> Vec<Explanation> {
-    let (values, batch) = match split(bytes) {
-        Ok(v) => v,
-        Err(e) => return vec![rejected(ReportLine::rejected(name.to_owned(), &e), &e)],
-    };
-    let label = |i: usize| {
-        if batch {
-            format!("{name}#{i}")
-        } else {
-            name.to_owned()
-        }
-    };
-    let mut out = Vec::with_capacity(values.len());
-    for (i, value) in values.into_iter().enumerate() {
-        match value.and_then(normalize_value) {
-            Err(e) => out.push(rejected(ReportLine::rejected(label(i), &e), &e)),
-            Ok(event) => {
-                let ev = replay.evaluate(event);
-                out.push(explain(replay.pipeline(), label(i), &ev));
-            }
-        }
-    }
-    out
+    replay.map_input(
+        name,
+        bytes,
+        |replay, label, ev| explain(replay.pipeline(), label, &ev),
+        |label, e| rejected(ReportLine::rejected(label, e), e),
+    )
 }
 
 fn rejected(line: ReportLine, error: &impl std::fmt::Display) -> Explanation {

@@ -266,6 +266,32 @@ fn file_kind(meta: &std::fs::Metadata) -> &'static str {
     "not a file"
 }
 
+/// Reads one input as given on the command line: a file, or a folder's event files
+/// ([`event_files`]), each read with [`read_event_file`] (at most `cap` bytes) and handed
+/// to `each` with its name, in order; an input that cannot be listed, or a file that
+/// cannot be read, is handed over once as `Err(why)` under its name.
+pub fn each_event_file(
+    input: &Path,
+    cap: u64,
+    mut each: impl FnMut(String, Result<Vec<u8>, String>),
+) {
+    let files = match event_files(input) {
+        Ok(files) => files,
+        Err(e) => {
+            each(
+                input.display().to_string(),
+                Err(driftreactor_source::chain(&e)),
+            );
+            return;
+        }
+    };
+    for f in files {
+        let name = f.display().to_string();
+        let bytes = read_event_file(&f, cap).map_err(|e| e.to_string());
+        each(name, bytes);
+    }
+}
+
 impl Replay {
     /// Processes one input as given on the command line: a file, or a folder of event
     /// files ([`event_files`]), each read ([`read_event_file`], regular files only, at
@@ -283,23 +309,11 @@ impl Replay {
     /// cannot be listed or a file that cannot be read), so a caller can print them and
     /// show progress without holding a folder's whole report.
     pub fn for_each_file(&mut self, input: &Path, mut each: impl FnMut(Vec<ReportLine>)) {
-        let files = match event_files(input) {
-            Ok(files) => files,
-            Err(e) => {
-                each(vec![ReportLine::unreadable(
-                    input.display().to_string(),
-                    driftreactor_source::chain(&e),
-                )]);
-                return;
-            }
-        };
-        for f in files {
-            let name = f.display().to_string();
-            match read_event_file(&f, self.max_file_bytes) {
-                Ok(bytes) => each(self.process_input(&name, &bytes)),
-                Err(e) => each(vec![ReportLine::unreadable(name, e.to_string())]),
-            }
-        }
+        let cap = self.max_file_bytes;
+        each_event_file(input, cap, |name, bytes| match bytes {
+            Ok(bytes) => each(self.process_input(&name, &bytes)),
+            Err(reason) => each(vec![ReportLine::unreadable(name, reason)]),
+        });
     }
 }
 

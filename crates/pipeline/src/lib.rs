@@ -529,9 +529,35 @@ impl Replay {
     /// Returns one line per event, in order; bad input yields `rejected` lines and
     /// never stops the run.
     pub fn process_input(&mut self, name: &str, bytes: &[u8]) -> Vec<ReportLine> {
+        self.map_input(
+            name,
+            bytes,
+            |replay, label, ev| {
+                let line = ReportLine::from_evaluated(label, &ev);
+                if replay.keep {
+                    replay.evaluated.push(ev);
+                }
+                line
+            },
+            ReportLine::rejected,
+        )
+    }
+
+    /// The one walk over an input's events that [`Replay::process_input`] and
+    /// [`explain::explain_input`] share: splits `bytes` (labels `name`, or `name#N` for
+    /// the N-th event of a batch), normalizes and evaluates each event with replay-wide
+    /// dedupe ([`Replay::evaluate`]) and maps it with `ok`, or its error with `bad`
+    /// (one `bad` for input that does not split at all), in input order.
+    pub fn map_input<T>(
+        &mut self,
+        name: &str,
+        bytes: &[u8],
+        mut ok: impl FnMut(&mut Self, String, Evaluated) -> T,
+        mut bad: impl FnMut(String, &NormalizeError) -> T,
+    ) -> Vec<T> {
         let (values, batch) = match split(bytes) {
             Ok(v) => v,
-            Err(e) => return vec![ReportLine::rejected(name.to_owned(), &e)],
+            Err(e) => return vec![bad(name.to_owned(), &e)],
         };
         let label = |i: usize| {
             if batch {
@@ -540,22 +566,17 @@ impl Replay {
                 name.to_owned()
             }
         };
-        let mut lines = Vec::with_capacity(values.len());
+        let mut out = Vec::with_capacity(values.len());
         for (i, value) in values.into_iter().enumerate() {
-            let line = match value.and_then(normalize_value) {
-                Err(e) => ReportLine::rejected(label(i), &e),
+            out.push(match value.and_then(normalize_value) {
+                Err(e) => bad(label(i), &e),
                 Ok(event) => {
                     let ev = self.evaluate(event);
-                    let line = ReportLine::from_evaluated(label(i), &ev);
-                    if self.keep {
-                        self.evaluated.push(ev);
-                    }
-                    line
+                    ok(self, label(i), ev)
                 }
-            };
-            lines.push(line);
+            });
         }
-        lines
+        out
     }
 
     /// Evaluates one event, applying replay-wide dedupe by event id and correlation key.
