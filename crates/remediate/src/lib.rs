@@ -69,7 +69,7 @@ pub use drain::{Drained, drain};
 pub use git::{
     GitConfig, GitError, GitSource, PERMANENT_FETCH_ANSWERS, check_config as check_git_config,
 };
-pub use guard::{GuardError, GuardReport, PlanVerdict, guard};
+pub use guard::{GuardError, GuardReport, PlanVerdict, StreamGuard, guard, guard_stream};
 pub use item::{MAX_EVIDENCE, Mode, Submission, WorkItem, is_own_echo, submissions};
 pub use key::WorkKey;
 pub use locks::{LockTable, StateLock, StateLocks, WaitReason, Waiting};

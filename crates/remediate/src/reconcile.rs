@@ -762,22 +762,58 @@ async fn plan_and_act(
     code: Option<&driftreactor_notify::CodeVersion>,
 ) -> Result<Requeue, Error> {
     tf.init(false).await?;
-    let exit = match tf.plan(targets, plan_file).await {
+    let planning = std::time::Instant::now();
+    tracing::info!(workspace = %batch.workspace, ?targets, "Targeted plan started.");
+    let (exit, stream) = match tf.plan_stream(targets, plan_file).await {
         Err(TfError::InitRequired { .. }) => {
             tf.init(true).await?;
-            tf.plan(targets, plan_file).await?
+            tf.plan_stream(targets, plan_file).await?
         }
         other => other?,
     };
     if exit == PlanExit::NoChanges {
+        tracing::info!(workspace = %batch.workspace, ?targets, plan_ms = planning.elapsed().as_millis(), verdict = "no_changes", "Targeted plan finished.");
         ctx.note(&batch.workspace, |n| {
             n.verdict = Some(PlanVerdict::NoChanges);
             n.plan = Some("no changes".into());
         });
         return resolved(batch, ctx, "a targeted plan shows no changes").await;
     }
-    let json = tf.show_json(plan_file).await?;
-    let report = guard::guard(&json, targets)?;
+    // The guard reads the plan's own stream; `show -json` (one more provider start-up
+    // and schema load) only when the stream is not enough or a pull request needs the
+    // attribute values (policy `pull_request`, a refusal).
+    let fast = match guard::guard_stream(&stream, targets) {
+        guard::StreamGuard::Report(r)
+            if r.verdict != PlanVerdict::Pass || batch.mode == Mode::Revert =>
+        {
+            Some(r)
+        }
+        guard::StreamGuard::Report(_) => None,
+        guard::StreamGuard::NotEnough(why) => {
+            tracing::debug!(workspace = %batch.workspace, why = %why, "The plan's stream is not enough for the guard: reading `show -json`.");
+            None
+        }
+    };
+    let report = match fast {
+        Some(r) if r.verdict != PlanVerdict::Refuse => r,
+        stream_report => {
+            let json = tf.show_json(plan_file).await?;
+            let mut r = guard::guard(&json, targets)?;
+            // The stricter of the two: a refusal of the stream stands, with its reasons.
+            if let Some(s) = stream_report
+                && s.verdict == PlanVerdict::Refuse
+            {
+                for why in s.summary.refusals {
+                    if !r.summary.refusals.contains(&why) {
+                        r.summary.refusals.push(why);
+                    }
+                }
+                r.verdict = PlanVerdict::Refuse;
+            }
+            r
+        }
+    };
+    tracing::info!(workspace = %batch.workspace, ?targets, plan_ms = planning.elapsed().as_millis(), verdict = report.verdict.as_str(), "Targeted plan finished.");
     let mut summary = report.summary;
     redact_summary(&mut summary, &ctx.redactor);
     ctx.note(&batch.workspace, |n| {
@@ -826,8 +862,11 @@ async fn plan_and_act(
                 .collect();
             let changed: Vec<String> = changes.keys().cloned().collect();
             batch.fenced().await?;
+            let applying = std::time::Instant::now();
+            tracing::info!(workspace = %batch.workspace, ?targets, "Targeted apply started.");
             let apply = tf.apply(plan_file).await;
             let finished = Utc::now();
+            tracing::info!(workspace = %batch.workspace, ?targets, apply_ms = applying.elapsed().as_millis(), ok = apply.is_ok(), "Targeted apply finished.");
             // Record the apply window even when apply failed part-way: events it caused
             // are still ours.
             let rec = ApplyRecord {

@@ -6,8 +6,11 @@
 //! * `init -input=false -no-color` (only when `.terraform/` is missing or a plan says
 //!   initialization is required);
 //! * `plan -input=false -no-color -lock-timeout=<N>s -detailed-exitcode -target=<addr>… -out=<file>`
-//!   (exit 0: no changes, 2: changes, 1: error);
-//! * `show -json -no-color <file>`;
+//!   (exit 0: no changes, 2: changes, 1: error); the targeted revert adds `-json`
+//!   ([`TfRunner::plan_stream`]: Terraform's machine-readable UI stream on stdout, read
+//!   by [`crate::guard::guard_stream`]);
+//! * `show -json -no-color <file>` (only when the stream is not enough: see
+//!   [`crate::guard::guard_stream`]);
 //! * `apply -input=false -no-color -lock-timeout=<N>s <file>`.
 //!
 //! No `refresh`, no `apply -refresh-only`, never an apply without a reviewed plan file:
@@ -291,6 +294,43 @@ impl TfRunner {
             Some(0) => Ok(PlanExit::NoChanges),
             Some(2) => Ok(PlanExit::Changes),
             _ => Err(self.classify("plan", &out)),
+        }
+    }
+
+    /// `plan -json -input=false -lock-timeout=<N>s -detailed-exitcode -target=…
+    /// -out=<plan_file>`: as [`TfRunner::plan`], and also returns stdout, Terraform's
+    /// machine-readable UI stream (JSON Lines, "Machine-Readable UI" document:
+    /// `planned_change`, `resource_drift`, `change_summary`, `diagnostic` …). With
+    /// `-json` Terraform writes its error diagnostics to that stream instead of stderr:
+    /// the failure is classified from both (lock held, throttled, init required).
+    ///
+    /// # Errors
+    /// [`TfError`] classified from the output (exit 1 or anything but 0 and 2).
+    pub async fn plan_stream(
+        &self,
+        targets: &[String],
+        plan_file: &Path,
+    ) -> Result<(PlanExit, Vec<u8>), TfError> {
+        let mut args = vec![
+            "plan".to_owned(),
+            "-json".to_owned(),
+            "-input=false".to_owned(),
+            format!("-lock-timeout={}s", self.lock_timeout_secs),
+            "-detailed-exitcode".to_owned(),
+        ];
+        args.extend(targets.iter().map(|t| format!("-target={t}")));
+        args.push(format!("-out={}", plan_file.display()));
+        let mut out = self.run("plan", &args).await?;
+        match out.code {
+            Some(0) => Ok((PlanExit::NoChanges, out.stdout)),
+            Some(2) => Ok((PlanExit::Changes, out.stdout)),
+            _ => {
+                for d in crate::guard::stream_errors(&out.stdout) {
+                    out.stderr.push('\n');
+                    out.stderr.push_str(&d);
+                }
+                Err(self.classify("plan", &out))
+            }
         }
     }
 

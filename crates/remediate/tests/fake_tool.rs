@@ -35,9 +35,12 @@ case "$1" in
     fi
     case "$b" in
       lock) echo "Error: Error acquiring the state lock" >&2; echo "Lock Info: ID: 1234" >&2; exit 1 ;;
+      jlock) echo '{"@level":"error","type":"diagnostic","diagnostic":{"severity":"error","summary":"Error acquiring the state lock","detail":"Lock Info: ID 1234"}}'; exit 1 ;;
       fail) echo "Error: creating EC2 thing: InvalidParameter password=hunter2" >&2; exit 1 ;;
       0) exit 0 ;;
-      2) for a in "$@"; do case "$a" in -out=*) echo plan > "${a#-out=}" ;; esac; done; exit 2 ;;
+      2) for a in "$@"; do case "$a" in -out=*) echo plan > "${a#-out=}" ;; esac; done
+         # plan.stream: what `plan -json` prints (none: a stream that is not enough).
+         if [ -f "$here/plan.stream" ]; then cat "$here/plan.stream"; fi; exit 2 ;;
     esac ;;
   show) cat "$here/show.json"; exit 0 ;;
   apply) echo "applied" >> "$here/applies.log"; exit 0 ;;
@@ -72,6 +75,12 @@ impl FakeTf {
             .join("tests/plans")
             .join(golden);
         std::fs::copy(src, self.dir.join("show.json")).unwrap();
+    }
+    fn set_stream(&self, golden: &str) {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/plans")
+            .join(golden);
+        std::fs::copy(src, self.dir.join("plan.stream")).unwrap();
     }
     fn workspace(&self, name: &str) -> Workspace {
         Workspace {
@@ -197,9 +206,10 @@ async fn guarded_revert_plans_with_the_exact_flags_then_applies() {
     let calls = tf.calls();
     assert_eq!(calls[0], "init -input=false -no-color");
     assert!(
-        calls[1].starts_with("plan -input=false -no-color -lock-timeout=120s -detailed-exitcode -target=aws_security_group.web -out="),
+        calls[1].starts_with("plan -json -input=false -lock-timeout=120s -detailed-exitcode -target=aws_security_group.web -out="),
         "{calls:?}"
     );
+    // The fake prints no stream: not enough for the guard, which reads `show -json`.
     assert!(calls[2].starts_with("show -json -no-color "), "{calls:?}");
     assert!(
         calls[3].starts_with("apply -input=false -no-color -lock-timeout=120s "),
@@ -207,6 +217,63 @@ async fn guarded_revert_plans_with_the_exact_flags_then_applies() {
     );
     assert_eq!(tf.applies(), 1);
     assert_eq!(kinds(&drain(&mut rx)), ["new_drift", "reverted"]);
+    r.shutdown().await;
+}
+
+/// With a `plan -json` stream that proves a targeted update (recorded from terraform
+/// against moto) the revert is plan + apply: no `show`. A stream whose change is
+/// outside the targets is refused: `show` runs for the pull request's attribute
+/// values and nothing is applied. A state lock reported in the stream (where `-json`
+/// puts diagnostics) is classified as a held lock and retried.
+#[tokio::test]
+async fn the_plan_stream_spares_show_on_a_pass_and_refuses_like_show() {
+    async fn submit(r: &Remediator, address: &str) {
+        r.submit(
+            &event("e1", "AuthorizeSecurityGroupIngress", Change::Update),
+            &decision("prod", address, Decided::Revert),
+            &[],
+        )
+        .await
+        .unwrap();
+        r.run_until_idle().await;
+    }
+    let tf = FakeTf::new("jlock 2", "sg_update.json");
+    tf.set_stream("stream_sg_update.jsonl");
+    let r = Remediator::builder(cfg())
+        .workspaces([tf.workspace("prod")])
+        .spawn();
+    let mut rx = r.subscribe();
+    submit(&r, "aws_security_group.web").await;
+    let calls = tf.calls();
+    assert_eq!(tf.plans().len(), 2, "the held lock is retried: {calls:?}");
+    assert!(calls.iter().all(|c| !c.starts_with("show")), "{calls:?}");
+    assert_eq!(tf.applies(), 1, "{calls:?}");
+    assert_eq!(kinds(&drain(&mut rx)), ["new_drift", "reverted"]);
+    r.shutdown().await;
+
+    let tf = FakeTf::new("2", "extra_address.json");
+    tf.set_stream("stream_untargeted.jsonl");
+    let gh = FakeGitHub::start().await;
+    let r = Remediator::builder(cfg())
+        .workspaces([tf.workspace("prod")])
+        .github(Some(github(&gh, Redactor::default()).await))
+        .spawn();
+    submit(&r, "aws_instance.app").await;
+    let calls = tf.calls();
+    assert!(
+        calls.iter().any(|c| c.starts_with("show -json")),
+        "{calls:?}"
+    );
+    assert_eq!(tf.applies(), 0, "{calls:?}");
+    let pulls = gh.pulls();
+    assert_eq!(pulls.len(), 1);
+    assert!(
+        pulls[0]
+            .body
+            .contains("`aws_security_group.web` (update) is outside the targeted addresses"),
+        "{}",
+        pulls[0].body
+    );
     r.shutdown().await;
 }
 
