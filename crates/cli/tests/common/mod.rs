@@ -35,7 +35,12 @@ pub const LISTENING: &str = "driftreactor serve: listening on ";
 /// `driftreactor` with static AWS credentials for moto (region
 /// [`REGION`]); nothing read from profiles or instance metadata.
 pub fn driftreactor_for_moto() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_driftreactor"));
+    for_moto(Command::new(env!("CARGO_BIN_EXE_driftreactor")))
+}
+
+/// `cmd` (a `driftreactor` binary: this build's or another, as the revert benchmark
+/// compares) with the environment of [`driftreactor_for_moto`].
+pub fn for_moto(mut c: Command) -> Command {
     c.env("AWS_ACCESS_KEY_ID", "test")
         .env("AWS_SECRET_ACCESS_KEY", "test")
         .env("AWS_REGION", REGION)
