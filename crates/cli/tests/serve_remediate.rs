@@ -270,6 +270,14 @@ visibility_timeout_secs = 120
     );
     // The log tells the story: the remediator's transition for the address.
     let text = std::fs::read_to_string(&log).unwrap_or_default();
+    // The guard decided from the real `plan -json` stream: no `show -json` ran.
+    assert!(
+        text.lines().any(|l| l.contains("Targeted plan finished.")
+            && l.contains("verdict=\"pass\"")
+            && l.contains("show=false")),
+        "{}",
+        log_tail(&log, 60)
+    );
     assert!(
         text.lines().any(|l| l.contains("Drift transition.")
             && l.contains("aws_security_group.web")

@@ -794,6 +794,7 @@ async fn plan_and_act(
             None
         }
     };
+    let show = !matches!(&fast, Some(r) if r.verdict != PlanVerdict::Refuse);
     let report = match fast {
         Some(r) if r.verdict != PlanVerdict::Refuse => r,
         stream_report => {
@@ -813,7 +814,7 @@ async fn plan_and_act(
             r
         }
     };
-    tracing::info!(workspace = %batch.workspace, ?targets, plan_ms = planning.elapsed().as_millis(), verdict = report.verdict.as_str(), "Targeted plan finished.");
+    tracing::info!(workspace = %batch.workspace, ?targets, plan_ms = planning.elapsed().as_millis(), verdict = report.verdict.as_str(), show, "Targeted plan finished.");
     let mut summary = report.summary;
     redact_summary(&mut summary, &ctx.redactor);
     ctx.note(&batch.workspace, |n| {
