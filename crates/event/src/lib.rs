@@ -25,6 +25,7 @@ mod identity;
 pub mod json;
 #[cfg(feature = "prometheus")]
 mod label;
+pub mod lazy;
 pub mod lenient;
 mod vocab;
 
