@@ -25,7 +25,7 @@ pub type Expand = &'static [&'static str];
 
 /// One JSON object, its values read as [`Val`]s. Built by [`Val::parse`] or
 /// [`Obj::obj`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Obj<'a> {
     fields: Vec<(Cow<'a, str>, Val<'a>)>,
     expand: Expand,
@@ -36,8 +36,9 @@ pub struct Obj<'a> {
 pub enum Val<'a> {
     /// A string, unescaped (borrowed from the input when it has no escapes).
     Str(Cow<'a, str>),
-    /// An object read in the same pass (its key is in the expand set).
-    Obj(Obj<'a>),
+    /// An object read in the same pass (its key is in the expand set); boxed, so a
+    /// value is four words.
+    Obj(Box<Obj<'a>>),
     /// An array read in the same pass (its key is in the expand set).
     Arr(Vec<Val<'a>>),
     /// A number read in the same pass.
@@ -99,7 +100,7 @@ impl<'a> Val<'a> {
         match self {
             Val::Obj(o) => Some(Cow::Borrowed(o)),
             Val::Raw(r) if r.get().starts_with('{') => match Val::from_raw(r, &[]) {
-                Some(Val::Obj(o)) => Some(Cow::Owned(o)),
+                Some(Val::Obj(o)) => Some(Cow::Owned(*o)),
                 _ => None,
             },
             _ => None,
@@ -110,7 +111,7 @@ impl<'a> Val<'a> {
     pub fn as_object_with(&self, expand: Expand) -> Option<Cow<'_, Obj<'a>>> {
         match self {
             Val::Raw(r) if r.get().starts_with('{') => match Val::from_raw(r, expand) {
-                Some(Val::Obj(o)) => Some(Cow::Owned(o)),
+                Some(Val::Obj(o)) => Some(Cow::Owned(*o)),
                 _ => None,
             },
             _ => self.as_object(),
@@ -199,6 +200,18 @@ impl<'a> Val<'a> {
         }
     }
 
+    /// The owned value made of `v` (every object and array read).
+    pub fn from_value(v: Value) -> Val<'static> {
+        match v {
+            Value::String(s) => Val::Str(Cow::Owned(s)),
+            Value::Object(m) => Val::Obj(Box::new(Obj::from_map(m))),
+            Value::Array(a) => Val::Arr(a.into_iter().map(Val::from_value).collect()),
+            Value::Number(n) => Val::Num(n),
+            Value::Bool(b) => Val::Bool(b),
+            Value::Null => Val::Null,
+        }
+    }
+
     /// The value as compact JSON text: the kept text itself when there is one (as the
     /// input wrote it), else serialized.
     pub fn to_raw(&self) -> Option<Box<RawValue>> {
@@ -240,9 +253,21 @@ impl<'a> Obj<'a> {
         self.fields.iter().map(|(k, v)| (k.as_ref(), v))
     }
 
+    /// An object of owned values made of the `serde_json::Value` map `m` (for
+    /// rarely taken paths: a JSON object encoded in a string).
+    pub fn from_map(m: serde_json::Map<String, Value>) -> Obj<'static> {
+        Obj {
+            fields: m
+                .into_iter()
+                .map(|(k, v)| (Cow::Owned(k), Val::from_value(v)))
+                .collect(),
+            expand: &[],
+        }
+    }
+
     /// The object as a `serde_json::Value` map (for rarely taken paths).
     pub fn to_map(&self) -> serde_json::Map<String, Value> {
-        match Val::Obj(self.clone()).to_value() {
+        match Val::Obj(Box::new(self.clone())).to_value() {
             Value::Object(m) => m,
             _ => serde_json::Map::new(),
         }
@@ -335,7 +360,7 @@ impl<'de> Visitor<'de> for Read {
         Ok(Val::Arr(out))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Val<'de>, A::Error> {
-        let mut fields = Vec::with_capacity(8);
+        let mut fields = Vec::with_capacity(12);
         while let Some(Key(k)) = m.next_key::<Key<'de>>()? {
             let v = if self.expand.contains(&k.as_ref()) {
                 m.next_value_seed(self)?
@@ -348,10 +373,10 @@ impl<'de> Visitor<'de> for Read {
             };
             fields.push((k, v));
         }
-        Ok(Val::Obj(Obj {
+        Ok(Val::Obj(Box::new(Obj {
             fields,
             expand: self.expand,
-        }))
+        })))
     }
 }
 
