@@ -23,19 +23,24 @@ const LOG_ENTRY: &str = "LogEntry";
 /// a leading `google.` (and `cloud.` after it) and every API-version segment (`v1`,
 /// `v2beta1`, `beta`, `alpha`) are dropped, the rest is kept as logged.
 pub(crate) fn operation_name(method: &str) -> String {
-    let mut segs: Vec<&str> = method.trim().split('.').collect();
-    if segs.first() == Some(&"google") && segs.len() > 1 {
-        segs.remove(0);
-        if segs.first() == Some(&"cloud") && segs.len() > 1 {
-            segs.remove(0);
+    let method = method.trim();
+    let mut rest = method;
+    if let Some(r) = rest.strip_prefix("google.") {
+        rest = r;
+        if let Some(r) = rest.strip_prefix("cloud.") {
+            rest = r;
         }
     }
-    let kept: Vec<&str> = segs.into_iter().filter(|s| !rn::is_version(s)).collect();
-    if kept.is_empty() {
-        method.trim().to_owned()
-    } else {
-        kept.join(".")
+    let mut out = String::with_capacity(rest.len());
+    let mut kept = 0;
+    for seg in rest.split('.').filter(|s| !rn::is_version(s)) {
+        if kept > 0 {
+            out.push('.');
+        }
+        out.push_str(seg);
+        kept += 1;
     }
+    if kept == 0 { method.to_owned() } else { out }
 }
 
 /// What a method verb (the last segment of the method name) does.
@@ -87,15 +92,16 @@ pub(crate) const VERBS: &[(&[&str], Verb)] = &[
 
 /// Classifies the last segment of a method name with [`VERBS`].
 pub(crate) fn classify(method: &str) -> Verb {
-    let verb = method
-        .trim()
-        .rsplit('.')
-        .next()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
+    let verb = method.trim().rsplit('.').next().unwrap_or_default();
+    // The prefixes are lowercase ASCII: compared ignoring ASCII case, no copy.
+    let starts = |p: &str| {
+        verb.as_bytes()
+            .get(..p.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(p.as_bytes()))
+    };
     VERBS
         .iter()
-        .find(|(prefixes, _)| prefixes.iter().any(|p| verb.starts_with(p)))
+        .find(|(prefixes, _)| prefixes.iter().any(|p| starts(p)))
         .map_or(Verb::Update, |(_, v)| *v)
 }
 
@@ -636,6 +642,11 @@ mod tests {
             ("google.storage.objects.get", "storage.objects.get"),
             ("CreateCryptoKey", "CreateCryptoKey"),
             ("datasetservice.insert", "datasetservice.insert"),
+            ("google.", ""),
+            ("google.cloud", "cloud"),
+            ("google.cloud.", ""),
+            (".a..v1.b", ".a..b"),
+            ("v1", "v1"),
         ] {
             assert_eq!(operation_name(m), want);
         }
