@@ -46,7 +46,16 @@ pub fn canonical(raw: &str) -> Option<String> {
     let mut out = String::with_capacity(s.len() + 1);
     for seg in s.split('/').filter(|seg| !seg.is_empty()) {
         out.push('/');
-        out.push_str(&seg.to_lowercase());
+        if seg.is_ascii() {
+            // The common case, lowercased in place (no string per segment).
+            let at = out.len();
+            out.push_str(seg);
+            if let Some(tail) = out.get_mut(at..) {
+                tail.make_ascii_lowercase();
+            }
+        } else {
+            out.push_str(&seg.to_lowercase());
+        }
     }
     let first = out.split('/').nth(1)?;
     (first == "subscriptions" || first == "providers").then_some(out)

@@ -3,11 +3,12 @@
 use std::borrow::Cow;
 
 use chrono::{DateTime, Utc};
-use driftreactor_event::json::{describe, parse};
+use driftreactor_event::json::parse;
+use driftreactor_event::lazy::{Expand, Obj, Val};
 use driftreactor_event::{
     Change, DriftEvent, NormalizeError, NotAChange, Outcome, Principal, Provider, ResourceRef, Via,
 };
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::{actions, arm_id};
 
@@ -70,22 +71,28 @@ impl Schema {
     }
 }
 
-fn str_field<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    obj.get(key).and_then(Value::as_str)
+/// The objects read in the same pass as the event (see [`driftreactor_event::lazy`]):
+/// `data` and the caller's token claims. `httpRequest` stays JSON text (kept as the
+/// event's request as the event wrote it) until its client address is read.
+const EXPAND: Expand = &["data", "claims", "authorization", "evidence"];
+
+fn str_field<'o>(obj: &'o Obj<'_>, key: &str) -> Option<&'o str> {
+    obj.str(key)
 }
 
-fn required_str<'a>(
-    obj: &'a Map<String, Value>,
+fn required_str<'o>(
+    obj: &'o Obj<'_>,
     schema: Schema,
     key: &str,
-) -> Result<&'a str, NormalizeError> {
+) -> Result<&'o str, NormalizeError> {
     match obj.get(key) {
-        Some(Value::String(s)) => Ok(s),
-        None | Some(Value::Null) => Err(NormalizeError::missing(schema.format(), key)),
+        Some(Val::Str(s)) => Ok(s),
+        None => Err(NormalizeError::missing(schema.format(), key)),
+        Some(v) if v.is_null() => Err(NormalizeError::missing(schema.format(), key)),
         Some(other) => Err(NormalizeError::Field {
             format: schema.format(),
             field: key.to_owned(),
-            problem: format!("is {}, expected a string", describe(other)),
+            problem: format!("is {}, expected a string", other.describe()),
         }),
     }
 }
@@ -93,14 +100,13 @@ fn required_str<'a>(
 /// An ARM `data` member that may be an object or a JSON-encoded string of one
 /// (older events and SDK fixtures stringify `claims`, `authorization`, `httpRequest`).
 /// Anything else, including a string that does not decode to an object, is absent.
-fn object_or_encoded(v: Option<&Value>) -> Option<Cow<'_, Map<String, Value>>> {
+fn object_or_encoded<'o, 'a>(v: Option<&'o Val<'a>>) -> Option<Cow<'o, Obj<'a>>> {
     match v? {
-        Value::Object(m) => Some(Cow::Borrowed(m)),
-        Value::String(s) => match serde_json::from_str::<Value>(s) {
-            Ok(Value::Object(m)) => Some(Cow::Owned(m)),
+        Val::Str(s) => match serde_json::from_str::<Value>(s) {
+            Ok(Value::Object(m)) => Some(Cow::Owned(Obj::from_map(m))),
             _ => None,
         },
-        _ => None,
+        v => v.as_object_with(EXPAND),
     }
 }
 
@@ -114,12 +120,12 @@ pub(crate) fn parse_time(s: Option<&str>) -> Option<DateTime<Utc>> {
 
 /// See [`crate::normalize`].
 pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
-    let value = parse(payload)?;
-    let Value::Object(obj) = value else {
+    let value = Val::parse(payload, EXPAND)?;
+    let Some(obj) = value.as_object() else {
         return Err(NormalizeError::UnknownFormat(format!(
             "expected one Event Grid or CloudEvents event (a JSON object), got {}; \
              batches are split by the caller",
-            describe(&value)
+            value.describe()
         )));
     };
     let schema = if obj.contains_key("specversion") {
@@ -137,13 +143,14 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
     let event_type = required_str(&obj, schema, schema.type_field())?;
     let mut ev = DriftEvent::new(Provider::Azure, id);
     ev.occurred_at = parse_time(str_field(&obj, schema.time_field()));
-    let topic = str_field(&obj, schema.topic_field()).and_then(arm_id::canonical);
+    // Only read when needed (a handshake, an event naming no subscription).
+    let topic = || str_field(&obj, schema.topic_field()).and_then(arm_id::canonical);
 
     if event_type == VALIDATION_EVENT {
         ev.service = "Microsoft.EventGrid".into();
         ev.operation = event_type.to_owned();
         ev.not_a_change = Some(NotAChange::Handshake);
-        ev.account = topic
+        ev.account = topic()
             .as_deref()
             .and_then(arm_id::subscription)
             .map(str::to_owned);
@@ -155,31 +162,42 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
     };
 
     let data = match obj.get("data") {
-        Some(Value::Object(m)) => m,
-        None | Some(Value::Null) => return Err(NormalizeError::missing(schema.format(), "data")),
-        Some(other) => {
-            return Err(NormalizeError::Field {
-                format: schema.format(),
-                field: "data".into(),
-                problem: format!("is {}, expected an object", describe(other)),
-            });
-        }
+        None => return Err(NormalizeError::missing(schema.format(), "data")),
+        Some(v) if v.is_null() => return Err(NormalizeError::missing(schema.format(), "data")),
+        Some(v) => match v.as_object_with(EXPAND) {
+            Some(m) => m,
+            None => {
+                return Err(NormalizeError::Field {
+                    format: schema.format(),
+                    field: "data".into(),
+                    problem: format!("is {}, expected an object", v.describe()),
+                });
+            }
+        },
     };
+    let data = &*data;
 
     // The changed resource: data.resourceUri, else the subject.
-    let raw_uri = str_field(data, "resourceUri")
-        .filter(|s| arm_id::canonical(s).is_some())
-        .or_else(|| str_field(&obj, "subject"));
-    let resource = raw_uri.and_then(changed_resource);
+    // (`changed_resource` is `None` exactly when the text is no ARM ID: one canonical
+    // form built per event.)
+    let (raw_uri, resource) =
+        match str_field(data, "resourceUri").and_then(|u| changed_resource(u).map(|r| (u, r))) {
+            Some((u, r)) => (Some(u), Some(r)),
+            None => {
+                let subject = str_field(&obj, "subject");
+                (subject, subject.and_then(changed_resource))
+            }
+        };
 
     let operation = match data.get("operationName") {
-        None | Some(Value::Null) => "",
-        Some(Value::String(s)) => s,
+        None => "",
+        Some(v) if v.is_null() => "",
+        Some(Val::Str(s)) => s,
         Some(other) => {
             return Err(NormalizeError::Field {
                 format: schema.format(),
                 field: "data.operationName".into(),
-                problem: format!("is {}, expected a string", describe(other)),
+                problem: format!("is {}, expected a string", other.describe()),
             });
         }
     };
@@ -207,8 +225,13 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
             resource
                 .as_ref()
                 .and_then(|r| arm_id::subscription(&r.id))
-                .or_else(|| topic.as_deref().and_then(arm_id::subscription))
                 .map(str::to_owned)
+                .or_else(|| {
+                    topic()
+                        .as_deref()
+                        .and_then(arm_id::subscription)
+                        .map(str::to_owned)
+                })
         });
 
     let deployment = resource
@@ -270,19 +293,18 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
         .or_else(|| str_field(&claims, "ipaddr"))
         .filter(|s| !s.is_empty())
         .map(str::to_owned);
-    ev.request = http.and_then(|h| serde_json::value::to_raw_value(&h).ok());
+    // As the event wrote it (the JSON text, not re-serialized) when it is an object.
+    ev.request = match data.get("httpRequest") {
+        Some(raw @ Val::Raw(_)) if http.is_some() => raw.to_raw(),
+        _ => http.and_then(|h| serde_json::value::to_raw_value(&h.to_map()).ok()),
+    };
     ev.resources.extend(resource);
     Ok(ev)
 }
 
 /// Any other well-formed event (Storage, Service Bus, custom topics): reported as a
 /// notification, never rejected.
-fn notification(
-    mut ev: DriftEvent,
-    event_type: &str,
-    obj: &Map<String, Value>,
-    schema: Schema,
-) -> DriftEvent {
+fn notification(mut ev: DriftEvent, event_type: &str, obj: &Obj<'_>, schema: Schema) -> DriftEvent {
     ev.service = event_type
         .rsplit_once('.')
         .map_or(event_type, |(svc, _)| svc)
@@ -306,14 +328,14 @@ fn notification(
 /// The failure an ARM event's `data.status` states although its type says success:
 /// `Failed` / `Canceled`, or a status of another type than a string (a wrong type is
 /// never read as "succeeded"). `None` when absent, `null` or another string.
-fn failed_status(data: &Map<String, Value>) -> Option<String> {
+fn failed_status(data: &Obj<'_>) -> Option<String> {
     match data.get("status")? {
-        Value::Null => None,
-        Value::String(s) => ["Failed", "Canceled"]
+        v if v.is_null() => None,
+        Val::Str(s) => ["Failed", "Canceled"]
             .iter()
             .any(|f| s.trim().eq_ignore_ascii_case(f))
             .then(|| s.trim().to_owned()),
-        other => Some(format!("data.status is {}", describe(other))),
+        other => Some(format!("data.status is {}", other.describe())),
     }
 }
 
@@ -321,8 +343,8 @@ fn failed_status(data: &Map<String, Value>) -> Option<String> {
 /// `data.authorization` present but neither an object nor a string holding one, or an
 /// identity claim that is not a string. Absent is an unknown caller, not unreadable.
 fn unreadable_caller(
-    data: &Map<String, Value>,
-    claims: Option<&Map<String, Value>>,
+    data: &Obj<'_>,
+    claims: Option<&Obj<'_>>,
     authorization_read: bool,
 ) -> Option<String> {
     for (key, read) in [
@@ -330,13 +352,14 @@ fn unreadable_caller(
         ("authorization", authorization_read),
     ] {
         match data.get(key) {
-            None | Some(Value::Null) => continue,
+            None => continue,
+            Some(v) if v.is_null() => continue,
             Some(v) if !read => {
                 return Some(format!(
                     "data.{key} is {}, expected an object",
                     match v {
-                        Value::String(_) => "a string that is not a JSON object",
-                        other => describe(other),
+                        Val::Str(_) => "a string that is not a JSON object",
+                        other => other.describe(),
                     }
                 ));
             }
@@ -348,7 +371,10 @@ fn unreadable_caller(
         .iter()
         .chain(APPID_CLAIMS)
         .chain(OID_CLAIMS)
-        .find(|k| obj.get(**k).is_some_and(|c| !c.is_string() && !c.is_null()))
+        .find(|k| {
+            obj.get(k)
+                .is_some_and(|c| !matches!(c, Val::Str(_)) && !c.is_null())
+        })
         .map(|k| format!("data.claims.{k} is not a string"))
 }
 
@@ -363,10 +389,7 @@ fn namespace_display(raw: &str) -> Option<String> {
 /// Picks the caller identity from the token claims: the UPN when present, else the
 /// application id, else the object id; the others go to `also`. Returns the app id
 /// too, for the `via` hint.
-fn principal(
-    claims: &Map<String, Value>,
-    authorization: Option<&Map<String, Value>>,
-) -> (Principal, Option<String>) {
+fn principal(claims: &Obj<'_>, authorization: Option<&Obj<'_>>) -> (Principal, Option<String>) {
     let first = |keys: &[&str]| {
         keys.iter()
             .find_map(|k| str_field(claims, k))
@@ -378,11 +401,9 @@ fn principal(
     let app = first(APPID_CLAIMS);
     let oid = first(OID_CLAIMS).or_else(|| {
         authorization
-            .and_then(|a| a.get("evidence"))
-            .and_then(Value::as_object)
-            .and_then(|e| str_field(e, "principalId"))
+            .and_then(|a| a.obj("evidence"))
+            .and_then(|e| str_field(&e, "principalId").map(str::to_owned))
             .filter(|s| !s.is_empty())
-            .map(str::to_owned)
     });
     let mut all: Vec<String> = Vec::new();
     for s in [upn, app.clone(), oid].into_iter().flatten() {
@@ -508,14 +529,15 @@ impl ArmEventType {
 pub(crate) fn validation_code(event: &[u8]) -> Option<String> {
     fn one(v: &Value) -> Option<String> {
         let obj = v.as_object()?;
+        let str_field = |o: &'_ serde_json::Map<String, Value>, k: &str| {
+            o.get(k).and_then(Value::as_str).map(str::to_owned)
+        };
         let ty = str_field(obj, "eventType").or_else(|| str_field(obj, "type"))?;
         if ty != VALIDATION_EVENT {
             return None;
         }
         let data = obj.get("data")?.as_object()?;
-        str_field(data, "validationCode")
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
+        str_field(data, "validationCode").filter(|s| !s.is_empty())
     }
     // Only a validation event alone in its batch is a handshake: the handshake is
     // answered without credentials, so a batch that also carries real events must

@@ -226,6 +226,37 @@ fn bad_input_is_an_error_naming_the_field() {
         }
         other => panic!("{other:?}"),
     }
+    // Issue 16: the borrowed reader names the field and the problem as the tree did,
+    // for both schemas.
+    let field = |payload: &[u8]| match normalize(payload) {
+        Err(NormalizeError::Field { field, problem, .. }) => format!("{field}: {problem}"),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        field(br#"{"specversion": "1.0", "id": 7, "type": "Microsoft.Resources.ResourceWriteSuccess"}"#),
+        "id: is a number, expected a string"
+    );
+    assert_eq!(
+        field(br#"{"id": "1", "eventType": "Microsoft.Resources.ResourceWriteSuccess", "data": {"operationName": [1]}}"#),
+        "data.operationName: is an array, expected a string"
+    );
+    assert_eq!(
+        field(br#"{"specversion": "1.0", "id": "1", "type": "Microsoft.Resources.ResourceWriteSuccess"}"#),
+        "data: is missing"
+    );
+    // Invalid JSON inside a value only kept as text is still invalid JSON.
+    assert!(matches!(
+        normalize(br#"{"id": "1", "eventType": "Microsoft.Resources.ResourceWriteSuccess", "data": {"httpRequest": {"a": }}}"#),
+        Err(NormalizeError::Json { .. })
+    ));
+    // A JSON-encoded `claims` / `httpRequest` string is read as the object it holds.
+    let ev = normalize(br#"{"id": "1", "eventType": "Microsoft.Resources.ResourceWriteSuccess", "subject": "/subscriptions/s1/resourceGroups/rg", "data": {"operationName": "Microsoft.Resources/subscriptions/resourceGroups/write", "claims": "{\"upn\": \"a@example.com\"}", "httpRequest": "{\"clientIpAddress\": \"192.0.2.1\"}"}}"#).unwrap();
+    assert_eq!(ev.principal.id, "a@example.com");
+    assert_eq!(ev.source_ip.as_deref(), Some("192.0.2.1"));
+    assert_eq!(
+        ev.request.as_deref().map(|r| r.get()),
+        Some(r#"{"clientIpAddress":"192.0.2.1"}"#)
+    );
     // A custom topic event is a notification, not an error.
     let ev = normalize(br#"{"id": "1", "eventType": "Contoso.Items.ItemReceived", "subject": "items/1", "eventTime": "2026-01-30T10:00:00Z", "data": {}}"#).unwrap();
     assert_eq!(ev.not_a_change, Some(NotAChange::Notification));

@@ -360,13 +360,13 @@ fn slot(by_desc: &mut Vec<Sources>, d: Option<String>) -> &mut Sources {
 /// (permission, description).
 fn requested_rules(req: &Map<String, Value>) -> Vec<Map<String, Value>> {
     let group = s(req.get("groupId"));
-    let mut perms: Vec<&Value> = items(req.get("ipPermissions"));
-    let flat;
-    if perms.is_empty() {
+    let listed = items(req.get("ipPermissions"));
+    // A permission that is not an object names no source: it gives no rule.
+    let mut perms: Vec<&Map<String, Value>> = listed.iter().filter_map(|p| p.as_object()).collect();
+    if listed.is_empty() {
         // The flat form: `cidrIp`, `fromPort`, `toPort`, `ipProtocol` at the top.
-        flat = Value::Object(req.clone());
         if req.contains_key("ipProtocol") || req.contains_key("cidrIp") {
-            perms.push(&flat);
+            perms.push(req);
         }
     }
     let mut out: Vec<Map<String, Value>> = Vec::new();
@@ -483,9 +483,10 @@ fn security_group(
         return Err(ChangesUnknown::NotInEvent);
     }
     let attrs = attrs(target)?;
-    let have: Vec<Value> = match attrs.get(attr) {
-        Some(Value::Array(a)) => a.clone(),
-        Some(Value::Null) => Vec::new(),
+    // Borrowed: the state's rules are read, not copied, per event.
+    let have: &[Value] = match attrs.get(attr) {
+        Some(Value::Array(a)) => a,
+        Some(Value::Null) => &[],
         _ => return Err(ChangesUnknown::NoStateAttributes),
     };
     let mut out = Vec::new();

@@ -2,7 +2,7 @@
 //! `resource_drift` and a Cloud Asset feed's prior / current asset.
 
 use driftreactor_event::{AttributeChange, REDACTED};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::{path, policy};
 
@@ -46,6 +46,50 @@ fn masked(mask: Option<&Value>) -> bool {
     matches!(mask, Some(Value::Bool(true)))
 }
 
+/// [`diff`] of two objects without masks: the union of their keys, in key order,
+/// each walked under `at` (an absent key is `null`).
+pub(crate) fn diff_objects(
+    at: &str,
+    before: &Map<String, Value>,
+    after: &Map<String, Value>,
+    style: &Style,
+    out: &mut Vec<AttributeChange>,
+) {
+    objects(at, before, after, (None, None), style, out);
+}
+
+/// The object case of [`diff`].
+fn objects(
+    at: &str,
+    b: &Map<String, Value>,
+    a: &Map<String, Value>,
+    masks: (Option<&Value>, Option<&Value>),
+    style: &Style,
+    out: &mut Vec<AttributeChange>,
+) {
+    let mut keys: Vec<&String> = b.keys().chain(a.keys()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    for k in keys {
+        if (style.skip)(k) {
+            continue;
+        }
+        let (bv, av) = (
+            b.get(k.as_str()).unwrap_or(&Value::Null),
+            a.get(k.as_str()).unwrap_or(&Value::Null),
+        );
+        let step = Step::Key(k);
+        diff(
+            &path::key(at, k, style.api_names),
+            bv,
+            av,
+            (mask_at(masks.0, step), mask_at(masks.1, step)),
+            style,
+            out,
+        );
+    }
+}
+
 /// Appends to `out` the leaf changes from `before` to `after` under `at`.
 ///
 /// `null`, `{}` and `[]` are one value (Terraform writes an unset map or list either
@@ -71,29 +115,7 @@ pub(crate) fn diff(
     }
     let sensitive = masked(masks.0) || masked(masks.1);
     match (before, after) {
-        (Value::Object(b), Value::Object(a)) => {
-            let mut keys: Vec<&String> = b.keys().chain(a.keys()).collect();
-            keys.sort_unstable();
-            keys.dedup();
-            for k in keys {
-                if (style.skip)(k) {
-                    continue;
-                }
-                let (bv, av) = (
-                    b.get(k.as_str()).unwrap_or(&Value::Null),
-                    a.get(k.as_str()).unwrap_or(&Value::Null),
-                );
-                let step = Step::Key(k);
-                diff(
-                    &path::key(at, k, style.api_names),
-                    bv,
-                    av,
-                    (mask_at(masks.0, step), mask_at(masks.1, step)),
-                    style,
-                    out,
-                );
-            }
-        }
+        (Value::Object(b), Value::Object(a)) => objects(at, b, a, masks, style, out),
         (Value::Array(b), Value::Array(a)) if b.len() == a.len() => {
             for (i, (bv, av)) in b.iter().zip(a).enumerate() {
                 let step = Step::Index(i);

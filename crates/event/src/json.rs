@@ -1,6 +1,6 @@
-//! Small `serde_json::Value` helpers for the normalizers that read events as a JSON
-//! tree (Azure Event Grid / CloudEvents, GCP LogEntries and envelopes), so that they
-//! reject bad input the same way.
+//! Small `serde_json::Value` helpers for the normalizers, so that they reject bad
+//! input the same way (the Azure and GCP normalizers read events with
+//! [`crate::lazy`], which follows [`parse`] and [`describe`]).
 
 use serde_json::Value;
 

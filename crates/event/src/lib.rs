@@ -9,7 +9,8 @@
 //! implements so the state graph can index Terraform resource instances under the
 //! same canonical identifiers the normalizers emit, and [`lenient`], the forgiving
 //! serde helpers those implementations read state attributes with. [`json`] holds the
-//! payload parsing the tree-reading normalizers share.
+//! payload parsing helpers the normalizers share, and [`lazy`] the borrowing reader the
+//! Azure and GCP normalizers read events with (no `serde_json::Value` tree).
 //!
 //! No I/O and no cloud SDK lives here.
 
@@ -25,6 +26,7 @@ mod identity;
 pub mod json;
 #[cfg(feature = "prometheus")]
 mod label;
+pub mod lazy;
 pub mod lenient;
 mod vocab;
 

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
-use serde_json::{Map, Value};
+use driftreactor_event::lazy::{Expand, Obj, Val};
 
 /// Why a body is not a Pub/Sub push envelope.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -44,16 +44,24 @@ pub struct PushEnvelope {
 /// Reads a push request body.
 ///
 /// # Errors
-/// [`PushEnvelopeError::Json`] when it is not JSON; otherwise as [`from_object`]
-/// (a body that is not an object has no `message`).
+/// [`PushEnvelopeError::Json`] when it is not JSON; [`PushEnvelopeError::Field`]
+/// naming `message` (missing or not an object; a body that is not an object has no
+/// `message`), `message.data` (not a string, not base64) or `message.attributes`
+/// (not an object).
 pub fn parse(body: &[u8]) -> Result<PushEnvelope, PushEnvelopeError> {
-    let value: Value =
-        serde_json::from_slice(body).map_err(|e| PushEnvelopeError::Json(e.to_string()))?;
-    match value {
-        Value::Object(obj) => from_object(&obj),
-        _ => Err(missing_message()),
-    }
+    let value = Val::read(body, ENVELOPE).map_err(|e| PushEnvelopeError::Json(e.to_string()))?;
+    let obj = value.as_object().ok_or_else(missing_message)?;
+    let e = from_obj(&obj)?;
+    Ok(PushEnvelope {
+        message_id: e.message_id.map(str::to_owned),
+        data: e.data,
+        attributes: e.attributes,
+        publish_time: e.publish_time.map(str::to_owned),
+    })
 }
+
+/// What the envelope's objects read in the same pass.
+const ENVELOPE: Expand = &["message", "attributes"];
 
 fn missing_message() -> PushEnvelopeError {
     PushEnvelopeError::Field {
@@ -62,28 +70,38 @@ fn missing_message() -> PushEnvelopeError {
     }
 }
 
-fn str_any<'a>(obj: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a str> {
-    keys.iter().find_map(|k| {
-        obj.get(*k)
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-    })
+fn str_any<'o>(obj: &'o Obj<'_>, keys: &[&str]) -> Option<&'o str> {
+    keys.iter()
+        .find_map(|k| obj.str(k).map(str::trim).filter(|s| !s.is_empty()))
 }
 
-/// Reads an envelope already parsed as a JSON object.
+/// A push envelope read in place: its strings borrowed from the envelope's object.
+pub(crate) struct PushRef<'o> {
+    /// As [`PushEnvelope::message_id`].
+    pub(crate) message_id: Option<&'o str>,
+    /// As [`PushEnvelope::data`].
+    pub(crate) data: Option<Vec<u8>>,
+    /// As [`PushEnvelope::attributes`].
+    pub(crate) attributes: BTreeMap<String, String>,
+    /// As [`PushEnvelope::publish_time`].
+    pub(crate) publish_time: Option<&'o str>,
+}
+
+/// Reads an envelope already parsed as a JSON object (see
+/// [`driftreactor_event::lazy`]), borrowing its strings.
 ///
 /// # Errors
 /// [`PushEnvelopeError::Field`] naming `message` (missing or not an object),
 /// `message.data` (not a string, not base64) or `message.attributes` (not an object).
-pub fn from_object(obj: &Map<String, Value>) -> Result<PushEnvelope, PushEnvelopeError> {
-    let message = obj
-        .get("message")
-        .and_then(Value::as_object)
-        .ok_or_else(missing_message)?;
+pub(crate) fn from_obj<'o>(obj: &'o Obj<'_>) -> Result<PushRef<'o>, PushEnvelopeError> {
+    let message = match obj.get("message") {
+        Some(Val::Obj(m)) => m,
+        _ => return Err(missing_message()),
+    };
     let data = match message.get("data") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(decode_base64(s).ok_or(PushEnvelopeError::Field {
+        None => None,
+        Some(v) if v.is_null() => None,
+        Some(Val::Str(s)) => Some(decode_base64(s).ok_or(PushEnvelopeError::Field {
             field: "message.data",
             problem: "is not valid base64".into(),
         })?),
@@ -95,23 +113,26 @@ pub fn from_object(obj: &Map<String, Value>) -> Result<PushEnvelope, PushEnvelop
         }
     };
     let attributes = match message.get("attributes") {
-        None | Some(Value::Null) => BTreeMap::new(),
-        Some(Value::Object(a)) => a
-            .iter()
-            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-            .collect(),
-        Some(_) => {
-            return Err(PushEnvelopeError::Field {
-                field: "message.attributes",
-                problem: "is not an object".into(),
-            });
-        }
+        None => BTreeMap::new(),
+        Some(v) if v.is_null() => BTreeMap::new(),
+        Some(v) => match v.as_object() {
+            Some(a) => a
+                .iter()
+                .filter_map(|(k, v)| Some((k.to_owned(), v.as_str()?.to_owned())))
+                .collect(),
+            None => {
+                return Err(PushEnvelopeError::Field {
+                    field: "message.attributes",
+                    problem: "is not an object".into(),
+                });
+            }
+        },
     };
-    Ok(PushEnvelope {
-        message_id: str_any(message, &["messageId", "message_id"]).map(str::to_owned),
+    Ok(PushRef {
+        message_id: str_any(message, &["messageId", "message_id"]),
         data,
         attributes,
-        publish_time: str_any(message, &["publishTime", "publish_time"]).map(str::to_owned),
+        publish_time: str_any(message, &["publishTime", "publish_time"]),
     })
 }
 

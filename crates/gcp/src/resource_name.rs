@@ -84,9 +84,9 @@ pub fn canonical(service: Option<&str>, raw: &str, project_id: Option<&str>) -> 
         return None;
     }
     let mut is_url = false;
-    let (svc, path): (String, &str) = if let Some(rest) = s.strip_prefix("//") {
+    let (svc, path): (&str, &str) = if let Some(rest) = s.strip_prefix("//") {
         let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
-        (short_service(host).to_owned(), path)
+        (short_service(host), path)
     } else if let Some(rest) = s
         .strip_prefix("https://")
         .or_else(|| s.strip_prefix("http://"))
@@ -97,18 +97,19 @@ pub fn canonical(service: Option<&str>, raw: &str, project_id: Option<&str>) -> 
         if host == "www.googleapis.com" {
             // www.googleapis.com/{svc}/{version}/…
             let (svc, path) = path.split_once('/').unwrap_or((path, ""));
-            (short_service(svc).to_owned(), path)
+            (short_service(svc), path)
         } else if host.ends_with(".googleapis.com") {
-            (short_service(host).to_owned(), path)
+            (short_service(host), path)
         } else {
             return None;
         }
     } else {
-        (short_service(service?).to_owned(), s)
+        (short_service(service?), s)
     };
     if svc.is_empty() {
         return None;
     }
+    // Segments borrowed from `raw` (only the rewrites below are other strings).
     let mut segs: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     // Drop leading API noise of URLs: versions, the service's own name, `sql`.
     while let Some(first) = segs.first().filter(|_| is_url) {
@@ -118,35 +119,45 @@ pub fn canonical(service: Option<&str>, raw: &str, project_id: Option<&str>) -> 
             break;
         }
     }
-    let mut segs: Vec<String> = segs.into_iter().map(str::to_owned).collect();
     if let Some(pid) = project_id.filter(|p| is_project_id(p)) {
         for i in 0..segs.len().saturating_sub(1) {
-            if segs[i] == "projects" && is_project_number(&segs[i + 1]) {
-                segs[i + 1] = pid.to_owned();
+            if segs[i] == "projects" && is_project_number(segs[i + 1]) {
+                segs[i + 1] = pid;
             }
         }
     }
-    let segs = service_path(&svc, segs);
+    let segs = service_path(svc, segs);
     if segs.is_empty() {
         return None;
     }
-    Some(format!("gcp:{svc}:{}", segs.join("/")))
+    let mut out =
+        String::with_capacity(5 + svc.len() + segs.iter().map(|s| s.len() + 1).sum::<usize>());
+    out.push_str("gcp:");
+    out.push_str(svc);
+    out.push(':');
+    for (i, seg) in segs.iter().enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        out.push_str(seg);
+    }
+    Some(out)
 }
 
 /// Per-service path rewrites (see the table in the module docs).
-fn service_path(svc: &str, mut segs: Vec<String>) -> Vec<String> {
+fn service_path<'s>(svc: &str, mut segs: Vec<&'s str>) -> Vec<&'s str> {
     match svc {
         "storage" => {
             if segs.len() >= 3 && segs[0] == "projects" && segs[2] == "buckets" {
                 segs.drain(..2);
             }
-            if segs.first().is_some_and(|s| s == "b") && segs.len() >= 2 {
-                segs[0] = "buckets".into();
-                if segs.get(2).is_some_and(|s| s == "o") {
-                    segs[2] = "objects".into();
+            if segs.first().is_some_and(|s| *s == "b") && segs.len() >= 2 {
+                segs[0] = "buckets";
+                if segs.get(2).is_some_and(|s| *s == "o") {
+                    segs[2] = "objects";
                 }
             } else if segs.len() == 1 && segs[0] != "buckets" {
-                segs.insert(0, "buckets".into());
+                segs.insert(0, "buckets");
             }
             // object names may contain `/`: keep everything after `objects`
             segs
@@ -162,7 +173,7 @@ fn service_path(svc: &str, mut segs: Vec<String>) -> Vec<String> {
                 && segs[0] == "projects"
                 && (segs[2] == "zones" || segs[2] == "regions")
             {
-                segs[2] = "locations".into();
+                segs[2] = "locations";
             }
             segs
         }

@@ -232,6 +232,63 @@ fn bad_input_is_an_error_naming_the_field() {
     assert!(normalize(&bytes(&v)).is_err());
 }
 
+/// Issue 16: the borrowed reader (values kept as JSON text until read) rejects each
+/// shape's malformed input as clearly as the `Value` tree did: the field and why.
+#[test]
+fn malformed_events_of_each_shape_name_the_field() {
+    let field = |payload: &[u8]| match normalize(payload) {
+        Err(NormalizeError::Field { field, problem, .. }) => format!("{field}: {problem}"),
+        other => panic!("{:?}: {other:?}", String::from_utf8_lossy(payload)),
+    };
+    // Pub/Sub push envelope
+    assert_eq!(
+        field(br#"{"message": {"data": "!!", "messageId": "1"}}"#),
+        "message.data: is not valid base64"
+    );
+    assert!(field(br#"{"message": {"data": 7}}"#).starts_with("message.data: is not a string"));
+    assert_eq!(
+        field(br#"{"message": {"data": "e30=", "attributes": [1]}}"#),
+        "message.attributes: is not an object"
+    );
+    assert_eq!(
+        field(br#"{"message": {"messageId": "1"}}"#),
+        "message.data: is missing"
+    );
+    // CloudEvents
+    assert_eq!(
+        field(br#"{"specversion": "1.0", "id": "1", "data": "text"}"#),
+        "data: is a string, expected an object"
+    );
+    // asset feed
+    assert_eq!(
+        field(br#"{"asset": {"assetType": "x"}, "window": {}}"#),
+        "asset.name: is missing"
+    );
+    // LogEntry
+    assert_eq!(
+        field(br#"{"insertId": "1", "protoPayload": {"serviceName": 3}}"#),
+        "protoPayload.serviceName: is a number, expected a string"
+    );
+    assert_eq!(
+        field(br#"{"insertId": "1", "protoPayload": [1]}"#),
+        "protoPayload: is an array, expected an object"
+    );
+    // Invalid JSON inside a value that is only kept as text is still invalid JSON.
+    assert!(matches!(
+        normalize(br#"{"insertId": "1", "protoPayload": {"request": {"a": }}}"#),
+        Err(NormalizeError::Json { .. })
+    ));
+    assert!(matches!(
+        normalize(b"{\"insertId\": \"1\", \"jsonPayload\": \"\xff\"}"),
+        Err(NormalizeError::Json { .. })
+    ));
+    // The digest id of an entry without insertId does not depend on key order or
+    // white space.
+    let a = normalize(br#"{"a": 1, "protoPayload": {"methodName": "x"}}"#).unwrap();
+    let b = normalize(br#"{ "protoPayload":{"methodName":"x"},"a":1 }"#).unwrap();
+    assert_eq!(a.id, b.id);
+}
+
 /// Issue 12 item 4: a `status`, `severity` or `authenticationInfo` of the wrong type
 /// was read as absent: a successful call by an unknown caller.
 #[test]

@@ -125,7 +125,10 @@ fn main() {
     }
     let (state_path, corpus_state) = aws_pipeline(&corpus);
 
-    println!("driftreactor throughput benchmark (single thread)");
+    println!(
+        "driftreactor throughput benchmark (single thread; {}, best of three)",
+        common::clock()
+    );
     println!(
         "aws events: {} ({:.1} MB, {}); corpus state: {}",
         aws.len(),

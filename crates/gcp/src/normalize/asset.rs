@@ -2,8 +2,9 @@
 //! type and the prior state → operation and change; the asset name → resource. Asset
 //! feeds name no principal.
 
+use driftreactor_event::lazy::{Obj, Val};
 use driftreactor_event::{Change, DriftEvent, NormalizeError, Provider, ResourceRef};
-use serde_json::{Map, Value};
+use serde_json::value::RawValue;
 
 use super::{Envelope, obj_of, parse_time, str_of};
 use crate::resource_name::{self as rn, canonical};
@@ -11,17 +12,18 @@ use crate::resource_name::{self as rn, canonical};
 const ASSET: &str = "Cloud Asset feed TemporalAsset";
 
 /// Normalizes the TemporalAsset `obj` (inside `env`).
-pub(super) fn asset(
-    obj: &Map<String, Value>,
-    env: &Envelope<'_>,
-) -> Result<DriftEvent, NormalizeError> {
+pub(super) fn asset(obj: &Obj<'_>, env: &Envelope<'_>) -> Result<DriftEvent, NormalizeError> {
+    // The assets stay JSON text until here (their resource `data` is most of the
+    // message and is never read: only kept as the event's request).
     let current = obj_of(obj, "asset");
     let prior = obj_of(obj, "priorAsset");
+    let (current, prior) = (current.as_deref(), prior.as_deref());
+    let window = obj_of(obj, "window");
     let name = current
         .and_then(|a| str_of(a, "name"))
         .or_else(|| prior.and_then(|a| str_of(a, "name")))
         .ok_or_else(|| NormalizeError::missing(ASSET, "asset.name"))?;
-    let window_start = obj_of(obj, "window").and_then(|w| str_of(w, "startTime"));
+    let window_start = window.as_deref().and_then(|w| str_of(w, "startTime"));
     let update_time = current.and_then(|a| str_of(a, "updateTime"));
     let id = env.message_id.map_or_else(
         || {
@@ -37,7 +39,7 @@ pub(super) fn asset(
         .and_then(|a| str_of(a, "assetType"))
         .or_else(|| prior.and_then(|a| str_of(a, "assetType")))
         .unwrap_or_default();
-    let deleted = obj.get("deleted").and_then(Value::as_bool).unwrap_or(false);
+    let deleted = obj.get("deleted").and_then(Val::as_bool).unwrap_or(false);
     let change = if deleted {
         Change::Delete
     } else {
@@ -80,25 +82,27 @@ pub(super) fn asset(
     ev.region = [current, prior]
         .into_iter()
         .flatten()
-        .find_map(|a| obj_of(a, "resource").and_then(|r| str_of(r, "location")))
-        .filter(|l| *l != "global")
-        .map(str::to_owned);
+        .find_map(|a| obj_of(a, "resource").and_then(|r| str_of(&r, "location").map(str::to_owned)))
+        .filter(|l| l != "global");
     // The prior and current asset are the event's statement of what changed, from
     // what to what (`driftreactor_diff`): kept as the event's request.
     if current.is_some() || prior.is_some() {
         #[derive(serde::Serialize)]
         struct Kept<'a> {
             #[serde(skip_serializing_if = "Option::is_none")]
-            asset: Option<&'a Value>,
+            asset: Option<&'a RawValue>,
             #[serde(rename = "priorAsset", skip_serializing_if = "Option::is_none")]
-            prior_asset: Option<&'a Value>,
+            prior_asset: Option<&'a RawValue>,
             #[serde(rename = "priorAssetState", skip_serializing_if = "Option::is_none")]
-            prior_asset_state: Option<&'a Value>,
+            prior_asset_state: Option<&'a RawValue>,
         }
+        let kept = |key: &str| obj.get(key).and_then(Val::to_raw);
+        let (asset, prior_asset, prior_asset_state) =
+            (kept("asset"), kept("priorAsset"), kept("priorAssetState"));
         ev.request = serde_json::value::to_raw_value(&Kept {
-            asset: obj.get("asset"),
-            prior_asset: obj.get("priorAsset"),
-            prior_asset_state: obj.get("priorAssetState"),
+            asset: asset.as_deref(),
+            prior_asset: prior_asset.as_deref(),
+            prior_asset_state: prior_asset_state.as_deref(),
         })
         .ok();
     }

@@ -4,10 +4,11 @@
 //! / Data Access audit logs (application logs, system events) become notifications.
 
 use driftreactor_event::json::describe;
+use driftreactor_event::lazy::{Obj, Val};
 use driftreactor_event::{
     Change, DriftEvent, NormalizeError, NotAChange, Outcome, Principal, Provider, ResourceRef, Via,
 };
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::{Envelope, obj_of, parse_time, str_any, str_of};
 use crate::iam;
@@ -22,19 +23,24 @@ const LOG_ENTRY: &str = "LogEntry";
 /// a leading `google.` (and `cloud.` after it) and every API-version segment (`v1`,
 /// `v2beta1`, `beta`, `alpha`) are dropped, the rest is kept as logged.
 pub(crate) fn operation_name(method: &str) -> String {
-    let mut segs: Vec<&str> = method.trim().split('.').collect();
-    if segs.first() == Some(&"google") && segs.len() > 1 {
-        segs.remove(0);
-        if segs.first() == Some(&"cloud") && segs.len() > 1 {
-            segs.remove(0);
+    let method = method.trim();
+    let mut rest = method;
+    if let Some(r) = rest.strip_prefix("google.") {
+        rest = r;
+        if let Some(r) = rest.strip_prefix("cloud.") {
+            rest = r;
         }
     }
-    let kept: Vec<&str> = segs.into_iter().filter(|s| !rn::is_version(s)).collect();
-    if kept.is_empty() {
-        method.trim().to_owned()
-    } else {
-        kept.join(".")
+    let mut out = String::with_capacity(rest.len());
+    let mut kept = 0;
+    for seg in rest.split('.').filter(|s| !rn::is_version(s)) {
+        if kept > 0 {
+            out.push('.');
+        }
+        out.push_str(seg);
+        kept += 1;
     }
+    if kept == 0 { method.to_owned() } else { out }
 }
 
 /// What a method verb (the last segment of the method name) does.
@@ -86,15 +92,16 @@ pub(crate) const VERBS: &[(&[&str], Verb)] = &[
 
 /// Classifies the last segment of a method name with [`VERBS`].
 pub(crate) fn classify(method: &str) -> Verb {
-    let verb = method
-        .trim()
-        .rsplit('.')
-        .next()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
+    let verb = method.trim().rsplit('.').next().unwrap_or_default();
+    // The prefixes are lowercase ASCII: compared ignoring ASCII case, no copy.
+    let starts = |p: &str| {
+        verb.as_bytes()
+            .get(..p.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(p.as_bytes()))
+    };
     VERBS
         .iter()
-        .find(|(prefixes, _)| prefixes.iter().any(|p| verb.starts_with(p)))
+        .find(|(prefixes, _)| prefixes.iter().any(|p| starts(p)))
         .map_or(Verb::Update, |(_, v)| *v)
 }
 
@@ -185,42 +192,47 @@ fn error_severity(severity: Option<&Value>) -> Option<String> {
 
 /// `field` of `obj` as a string: `Ok(None)` when absent or `null`, an error naming it
 /// when of another type.
-fn opt_str<'a>(
-    obj: &'a Map<String, Value>,
+fn opt_str<'o>(
+    obj: &'o Obj<'_>,
     field: &str,
     path: &str,
-) -> Result<Option<&'a str>, NormalizeError> {
+) -> Result<Option<&'o str>, NormalizeError> {
     match obj.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.trim()).filter(|s| !s.is_empty())),
+        None => Ok(None),
+        Some(v) if v.is_null() => Ok(None),
+        Some(Val::Str(s)) => Ok(Some(s.trim()).filter(|s| !s.is_empty())),
         Some(other) => Err(NormalizeError::Field {
             format: LOG_ENTRY,
             field: format!("{path}{field}"),
-            problem: format!("is {}, expected a string", describe(other)),
+            problem: format!("is {}, expected a string", other.describe()),
         }),
     }
 }
 
 /// Why the caller of an audit entry cannot be read, if so: `authenticationInfo` or
 /// `principalEmail` of the wrong type. Absent is an unknown caller, not unreadable.
-fn unreadable_auth(p: &Map<String, Value>) -> Option<String> {
+fn unreadable_auth(p: &Obj<'_>) -> Option<String> {
     let auth = match p.get("authenticationInfo") {
-        None | Some(Value::Null) => return None,
-        Some(Value::Object(a)) => a,
-        Some(other) => {
-            return Some(format!(
-                "protoPayload.authenticationInfo is {}, expected an object",
-                describe(other)
-            ));
-        }
+        None => return None,
+        Some(v) if v.is_null() => return None,
+        Some(v) => match v.as_object() {
+            Some(a) => a,
+            None => {
+                return Some(format!(
+                    "protoPayload.authenticationInfo is {}, expected an object",
+                    v.describe()
+                ));
+            }
+        },
     };
     for key in ["principalEmail", "principalSubject"] {
         match auth.get(key) {
-            None | Some(Value::Null | Value::String(_)) => {}
+            None | Some(Val::Str(_)) => {}
+            Some(v) if v.is_null() => {}
             Some(other) => {
                 return Some(format!(
                     "protoPayload.authenticationInfo.{key} is {}, expected a string",
-                    describe(other)
+                    other.describe()
                 ));
             }
         }
@@ -228,9 +240,11 @@ fn unreadable_auth(p: &Map<String, Value>) -> Option<String> {
     None
 }
 
-fn entry_digest(obj: &Map<String, Value>) -> String {
+/// A stable digest of the entry: of its canonical form (a `serde_json::Value`'s
+/// compact text, keys sorted), so the same entry gives the same id however written.
+fn entry_digest(obj: &Obj<'_>) -> String {
     use sha2::{Digest, Sha256};
-    let bytes = serde_json::to_vec(obj).unwrap_or_default();
+    let bytes = serde_json::to_vec(&obj.to_map()).unwrap_or_default();
     let hash = Sha256::digest(&bytes);
     let mut out = String::with_capacity(7 + 64);
     out.push_str("sha256:");
@@ -241,10 +255,7 @@ fn entry_digest(obj: &Map<String, Value>) -> String {
 }
 
 /// Normalizes the LogEntry `obj` (inside `env`).
-pub(super) fn log_entry(
-    obj: &Map<String, Value>,
-    env: &Envelope<'_>,
-) -> Result<DriftEvent, NormalizeError> {
+pub(super) fn log_entry(obj: &Obj<'_>, env: &Envelope<'_>) -> Result<DriftEvent, NormalizeError> {
     // Cloud Logging always sets `insertId`; exports and test data sometimes drop it. A
     // change must never be dropped for want of an id, so fall back to the Pub/Sub message
     // id, then to a stable digest of the entry itself (the same bytes give the same id,
@@ -259,8 +270,8 @@ pub(super) fn log_entry(
     };
     let log_name = str_any(obj, &["logName", "logname"]).unwrap_or_default();
     let resource = obj_of(obj, "resource");
-    let labels = resource.and_then(|r| obj_of(r, "labels"));
-    let label = |k: &str| labels.and_then(|l| str_of(l, k));
+    let labels = resource.as_deref().and_then(|r| obj_of(r, "labels"));
+    let label = |k: &str| labels.as_deref().and_then(|l| str_of(l, k));
 
     let mut ev = DriftEvent::new(Provider::Gcp, id);
     ev.occurred_at = parse_time(str_any(
@@ -269,21 +280,29 @@ pub(super) fn log_entry(
     ));
 
     let payload = match obj.get("protoPayload") {
-        Some(Value::Object(p)) => Some(p),
-        None | Some(Value::Null) => None,
-        Some(other) => {
-            return Err(NormalizeError::Field {
-                format: LOG_ENTRY,
-                field: "protoPayload".into(),
-                problem: format!("is {}, expected an object", describe(other)),
-            });
-        }
+        None => None,
+        Some(v) if v.is_null() => None,
+        Some(v) => match v.as_object_with(super::EXPAND) {
+            Some(p) => Some(p),
+            None => {
+                return Err(NormalizeError::Field {
+                    format: LOG_ENTRY,
+                    field: "protoPayload".into(),
+                    problem: format!("is {}, expected an object", v.describe()),
+                });
+            }
+        },
     };
+    let payload = payload.as_deref();
     let payload_type = payload.and_then(|p| str_any(p, &["@type", "at_sign_type", "at_type"]));
-    let decoded_log = log_name.replace("%2F", "/").replace("%2f", "/");
+    let decoded_log: std::borrow::Cow<'_, str> = if log_name.contains('%') {
+        log_name.replace("%2F", "/").replace("%2f", "/").into()
+    } else {
+        log_name.into()
+    };
     let log_id = decoded_log
         .split_once("/logs/")
-        .map_or(decoded_log.as_str(), |(_, id)| id)
+        .map_or(&*decoded_log, |(_, id)| id)
         .to_owned();
     let is_audit = payload.is_some() && payload_type.is_none_or(|t| t == AUDIT_LOG_TYPE);
     let system_event = decoded_log.ends_with("cloudaudit.googleapis.com/system_event");
@@ -301,6 +320,7 @@ pub(super) fn log_entry(
         // a broad sink, Google system events (live migration, preemption). Reported,
         // never a change.
         ev.service = resource
+            .as_deref()
             .and_then(|r| str_of(r, "type"))
             .unwrap_or_default()
             .to_owned();
@@ -333,16 +353,18 @@ pub(super) fn log_entry(
             Verb::Read | Verb::Update => Change::Update,
         });
     }
-    if let Some(code) = status_code(p.get("status")) {
+    let status = p.get("status").map(Val::to_value);
+    if let Some(code) = status_code(status.as_ref()) {
         ev.outcome = Outcome::Failed { code };
-    } else if p.get("status").is_none_or(Value::is_null)
-        && let Some(code) = error_severity(obj.get("severity"))
+    } else if status.as_ref().is_none_or(Value::is_null)
+        && let Some(code) = error_severity(obj.get("severity").map(Val::to_value).as_ref())
     {
         ev.outcome = Outcome::Failed { code };
     }
 
     // principal
     let auth = obj_of(p, "authenticationInfo");
+    let auth = auth.as_deref();
     let mut principal = Principal {
         id: auth
             .and_then(|a| str_of(a, "principalEmail"))
@@ -361,29 +383,31 @@ pub(super) fn log_entry(
     also(auth.and_then(|a| str_of(a, "principalSubject")));
     if let Some(chain) = auth
         .and_then(|a| a.get("serviceAccountDelegationInfo"))
-        .and_then(Value::as_array)
+        .and_then(Val::as_array)
     {
-        for link in chain.iter().filter_map(Value::as_object) {
-            also(obj_of(link, "firstPartyPrincipal").and_then(|f| str_of(f, "principalEmail")));
+        for link in chain.iter().filter_map(Val::as_object) {
+            let first = obj_of(&link, "firstPartyPrincipal");
+            also(first.as_deref().and_then(|f| str_of(f, "principalEmail")));
         }
     }
     ev.principal = principal;
     ev.principal_unreadable = unreadable_auth(p);
 
     let meta = obj_of(p, "requestMetadata");
+    let meta = meta.as_deref();
     let ua = meta.and_then(|m| str_of(m, "callerSuppliedUserAgent"));
     ev.via = via_from_user_agent(ua);
     ev.user_agent = ua.map(str::to_owned);
     ev.source_ip = meta
         .and_then(|m| str_any(m, &["callerIp", "callerIP"]))
         .map(str::to_owned);
-    ev.correlation_key = obj_of(obj, "operation")
-        .and_then(|o| str_of(o, "id"))
-        .map(|id| format!("gcp-op:{id}"));
+    ev.correlation_key =
+        obj_of(obj, "operation").and_then(|o| str_of(&o, "id").map(|id| format!("gcp-op:{id}")));
+    // As the entry wrote it (the JSON text, not re-serialized).
     ev.request = p
         .get("request")
         .filter(|r| r.is_object())
-        .and_then(|r| serde_json::value::to_raw_value(r).ok());
+        .and_then(Val::to_raw);
 
     // the changed resource; for an IAM policy change that logs its binding deltas, the
     // bindings it changed (see `crate::iam`)
@@ -409,9 +433,9 @@ pub(super) fn log_entry(
         .or_else(|| label("zone"))
         .or_else(|| label("region"))
         .or_else(|| label("location"))
+        .map(str::to_owned)
         .or_else(|| single_location(p))
-        .filter(|l| *l != "global")
-        .map(str::to_owned);
+        .filter(|l| l != "global");
     Ok(ev)
 }
 
@@ -430,7 +454,7 @@ pub(crate) const DELTA_PATHS: &[&[&str]] = &[
 /// One reference per key of each binding delta of the entry (member, binding, policy
 /// of its role, member and condition on `resource`, see [`crate::iam`]), each id
 /// once; empty when the entry logs no delta with a role and a member.
-fn binding_deltas(p: &Map<String, Value>, resource: &ResourceRef) -> Vec<ResourceRef> {
+fn binding_deltas(p: &Obj<'_>, resource: &ResourceRef) -> Vec<ResourceRef> {
     let mut out: Vec<ResourceRef> = Vec::new();
     let mut push = |id: String, display: String| {
         if !out.iter().any(|r| r.id == id) {
@@ -442,22 +466,41 @@ fn binding_deltas(p: &Map<String, Value>, resource: &ResourceRef) -> Vec<Resourc
         }
     };
     for path in DELTA_PATHS {
-        let mut node = Some(p);
         let (last, objects) = path.split_last().unwrap_or((&"", &[]));
-        for key in objects {
-            node = node.and_then(|n| obj_of(n, key));
-        }
-        let Some(deltas) = node.and_then(|n| n.get(*last)).and_then(Value::as_array) else {
+        // Most entries have none of these objects: nothing is parsed for them.
+        let Some((first, rest)) = objects.split_first() else {
             continue;
         };
-        for d in deltas.iter().filter_map(Value::as_object) {
+        let mut node = match obj_of(p, first) {
+            Some(n) => n.into_owned(),
+            None => continue,
+        };
+        let mut found = true;
+        for key in rest {
+            match obj_of(&node, key).map(std::borrow::Cow::into_owned) {
+                Some(n) => node = n,
+                None => {
+                    found = false;
+                    break;
+                }
+            }
+        }
+        if !found {
+            continue;
+        }
+        let Some(deltas) = node.get(last).and_then(Val::as_array) else {
+            continue;
+        };
+        for d in deltas.iter().filter_map(Val::as_object) {
+            let d = &*d;
             let (Some(role), Some(member)) = (str_of(d, "role"), str_of(d, "member")) else {
                 continue;
             };
             if role.trim().is_empty() || member.trim().is_empty() {
                 continue;
             }
-            let condition = obj_of(d, "condition").map(|c| iam::Condition {
+            let cond = obj_of(d, "condition");
+            let condition = cond.as_deref().map(|c| iam::Condition {
                 title: str_of(c, "title").unwrap_or_default(),
                 expression: str_of(c, "expression").unwrap_or_default(),
             });
@@ -479,12 +522,11 @@ fn binding_deltas(p: &Map<String, Value>, resource: &ResourceRef) -> Vec<Resourc
 }
 
 /// `resourceLocation.currentLocations` when it names exactly one location.
-fn single_location(p: &Map<String, Value>) -> Option<&str> {
-    let locs = obj_of(p, "resourceLocation")?
-        .get("currentLocations")?
-        .as_array()?;
-    match locs.as_slice() {
-        [one] => one.as_str(),
+fn single_location(p: &Obj<'_>) -> Option<String> {
+    let loc = obj_of(p, "resourceLocation")?;
+    let locs = loc.get("currentLocations")?.as_array()?;
+    match &*locs {
+        [one] => one.as_str().map(str::to_owned),
         _ => None,
     }
 }
@@ -495,7 +537,7 @@ fn looks_like_name(s: &str) -> bool {
 }
 
 fn audit_resource(
-    p: &Map<String, Value>,
+    p: &Obj<'_>,
     service: &str,
     method: &str,
     project_id: Option<&str>,
@@ -504,7 +546,6 @@ fn audit_resource(
     let mut raw: Option<String> = str_of(p, "resourceName")
         .filter(|s| looks_like_name(s))
         .map(str::to_owned);
-    let request = obj_of(p, "request");
     // A create that names only its parent: derive the created object where the
     // request tells (service accounts, legacy BigQuery dataset/table inserts).
     if let Some(r) = raw.as_deref() {
@@ -512,7 +553,8 @@ fn audit_resource(
         if method.ends_with("CreateServiceAccount")
             && let [projects, proj] = segs.as_slice()
             && *projects == "projects"
-            && let Some(account) = request.and_then(|q| str_any(q, &["account_id", "accountId"]))
+            && let Some(request) = obj_of(p, "request")
+            && let Some(account) = str_any(&request, &["account_id", "accountId"])
         {
             let proj = project_id
                 .filter(|_| rn::is_project_number(proj))
@@ -529,20 +571,19 @@ fn audit_resource(
     // No usable resourceName: the operation's target, else the first authorized resource.
     if raw.is_none() {
         raw = obj_of(p, "response")
-            .and_then(|r| str_of(r, "targetLink"))
+            .and_then(|r| str_of(&r, "targetLink").map(str::to_owned))
             .or_else(|| {
                 p.get("authorizationInfo")?
                     .as_array()?
                     .iter()
-                    .filter_map(Value::as_object)
+                    .filter_map(Val::as_object)
                     .find_map(|a| {
-                        obj_of(a, "resourceAttributes")
-                            .and_then(|ra| str_of(ra, "name"))
-                            .or_else(|| str_of(a, "resource"))
+                        obj_of(&a, "resourceAttributes")
+                            .and_then(|ra| str_of(&ra, "name").map(str::to_owned))
+                            .or_else(|| str_of(&a, "resource").map(str::to_owned))
                             .filter(|s| looks_like_name(s))
                     })
-            })
-            .map(str::to_owned);
+            });
     }
     let raw = raw?;
     let id = canonical(svc, &raw, project_id)?;
@@ -555,25 +596,29 @@ fn audit_resource(
 
 /// `projects/P/datasets/D[/tables/T]` from a legacy BigQuery `serviceData`
 /// (`…InsertRequest.resource.datasetName` / `tableName`).
-fn bigquery_name(p: &Map<String, Value>) -> Option<String> {
+fn bigquery_name(p: &Obj<'_>) -> Option<String> {
     let sd = obj_of(p, "serviceData")?;
-    sd.values().filter_map(Value::as_object).find_map(|req| {
-        let res = obj_of(req, "resource")?;
-        if let Some(t) = obj_of(res, "tableName") {
-            return Some(format!(
-                "projects/{}/datasets/{}/tables/{}",
-                str_of(t, "projectId")?,
-                str_of(t, "datasetId")?,
-                str_of(t, "tableId")?
-            ));
-        }
-        let d = obj_of(res, "datasetName")?;
-        Some(format!(
-            "projects/{}/datasets/{}",
-            str_of(d, "projectId")?,
-            str_of(d, "datasetId")?
-        ))
-    })
+    sd.iter()
+        .filter_map(|(_, v)| v.as_object())
+        .find_map(|req| {
+            let res = obj_of(&req, "resource")?;
+            if let Some(t) = obj_of(&res, "tableName") {
+                let t = &*t;
+                return Some(format!(
+                    "projects/{}/datasets/{}/tables/{}",
+                    str_of(t, "projectId")?,
+                    str_of(t, "datasetId")?,
+                    str_of(t, "tableId")?
+                ));
+            }
+            let d = obj_of(&res, "datasetName")?;
+            let d = &*d;
+            Some(format!(
+                "projects/{}/datasets/{}",
+                str_of(d, "projectId")?,
+                str_of(d, "datasetId")?
+            ))
+        })
 }
 
 #[cfg(test)]
@@ -597,6 +642,11 @@ mod tests {
             ("google.storage.objects.get", "storage.objects.get"),
             ("CreateCryptoKey", "CreateCryptoKey"),
             ("datasetservice.insert", "datasetservice.insert"),
+            ("google.", ""),
+            ("google.cloud", "cloud"),
+            ("google.cloud.", ""),
+            (".a..v1.b", ".a..b"),
+            ("v1", "v1"),
         ] {
             assert_eq!(operation_name(m), want);
         }

@@ -16,10 +16,11 @@
 
 use std::collections::BTreeMap;
 
+use std::borrow::Cow;
+
 use chrono::{DateTime, NaiveDateTime, Utc};
-use driftreactor_event::json::{describe, parse};
+use driftreactor_event::lazy::{Expand, Obj, Val};
 use driftreactor_event::{DriftEvent, NormalizeError};
-use serde_json::{Map, Value};
 
 mod asset;
 mod cloud_event;
@@ -30,21 +31,38 @@ mod pubsub_data;
 mod push_envelope;
 mod scc;
 
-fn str_of<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    obj.get(key)
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
+/// The objects and arrays read in the same pass as the entry (see
+/// [`driftreactor_event::lazy`]): what every event of its shape reads. Everything
+/// else (`request`, `response`, `serviceData`, `asset`, a CloudEvent's `data`, …)
+/// stays JSON text until asked for.
+const EXPAND: Expand = &[
+    "protoPayload",
+    "resource",
+    "labels",
+    "authenticationInfo",
+    "serviceAccountDelegationInfo",
+    "firstPartyPrincipal",
+    "requestMetadata",
+    "operation",
+    "status",
+    "message",
+    "attributes",
+    "window",
+    "finding",
+];
+
+fn str_of<'o>(obj: &'o Obj<'_>, key: &str) -> Option<&'o str> {
+    obj.str(key).map(str::trim).filter(|s| !s.is_empty())
 }
 
 /// The first of `keys` present as a non-empty string (camelCase before the
 /// lowercased/snake_case copies some exporters write).
-fn str_any<'a>(obj: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a str> {
+fn str_any<'o>(obj: &'o Obj<'_>, keys: &[&str]) -> Option<&'o str> {
     keys.iter().find_map(|k| str_of(obj, k))
 }
 
-fn obj_of<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Map<String, Value>> {
-    obj.get(key).and_then(Value::as_object)
+fn obj_of<'o, 'a>(obj: &'o Obj<'a>, key: &str) -> Option<Cow<'o, Obj<'a>>> {
+    obj.obj(key)
 }
 
 /// RFC 3339, or `YYYY-MM-DD HH:MM:SS[.f]` read as UTC (BigQuery / Panther exports).
@@ -70,11 +88,11 @@ enum Shape {
     Scc,
 }
 
-fn shape(obj: &Map<String, Value>) -> Option<Shape> {
+fn shape(obj: &Obj<'_>) -> Option<Shape> {
     let has = |k: &str| obj.contains_key(k);
     if has("specversion") {
         Some(Shape::CloudEvent)
-    } else if obj.get("message").is_some_and(Value::is_object) {
+    } else if obj.get("message").is_some_and(Val::is_object) {
         Some(Shape::Push)
     } else if has("protoPayload")
         || has("logName")
@@ -103,7 +121,7 @@ struct Envelope<'a> {
 
 /// See [`crate::normalize`].
 pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
-    let value = match parse(payload) {
+    let value = match Val::parse(payload, EXPAND) {
         Ok(v) => v,
         Err(err) => {
             return match pubsub_data::welcome(payload) {
@@ -112,7 +130,7 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
             };
         }
     };
-    dispatch(value, &Envelope::default(), 0)
+    dispatch(&value, &Envelope::default(), 0)
 }
 
 /// See [`crate::normalize_pubsub_data`].
@@ -130,12 +148,12 @@ pub(crate) fn normalize_pubsub_data(
 
 /// Normalizes one JSON value by its [`Shape`]; `depth` counts the envelopes around it
 /// (more than three is refused).
-fn dispatch(value: Value, env: &Envelope<'_>, depth: u8) -> Result<DriftEvent, NormalizeError> {
-    let Value::Object(obj) = value else {
+fn dispatch(value: &Val<'_>, env: &Envelope<'_>, depth: u8) -> Result<DriftEvent, NormalizeError> {
+    let Some(obj) = value.as_object_with(EXPAND) else {
         return Err(NormalizeError::UnknownFormat(format!(
             "expected one JSON object (LogEntry, Pub/Sub push envelope, CloudEvent, \
              TemporalAsset), got {}",
-            describe(&value)
+            value.describe()
         )));
     };
     if depth > 3 {
@@ -144,7 +162,7 @@ fn dispatch(value: Value, env: &Envelope<'_>, depth: u8) -> Result<DriftEvent, N
         ));
     }
     match shape(&obj) {
-        Some(Shape::CloudEvent) => cloud_event::cloud_event(obj, env, depth),
+        Some(Shape::CloudEvent) => cloud_event::cloud_event(&obj, env, depth),
         Some(Shape::Push) => push_envelope::push(&obj, depth),
         Some(Shape::LogEntry) => log_entry::log_entry(&obj, env),
         Some(Shape::Asset) => asset::asset(&obj, env),

@@ -4,7 +4,9 @@
 
 use driftreactor_event::{DriftEvent, NormalizeError, NotAChange, Provider};
 
-use super::{Envelope, dispatch, parse, parse_time};
+use driftreactor_event::lazy::Val;
+
+use super::{EXPAND, Envelope, dispatch, parse_time};
 
 /// Normalizes Pub/Sub message `data` wrapped in `env`; an event without a time takes
 /// the `logging.googleapis.com/timestamp` attribute.
@@ -21,7 +23,7 @@ pub(super) fn pubsub_data(
         ));
     }
     if trimmed.first() == Some(&b'{') {
-        let mut ev = dispatch(parse(trimmed)?, env, depth + 1)?;
+        let mut ev = dispatch(&Val::parse(trimmed, EXPAND)?, env, depth + 1)?;
         if ev.occurred_at.is_none() {
             ev.occurred_at = parse_time(
                 env.attributes

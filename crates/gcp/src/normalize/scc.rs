@@ -1,19 +1,19 @@
 //! A Security Command Center notification (`finding`): reported as a notification
 //! (never a change) on the finding's resource.
 
+use driftreactor_event::lazy::Obj;
 use driftreactor_event::{DriftEvent, NormalizeError, NotAChange, Provider, ResourceRef};
-use serde_json::{Map, Value};
 
 use super::{obj_of, parse_time, str_of};
 use crate::resource_name::{self as rn, canonical};
 
 /// Normalizes the notification `obj`.
-pub(super) fn scc(obj: &Map<String, Value>) -> Result<DriftEvent, NormalizeError> {
+pub(super) fn scc(obj: &Obj<'_>) -> Result<DriftEvent, NormalizeError> {
     const SCC: &str = "Security Command Center notification";
     let finding = obj_of(obj, "finding").ok_or_else(|| NormalizeError::missing(SCC, "finding"))?;
     let name =
-        str_of(finding, "name").ok_or_else(|| NormalizeError::missing(SCC, "finding.name"))?;
-    let time = str_of(finding, "eventTime");
+        str_of(&finding, "name").ok_or_else(|| NormalizeError::missing(SCC, "finding.name"))?;
+    let time = str_of(&finding, "eventTime");
     let mut ev = DriftEvent::new(
         Provider::Gcp,
         format!("{name}@{}", time.unwrap_or_default()),
@@ -21,12 +21,13 @@ pub(super) fn scc(obj: &Map<String, Value>) -> Result<DriftEvent, NormalizeError
     ev.service = "securitycenter.googleapis.com".into();
     ev.operation = format!(
         "finding/{}",
-        str_of(finding, "category").unwrap_or("UNKNOWN")
+        str_of(&finding, "category").unwrap_or("UNKNOWN")
     );
     ev.not_a_change = Some(NotAChange::Notification);
     ev.occurred_at = parse_time(time);
-    let resource = str_of(finding, "resourceName")
-        .or_else(|| obj_of(obj, "resource").and_then(|r| str_of(r, "name")));
+    let res = obj_of(obj, "resource");
+    let resource =
+        str_of(&finding, "resourceName").or_else(|| res.as_deref().and_then(|r| str_of(r, "name")));
     if let Some(raw) = resource
         && let Some(id) = canonical(None, raw, None)
     {
