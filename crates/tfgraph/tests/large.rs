@@ -82,8 +82,15 @@ fn a_state_larger_than_every_buffer_loads_the_same_on_one_thread_and_on_workers(
     assert!(size > 8 << 20, "the state is only {size} bytes");
 
     let (one, one_secrets) = load_file(&path, Some(0));
-    assert_eq!(one.len() - 1, written, "one thread loaded a node per instance");
-    assert!(!one_secrets.is_empty(), "the synth state has sensitive values");
+    assert_eq!(
+        one.len() - 1,
+        written,
+        "one thread loaded a node per instance"
+    );
+    assert!(
+        !one_secrets.is_empty(),
+        "the synth state has sensitive values"
+    );
     for workers in [1, 2] {
         let (many, secrets) = load_file(&path, Some(workers));
         assert_eq!(many, one, "{workers} workers");
@@ -165,7 +172,9 @@ fn the_head_is_read_without_the_resources_or_says_what_is_missing() {
         err.starts_with("s.tfstate is not a Terraform state") && err.contains("`lineage`"),
         "{err}"
     );
-    let err = head(r#"{"version": 4, "serial": "x""#).unwrap_err().to_string();
+    let err = head(r#"{"version": 4, "serial": "x""#)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("`serial`"), "{err}");
     let missing = driftreactor_tfgraph::read_head_file(Path::new("/nonexistent/s.tfstate"))
         .unwrap_err()
