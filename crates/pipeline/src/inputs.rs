@@ -560,7 +560,7 @@ impl Replay {
     /// with `true` on the last call of each file: a file up to
     /// [`STREAM_ABOVE_BYTES`] in one call, a larger CloudTrail log file or JSON Lines
     /// file streamed (read record by record or a few hundred KiB of lines at a time,
-    /// its lines handed over [`LINES_PER_PART`] at a time), so memory stays the same
+    /// its lines handed over 1,024 at a time), so memory stays the same
     /// whatever the size and number of the files. One call with one `rejected` line
     /// for an input that cannot be listed or a file that cannot be read.
     pub fn for_each_part(&mut self, input: &Path, mut each: impl FnMut(Vec<ReportLine>, bool)) {
