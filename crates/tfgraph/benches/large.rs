@@ -22,6 +22,10 @@
 //!   the same file read again: the work and memory are those of any changed state of
 //!   this size.)
 //!
+//! CPU s is the child's user + system time (all its threads): on a machine shared
+//! with other jobs it shows the work where the wall-clock load time shows the
+//! contention.
+//!
 //! The peak is `VmHWM` of the child (reset through `/proc/self/clear_refs` before the
 //! swap of the reload row, so it covers the swap only); RSS after is `VmRSS` once the
 //! row is done with the graph still held.
@@ -52,6 +56,19 @@ fn status_mb(field: &str) -> f64 {
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|kb| kb.parse::<f64>().ok())
         .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// CPU seconds (user + system) this process used so far, from `/proc/self/stat`
+/// (clock ticks of 1/100 s).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which ends with `)`): utime is the 12th, stime the 13th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0.0))
+        .collect();
+    (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / 100.0
 }
 
 fn reset_peak() -> bool {
@@ -129,6 +146,7 @@ fn child(row: &str, path: &Path) {
         _ => {
             let mut current = load_file(path, false);
             let steady = status_mb("VmRSS:");
+            let cpu_before = cpu_seconds();
             let reset = reset_peak();
             let started = Instant::now();
             // Built while `current` still serves, then swapped in; the old one dropped.
@@ -143,7 +161,11 @@ fn child(row: &str, path: &Path) {
                 peak / steady.max(1.0),
                 if reset { "" } else { " (VmHWM not reset)" }
             );
-            println!("{seconds} {peak} {after} {} {note}", current.len());
+            println!(
+                "{seconds} {peak} {after} {} {} {note}",
+                current.len(),
+                cpu_seconds() - cpu_before
+            );
             return;
         }
     }
@@ -151,7 +173,10 @@ fn child(row: &str, path: &Path) {
     let peak = status_mb("VmHWM:");
     let after = status_mb("VmRSS:");
     drop(held);
-    println!("{seconds} {peak} {after} {instances} {note}");
+    println!(
+        "{seconds} {peak} {after} {instances} {} {note}",
+        cpu_seconds()
+    );
 }
 
 /// The generated state of `instances`, under `target/bench-data/`, written once.
@@ -212,9 +237,9 @@ fn main() {
     );
     println!();
     println!(
-        "| row | instances | load s | peak RSS MB | RSS after MB | targets (< {TARGET_SECONDS} s, < {TARGET_PEAK_MB} MB) | note |"
+        "| row | instances | load s | CPU s | peak RSS MB | RSS after MB | targets (< {TARGET_SECONDS} s, < {TARGET_PEAK_MB} MB) | note |"
     );
-    println!("|---|---:|---:|---:|---:|---|---|");
+    println!("|---|---:|---:|---:|---:|---:|---|---|");
     for row in ROWS {
         let out = Command::new(&exe)
             .args(["--row", row, "--state"])
@@ -223,11 +248,13 @@ fn main() {
             .expect("run the row's child process");
         let text = String::from_utf8_lossy(&out.stdout);
         let line = text.lines().last().unwrap_or_default();
-        let mut parts = line.splitn(5, ' ');
+        let mut parts = line.splitn(6, ' ');
         let mut num = || parts.next().and_then(|p| p.parse::<f64>().ok());
-        let (Some(seconds), Some(peak), Some(after), Some(n)) = (num(), num(), num(), num()) else {
+        let (Some(seconds), Some(peak), Some(after), Some(n), Some(cpu)) =
+            (num(), num(), num(), num(), num())
+        else {
             println!(
-                "| {row} | failed: {} | | | | | |",
+                "| {row} | failed: {} | | | | | | |",
                 String::from_utf8_lossy(&out.stderr).trim()
             );
             continue;
@@ -256,7 +283,7 @@ fn main() {
             "—".to_owned()
         };
         println!(
-            "| {row} | {shown} | {seconds:.3} | {peak:.0} | {after:.0} | {targets} | {note} |"
+            "| {row} | {shown} | {seconds:.3} | {cpu:.2} | {peak:.0} | {after:.0} | {targets} | {note} |"
         );
     }
 }
