@@ -215,10 +215,6 @@ pub struct GraphBuilder {
     workers: Option<usize>,
 }
 
-/// States at least this large (when their size is known) are read with the resource
-/// elements prepared on worker threads by default ([`GraphBuilder::worker_threads`]).
-pub const PARALLEL_ABOVE_BYTES: u64 = 16 << 20;
-
 impl std::fmt::Debug for GraphBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GraphBuilder")
@@ -254,25 +250,18 @@ impl GraphBuilder {
     /// Parses and prepares the resource elements of every state added from now on on
     /// `threads` worker threads while the calling thread reads the input, finds the
     /// elements and commits them in file order (the graph, its ids and the first error
-    /// are those of a load on one thread); `0` does everything on the calling thread.
-    /// By default, states of at least [`PARALLEL_ABOVE_BYTES`] (size known: a file or
-    /// bytes) use one thread less than the machine's cores (at most 3), smaller ones
-    /// none; set explicitly, the count applies to states of every size.
+    /// are those of a load on one thread); `0` (the default) does everything on the
+    /// calling thread. Off by default: on a 2-core machine shared with other work the
+    /// workers cost more than they gain (README, "Very large states").
     #[must_use]
     pub fn worker_threads(mut self, threads: usize) -> Self {
         self.workers = Some(threads);
         self
     }
 
-    /// The worker threads for a state of `size` bytes (`None`: unknown).
-    fn workers_for(&self, size: Option<u64>) -> usize {
-        match self.workers {
-            Some(n) => n,
-            None if size.is_some_and(|n| n >= PARALLEL_ABOVE_BYTES) => {
-                std::thread::available_parallelism().map_or(0, |n| n.get().min(4) - 1)
-            }
-            None => 0,
-        }
+    /// The worker threads for a state ([`GraphBuilder::worker_threads`]).
+    fn workers_for(&self) -> usize {
+        self.workers.unwrap_or(0)
     }
 
     /// Also keeps, for every instance of the states added from now on, the top-level
@@ -386,7 +375,7 @@ impl GraphBuilder {
             return Err(Error::DuplicateWorkspace(workspace.to_owned()));
         }
         let ws: Arc<str> = Arc::from(workspace);
-        let workers = self.workers_for(size_hint);
+        let workers = self.workers_for();
         let mut loader = Loader::new(&self.identities, &mut self.interner, Arc::clone(&ws));
         if self.secrets.is_some() {
             loader.secrets = Some(sensitive::Found::default());

@@ -101,7 +101,7 @@ fn a_state_larger_than_every_buffer_loads_the_same_on_one_thread_and_on_workers(
     b.add_state_reader("big", "big", std::fs::File::open(&path).unwrap())
         .unwrap();
     assert_eq!(dump(&b.build()), one, "reader");
-    assert_eq!(load_file(&path, None).0, one, "default");
+    assert_eq!(load_file(&path, None).0, one, "default (one thread)");
 
     // The head: serial and lineage, from the first read only.
     let head = driftreactor_tfgraph::read_head_file(&path).unwrap();
