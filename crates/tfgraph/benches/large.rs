@@ -24,6 +24,9 @@
 //!   the same file read again: the work and memory are those of any changed state of
 //!   this size.)
 //!
+//! `DRIFTREACTOR_BENCH_WORKERS=N` sets [`GraphBuilder::worker_threads`] for every
+//! row (the "one worker thread" row keeps its one).
+//!
 //! CPU s is the child's user + system time (all its threads): on a machine shared
 //! with other jobs it shows the work where the wall-clock load time shows the
 //! contention.
