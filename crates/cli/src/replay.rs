@@ -159,9 +159,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut failed: Option<anyhow::Error> = None;
     for input in &args.inputs {
         // An unreadable input is a rejected line like any bad input: the run goes on.
-        // Each file's lines are printed as soon as it is done.
-        replay.for_each_file(input, |lines| {
-            progress.file_done(lines.len());
+        // Each file's lines are printed as soon as they are made (a large file's a
+        // part at a time, as it is streamed).
+        // A large file's lines come a part at a time, as it is streamed.
+        replay.for_each_part(input, |lines, last| {
+            progress.part_done(lines.len(), last);
             if failed.is_some() {
                 return;
             }
@@ -527,12 +529,12 @@ impl Progress {
         }
     }
 
-    /// One more file done, with its `events`.
-    fn file_done(&self, events: usize) {
+    /// `events` more done; one more file when `file_done`.
+    fn part_done(&self, events: usize, file_done: bool) {
         if self.bar.is_hidden() {
             return;
         }
-        let files = self.files.get() + 1;
+        let files = self.files.get() + u64::from(file_done);
         self.files.set(files);
         let total = self.events.get() + events as u64;
         self.events.set(total);

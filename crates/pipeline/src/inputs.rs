@@ -3,6 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use driftreactor_event::NormalizeError;
+use serde_json::value::RawValue;
+
 use crate::estate::StateFile;
 use crate::{Replay, ReportLine};
 
@@ -220,6 +223,18 @@ pub enum ReadError {
 /// [`ReadError`] saying why the file is not read.
 pub fn read_event_file(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
     use std::io::Read;
+    let (file, opened) = open_event_file(path, cap)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(opened.len().min(cap)).unwrap_or(0));
+    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > cap {
+        return Err(ReadError::TooLarge { cap });
+    }
+    Ok(bytes)
+}
+
+/// Opens one event file as [`read_event_file`] checks it: a regular file (before and
+/// after opening) of at most `cap` bytes; with its metadata.
+fn open_event_file(path: &Path, cap: u64) -> Result<(std::fs::File, std::fs::Metadata), ReadError> {
     let meta = std::fs::metadata(path)?;
     if !meta.is_file() {
         return Err(ReadError::NotAFile(file_kind(&meta)));
@@ -233,12 +248,7 @@ pub fn read_event_file(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
     if !opened.is_file() {
         return Err(ReadError::NotAFile(file_kind(&opened)));
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(opened.len().min(cap)).unwrap_or(0));
-    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
-    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > cap {
-        return Err(ReadError::TooLarge { cap });
-    }
-    Ok(bytes)
+    Ok((file, opened))
 }
 
 /// What kind of file `meta` describes, in words, for [`ReadError::NotAFile`].
@@ -292,7 +302,235 @@ pub fn each_event_file(
     }
 }
 
+/// Event files up to this size are read whole and split
+/// ([`driftreactor_source::split`], every shape it reads); larger ones are streamed
+/// when they are a CloudTrail log file (`{"Records": [...]}`, record by record) or
+/// JSON Lines (a few hundred KiB of lines at a time), so a replay's memory does not
+/// grow with its files. Larger files of other shapes are read whole (at most the cap).
+pub const STREAM_ABOVE_BYTES: u64 = 1 << 20;
+
+/// Report lines handed over at once while a file is streamed.
+const LINES_PER_PART: usize = 1024;
+
+/// Bytes of whole lines split at once while a JSON Lines file is streamed.
+const LINES_CHUNK_BYTES: usize = 256 * 1024;
+
+/// The shape of a large event file, from its first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// `{"Records": [...]}` (the first key is `Records`).
+    Records,
+    /// The first line is one or more whole JSON values.
+    Lines,
+    /// Anything else: read whole.
+    Other,
+}
+
+/// The shape of the file whose first bytes (up to 64 KiB) are `head`.
+fn shape(head: &[u8]) -> Shape {
+    let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+    let text = head.trim_ascii_start();
+    if let Some(rest) = text.strip_prefix(b"{")
+        && rest.trim_ascii_start().starts_with(b"\"Records\"")
+    {
+        return Shape::Records;
+    }
+    let Some(end) = text.iter().position(|&b| b == b'\n') else {
+        return Shape::Other;
+    };
+    let first = &text[..end];
+    let whole = serde_json::Deserializer::from_slice(first)
+        .into_iter::<serde::de::IgnoredAny>()
+        .all(|v| v.is_ok());
+    if whole { Shape::Lines } else { Shape::Other }
+}
+
+/// Reads `{"Records": [...]}` from a reader, handing each record to a callback as it
+/// is read (other top-level fields skipped).
+struct LogFile<'f, F>(&'f mut F);
+
+/// The `Records` array of [`LogFile`].
+struct RecordList<'f, F>(&'f mut F);
+
+impl<'de, F: FnMut(Box<serde_json::value::RawValue>)> serde::de::Visitor<'de> for LogFile<'_, F> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a CloudTrail log file")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "Records" {
+                map.next_value_seed(RecordList(&mut *self.0))?;
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'de, F: FnMut(Box<serde_json::value::RawValue>)> serde::de::DeserializeSeed<'de>
+    for RecordList<'_, F>
+{
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de, F: FnMut(Box<serde_json::value::RawValue>)> serde::de::Visitor<'de>
+    for RecordList<'_, F>
+{
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an array of records")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(record) = seq.next_element::<Box<serde_json::value::RawValue>>()? {
+            (self.0)(record);
+        }
+        Ok(())
+    }
+}
+
+/// `e` (from a chunk starting at 1-based line `first_line` of the file) with its line
+/// in the whole file.
+fn shift_line(e: NormalizeError, first_line: usize) -> NormalizeError {
+    match e {
+        NormalizeError::Json {
+            line,
+            column,
+            message,
+        } => NormalizeError::Json {
+            line: line + first_line - 1,
+            column,
+            message,
+        },
+        other => other,
+    }
+}
+
 impl Replay {
+    /// The report line of one event of a file (labelled `label`), or of why it is
+    /// unreadable, as [`Replay::process_input`] makes it.
+    fn line_for(&mut self, label: String, item: Result<&RawValue, NormalizeError>) -> ReportLine {
+        match item.and_then(crate::normalize_value) {
+            Err(e) => ReportLine::rejected(label, &e),
+            Ok(event) => {
+                let ev = self.evaluate(event);
+                let line = ReportLine::from_evaluated(label, &ev);
+                if self.keep {
+                    self.evaluated.push(ev);
+                }
+                line
+            }
+        }
+    }
+
+    /// Streams one large event file (see [`STREAM_ABOVE_BYTES`]) of `shape`: its
+    /// report lines go to `each` [`LINES_PER_PART`] at a time (the last call with
+    /// `true`). A file that breaks part-way keeps the lines before the break and adds
+    /// one `rejected` line naming the record (`FILE#N`) and the JSON position.
+    fn stream_file(
+        &mut self,
+        name: &str,
+        reader: impl std::io::BufRead,
+        shape: Shape,
+        each: &mut impl FnMut(Vec<ReportLine>, bool),
+    ) {
+        let mut part: Vec<ReportLine> = Vec::with_capacity(LINES_PER_PART);
+        let mut n = 0usize;
+        let mut flush = |part: &mut Vec<ReportLine>, last: bool| {
+            if !part.is_empty() || last {
+                each(
+                    std::mem::replace(part, Vec::with_capacity(LINES_PER_PART)),
+                    last,
+                );
+            }
+        };
+        match shape {
+            Shape::Records => {
+                let mut de = serde_json::Deserializer::from_reader(reader);
+                let mut emit = |record: Box<RawValue>| {
+                    let line = self.line_for(format!("{name}#{n}"), Ok(&record));
+                    n += 1;
+                    part.push(line);
+                    if part.len() == LINES_PER_PART {
+                        flush(&mut part, false);
+                    }
+                };
+                let read = serde::Deserializer::deserialize_map(&mut de, LogFile(&mut emit))
+                    .and_then(|()| de.end());
+                if let Err(e) = read {
+                    let line = self.line_for(format!("{name}#{n}"), Err(NormalizeError::json(&e)));
+                    part.push(line);
+                }
+            }
+            Shape::Lines | Shape::Other => {
+                let mut reader = reader;
+                let mut chunk = Vec::with_capacity(LINES_CHUNK_BYTES + 4096);
+                // 1-based line of the chunk's first byte.
+                let mut first_line = 1usize;
+                loop {
+                    chunk.clear();
+                    let mut lines = 0usize;
+                    let mut eof = false;
+                    while chunk.len() < LINES_CHUNK_BYTES {
+                        match reader.read_until(b'\n', &mut chunk) {
+                            Ok(0) => {
+                                eof = true;
+                                break;
+                            }
+                            Ok(_) => lines += 1,
+                            Err(e) => {
+                                let reason = format!("cannot read the file: {e}");
+                                part.push(ReportLine::unreadable(format!("{name}#{n}"), reason));
+                                eof = true;
+                                break;
+                            }
+                        }
+                    }
+                    if chunk.trim_ascii().is_empty() {
+                        if eof {
+                            break;
+                        }
+                        first_line += lines;
+                        continue;
+                    }
+                    let bytes = if first_line == 1 {
+                        chunk.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&chunk)
+                    } else {
+                        &chunk
+                    };
+                    match driftreactor_source::split(bytes) {
+                        Ok((items, _)) => {
+                            for item in items {
+                                let item = item.map_err(|e| shift_line(e, first_line));
+                                let line = self.line_for(format!("{name}#{n}"), item);
+                                n += 1;
+                                part.push(line);
+                                if part.len() == LINES_PER_PART {
+                                    flush(&mut part, false);
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            let line = self
+                                .line_for(format!("{name}#{n}"), Err(shift_line(e, first_line)));
+                            n += 1;
+                            part.push(line);
+                        }
+                    }
+                    first_line += lines;
+                    if eof {
+                        break;
+                    }
+                }
+            }
+        }
+        flush(&mut part, true);
+    }
+
     /// Processes one input as given on the command line: a file, or a folder of event
     /// files ([`event_files`]), each read ([`read_event_file`], regular files only, at
     /// most the cap of [`Replay::max_event_file_bytes`]) and run through
@@ -306,14 +544,69 @@ impl Replay {
 
     /// [`Replay::process_path`], handing each file's lines to `each` as soon as the
     /// file is done (in order; one call with one `rejected` line for an input that
-    /// cannot be listed or a file that cannot be read), so a caller can print them and
-    /// show progress without holding a folder's whole report.
+    /// cannot be listed or a file that cannot be read). Holds one file's lines at a
+    /// time: [`Replay::for_each_part`] holds a few.
     pub fn for_each_file(&mut self, input: &Path, mut each: impl FnMut(Vec<ReportLine>)) {
-        let cap = self.max_file_bytes;
-        each_event_file(input, cap, |name, bytes| match bytes {
-            Ok(bytes) => each(self.process_input(&name, &bytes)),
-            Err(reason) => each(vec![ReportLine::unreadable(name, reason)]),
+        let mut file = Vec::new();
+        self.for_each_part(input, |lines, last| {
+            file.extend(lines);
+            if last {
+                each(std::mem::take(&mut file));
+            }
         });
+    }
+
+    /// [`Replay::process_path`], handing the report lines to `each` as they are made,
+    /// with `true` on the last call of each file: a file up to
+    /// [`STREAM_ABOVE_BYTES`] in one call, a larger CloudTrail log file or JSON Lines
+    /// file streamed (read record by record or a few hundred KiB of lines at a time,
+    /// its lines handed over 1,024 at a time), so memory stays the same
+    /// whatever the size and number of the files. One call with one `rejected` line
+    /// for an input that cannot be listed or a file that cannot be read.
+    pub fn for_each_part(&mut self, input: &Path, mut each: impl FnMut(Vec<ReportLine>, bool)) {
+        let cap = self.max_file_bytes;
+        let files = match event_files(input) {
+            Ok(files) => files,
+            Err(e) => {
+                let reason = driftreactor_source::chain(&e);
+                each(
+                    vec![ReportLine::unreadable(input.display().to_string(), reason)],
+                    true,
+                );
+                return;
+            }
+        };
+        for f in files {
+            let name = f.display().to_string();
+            match open_event_file(&f, cap) {
+                Err(e) => each(vec![ReportLine::unreadable(name, e.to_string())], true),
+                Ok((file, meta)) if meta.len() > STREAM_ABOVE_BYTES => {
+                    use std::io::{BufRead, Read};
+                    let mut reader = std::io::BufReader::with_capacity(64 * 1024, file.take(cap));
+                    let shape = match reader.fill_buf() {
+                        Ok(head) => shape(head),
+                        Err(_) => Shape::Other,
+                    };
+                    if shape == Shape::Other {
+                        // Read whole (at most the cap), as a small file.
+                        let bytes = read_event_file(&f, cap).map_err(|e| e.to_string());
+                        match bytes {
+                            Ok(bytes) => each(self.process_input(&name, &bytes), true),
+                            Err(reason) => each(vec![ReportLine::unreadable(name, reason)], true),
+                        }
+                    } else {
+                        self.stream_file(&name, reader, shape, &mut each);
+                    }
+                }
+                Ok(_) => {
+                    let bytes = read_event_file(&f, cap).map_err(|e| e.to_string());
+                    match bytes {
+                        Ok(bytes) => each(self.process_input(&name, &bytes), true),
+                        Err(reason) => each(vec![ReportLine::unreadable(name, reason)], true),
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -481,8 +481,10 @@ fn rfc3339(t: DateTime<Utc>) -> String {
 #[derive(Debug)]
 pub struct Replay {
     pipeline: Pipeline,
-    seen_ids: HashSet<(Provider, String)>,
-    seen_correlation: HashSet<String>,
+    /// [`fingerprint`]s of the (provider, event id) pairs seen.
+    seen_ids: HashSet<u128>,
+    /// [`fingerprint`]s of the correlation keys seen.
+    seen_correlation: HashSet<u128>,
     evaluated: Vec<Evaluated>,
     keep: bool,
     max_file_bytes: u64,
@@ -581,7 +583,9 @@ impl Replay {
 
     /// Evaluates one event, applying replay-wide dedupe by event id and correlation key.
     pub fn evaluate(&mut self, event: DriftEvent) -> Evaluated {
-        let dup_id = !self.seen_ids.insert((event.provider, event.id.clone()));
+        let dup_id = !self
+            .seen_ids
+            .insert(fingerprint(&(event.provider, &event.id)));
         let mut ev = self.pipeline.evaluate(event);
         let repeated = ev.decision.repeated();
         let dup_corr = repeated.is_some()
@@ -589,7 +593,7 @@ impl Replay {
                 .event
                 .correlation_key
                 .as_ref()
-                .is_some_and(|k| !self.seen_correlation.insert(k.clone()));
+                .is_some_and(|k| !self.seen_correlation.insert(fingerprint(k)));
         if dup_id {
             ev.decision = Decision::ignored(Reason::Duplicate);
         } else if dup_corr && let Some(d) = repeated {
@@ -597,6 +601,17 @@ impl Replay {
         }
         ev
     }
+}
+
+/// A 128-bit fingerprint of `key` (two seeded 64-bit hashes), what a replay
+/// remembers of each event id and correlation key: 16 bytes an event instead of the
+/// strings, so a replay of millions of events stays small. Two different keys share
+/// one with a probability of about n² / 2¹²⁹ (10⁻²⁷ for a million events).
+fn fingerprint(key: &impl std::hash::Hash) -> u128 {
+    use std::hash::BuildHasher as _;
+    let a = foldhash::quality::FixedState::with_seed(0x243F_6A88_85A3_08D3).hash_one(key);
+    let b = foldhash::quality::FixedState::with_seed(0x1319_8A2E_0370_7344).hash_one(key);
+    (u128::from(a) << 64) | u128::from(b)
 }
 
 /// Counts of report lines by verdict, for the readable summary.

@@ -211,6 +211,8 @@ pub struct GraphBuilder {
     keep: Option<AttributeSelector>,
     /// (node, kept attributes), in node order.
     kept: Vec<(NodeId, Arc<str>)>,
+    /// Worker threads set with [`GraphBuilder::worker_threads`].
+    workers: Option<usize>,
 }
 
 impl std::fmt::Debug for GraphBuilder {
@@ -241,7 +243,25 @@ impl GraphBuilder {
             secrets: None,
             keep: None,
             kept: Vec::new(),
+            workers: None,
         }
+    }
+
+    /// Parses and prepares the resource elements of every state added from now on on
+    /// `threads` worker threads while the calling thread reads the input, finds the
+    /// elements and commits them in file order (the graph, its ids and the first error
+    /// are those of a load on one thread); `0` (the default) does everything on the
+    /// calling thread. Off by default: on a 2-core machine shared with other work the
+    /// workers cost more than they gain (README, "Very large states").
+    #[must_use]
+    pub fn worker_threads(mut self, threads: usize) -> Self {
+        self.workers = Some(threads);
+        self
+    }
+
+    /// The worker threads for a state ([`GraphBuilder::worker_threads`]).
+    fn workers_for(&self) -> usize {
+        self.workers.unwrap_or(0)
     }
 
     /// Also keeps, for every instance of the states added from now on, the top-level
@@ -355,12 +375,15 @@ impl GraphBuilder {
             return Err(Error::DuplicateWorkspace(workspace.to_owned()));
         }
         let ws: Arc<str> = Arc::from(workspace);
+        let workers = self.workers_for();
         let mut loader = Loader::new(&self.identities, &mut self.interner, Arc::clone(&ws));
         if self.secrets.is_some() {
             loader.secrets = Some(sensitive::Found::default());
         }
         loader.keep = self.keep;
-        Reader::new(origin, path, src, size_hint).read_state(&mut loader)?;
+        Reader::new(origin, path, src, size_hint)
+            .with_workers(workers)
+            .read_state(&mut loader)?;
         check_version(origin, &loader.header)?;
         let header = std::mem::take(&mut loader.header);
         let found = loader.secrets.take();
@@ -461,6 +484,92 @@ impl GraphBuilder {
             kept: self.kept,
         }
     }
+}
+
+/// The head of a state document: the fields Terraform writes before `resources`
+/// (`version`, `terraform_version`, `serial`, `lineage`), read by [`read_head`]
+/// without reading the resources. Terraform increments `serial` on every change of a
+/// state's content, so a state whose `lineage` and `serial` are those of a state
+/// already loaded holds the same resources and need not be parsed again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateHead {
+    /// State `serial`.
+    pub serial: u64,
+    /// State `lineage`.
+    pub lineage: String,
+    /// `terraform_version` that wrote it (empty when the head does not say).
+    pub terraform_version: String,
+    /// Bytes read from the source to find the head (the buffer's first fill: at most
+    /// 64 KiB for a state whose `outputs` are small), for the benchmarks' "what an
+    /// unchanged-serial reload costs".
+    pub bytes_read: u64,
+}
+
+/// Reads the head of the state in `src` ([`StateHead`]): the top-level fields up to
+/// `resources`, in small reads, and stops there (the resources are neither read nor
+/// parsed). `origin` names the state in errors.
+///
+/// # Errors
+/// [`Error::NotAState`] when the document is not a JSON object, has no `version` or
+/// no non-empty `lineage` before `resources` (Terraform writes both first), or breaks
+/// before `resources`; [`Error::Version`] for a format version other than 4.
+pub fn read_head(origin: &str, src: impl std::io::Read) -> Result<StateHead> {
+    head(origin, None, src)
+}
+
+fn head(origin: &str, path: Option<&Path>, src: impl std::io::Read) -> Result<StateHead> {
+    /// Read size: enough for Terraform's head and a few outputs in one read.
+    const HEAD_READ: u64 = 64 * 1024;
+    let mut interner = Interner::default();
+    let mut loader = Loader::new(&[], &mut interner, Arc::from(""));
+    let mut reader = Reader::new(origin, path, src, Some(HEAD_READ));
+    reader.read_head(&mut loader)?;
+    let header = std::mem::take(&mut loader.header);
+    match header.version.as_ref().map(serde_json::Value::as_u64) {
+        None => {
+            return Err(Error::not_a_state(
+                origin,
+                "it has no `version` field before `resources` (a Terraform state is a JSON object with `version` and `resources`)",
+            ));
+        }
+        Some(Some(4)) => {}
+        Some(Some(version)) => {
+            return Err(Error::Version {
+                origin: origin.to_owned(),
+                version,
+            });
+        }
+        Some(None) => {
+            return Err(Error::not_a_state(
+                origin,
+                "its `version` is not a state format number",
+            ));
+        }
+    }
+    if header.lineage.is_empty() {
+        return Err(Error::not_a_state(
+            origin,
+            "it has no `lineage` field before `resources` (Terraform writes one to every state)",
+        ));
+    }
+    Ok(StateHead {
+        serial: header.serial,
+        lineage: header.lineage,
+        terraform_version: header.terraform_version,
+        bytes_read: reader.bytes_read(),
+    })
+}
+
+/// [`read_head`] of the state file at `path` (named by its path in errors).
+///
+/// # Errors
+/// [`Error::Read`] when the file cannot be opened or read; otherwise as [`read_head`].
+pub fn read_head_file(path: &Path) -> Result<StateHead> {
+    let file = std::fs::File::open(path).map_err(|source| Error::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    head(&path.display().to_string(), Some(path), file)
 }
 
 /// Checks the `version` field and that `resources` was present.

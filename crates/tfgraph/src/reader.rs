@@ -40,6 +40,49 @@ fn count_newlines(bytes: &[u8]) -> usize {
     total
 }
 
+/// 1-based line and column of the byte after `before`, which starts at 1-based line
+/// `base_line` and 0-based byte column `base_col`.
+fn position(base_line: usize, base_col: usize, before: &[u8]) -> (usize, usize) {
+    let newlines = count_newlines(before);
+    match memchr::memrchr(b'\n', before) {
+        Some(last) => (base_line + newlines, before.len() - last),
+        None => (base_line, base_col + before.len() + 1),
+    }
+}
+
+/// `e`, from a fragment that starts at 1-based `line`, `column` of the file, with its
+/// position in the whole file.
+fn json_error_at(origin: &str, line: usize, column: usize, e: &serde_json::Error) -> Error {
+    let at_line = line + e.line().saturating_sub(1);
+    let at_column = if e.line() <= 1 {
+        column + e.column().saturating_sub(1)
+    } else {
+        e.column()
+    };
+    Error::from_json_at(origin, e, at_line, at_column)
+}
+
+/// Deserializes one fragment of the file (`bytes`, starting at 1-based `line`,
+/// `column`), errors positioned in the whole file.
+fn parse_fragment<'s, T: Deserialize<'s>>(
+    origin: &str,
+    bytes: &'s [u8],
+    at: impl Fn() -> (usize, usize),
+) -> Result<T> {
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        let (line, column) = at();
+        let (line, column) = position(line, column - 1, &bytes[..e.valid_up_to()]);
+        Error::not_a_state(
+            origin,
+            format!("the file is not UTF-8 text (invalid byte at line {line}, column {column})"),
+        )
+    })?;
+    serde_json::from_str(text).map_err(|e| {
+        let (line, column) = at();
+        json_error_at(origin, line, column, &e)
+    })
+}
+
 fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\n' | b'\r' | b'\t')
 }
@@ -60,6 +103,13 @@ pub(crate) struct Reader<'o, R> {
     base_line: usize,
     /// 0-based byte column of `buf[0]`.
     base_col: usize,
+    /// Bytes read from `src` so far.
+    read_total: u64,
+    /// (index in `buf`, its 1-based line, its 0-based column): the last position
+    /// [`Reader::line_col_onward`] found, reset by every fill.
+    mark: (usize, usize, usize),
+    /// Threads preparing resource elements besides this one (0: none).
+    workers: usize,
 }
 
 impl<'o, R: Read> Reader<'o, R> {
@@ -85,6 +135,9 @@ impl<'o, R: Read> Reader<'o, R> {
             eof: false,
             base_line: 1,
             base_col: 0,
+            read_total: 0,
+            mark: (0, 1, 0),
+            workers: 0,
         }
     }
 
@@ -108,6 +161,7 @@ impl<'o, R: Read> Reader<'o, R> {
             self.end -= self.pos;
             self.pos = 0;
         }
+        self.mark = (0, self.base_line, self.base_col);
         // Grow only when the unconsumed part fills the buffer (one value larger than
         // everything read so far); the zeroing of `resize` is paid once per growth.
         if self.buf.len() - self.end < self.cap / 2 {
@@ -131,6 +185,7 @@ impl<'o, R: Read> Reader<'o, R> {
             }
         };
         self.end += n;
+        self.read_total += n as u64;
         if n == 0 {
             self.eof = true;
         }
@@ -139,12 +194,20 @@ impl<'o, R: Read> Reader<'o, R> {
 
     /// 1-based line and column of `buf[at]`.
     fn line_col(&self, at: usize) -> (usize, usize) {
-        let before = &self.buf[..at.min(self.end)];
-        let newlines = count_newlines(before);
-        match memchr::memrchr(b'\n', before) {
-            Some(last) => (self.base_line + newlines, before.len() - last),
-            None => (self.base_line, self.base_col + before.len() + 1),
+        position(self.base_line, self.base_col, &self.buf[..at.min(self.end)])
+    }
+
+    /// [`Reader::line_col`] of a position at or after the last one asked since the
+    /// last fill, counting only the bytes in between (a walk over the buffer costs
+    /// one pass, not one per position).
+    fn line_col_onward(&mut self, at: usize) -> (usize, usize) {
+        let (from, line, col) = self.mark;
+        if at < from {
+            return self.line_col(at);
         }
+        let (line, column) = position(line, col, &self.buf[from..at.min(self.end)]);
+        self.mark = (at, line, column - 1);
+        (line, column)
     }
 
     /// A syntax error at `buf[at]`.
@@ -272,30 +335,14 @@ impl<'o, R: Read> Reader<'o, R> {
 
     /// Deserializes `buf[start..end]`, mapping errors to positions in the file.
     fn parse<'s, T: Deserialize<'s>>(&'s self, start: usize, end: usize) -> Result<T> {
-        let bytes = &self.buf[start..end];
-        let text = std::str::from_utf8(bytes).map_err(|e| {
-            let (line, column) = self.line_col(start + e.valid_up_to());
-            Error::not_a_state(
-                self.origin,
-                format!(
-                    "the file is not UTF-8 text (invalid byte at line {line}, column {column})"
-                ),
-            )
-        })?;
-        serde_json::from_str(text).map_err(|e| self.json_error(start, &e))
+        parse_fragment(self.origin, &self.buf[start..end], || self.line_col(start))
     }
 
     /// A serde_json error of the value starting at `buf[start]`, with its position in
     /// the whole file.
     fn json_error(&self, start: usize, e: &serde_json::Error) -> Error {
-        let (line0, col0) = self.line_col(start);
-        let line = line0 + e.line().saturating_sub(1);
-        let column = if e.line() <= 1 {
-            col0 + e.column().saturating_sub(1)
-        } else {
-            e.column()
-        };
-        Error::from_json_at(self.origin, e, line, column)
+        let (line, column) = self.line_col(start);
+        json_error_at(self.origin, line, column, e)
     }
 
     /// Reads the `outputs` object at the cursor into the loader's sensitive values
@@ -328,8 +375,33 @@ impl<'o, R: Read> Reader<'o, R> {
         Ok(value)
     }
 
+    /// Prepares the resource elements on `workers` threads besides this one (0: all
+    /// on this thread).
+    pub(crate) fn with_workers(mut self, workers: usize) -> Self {
+        self.workers = workers;
+        self
+    }
+
+    /// Bytes consumed from the source so far.
+    pub(crate) fn bytes_read(&self) -> u64 {
+        self.read_total
+    }
+
     /// Reads a whole state document into `loader`.
     pub(crate) fn read_state(&mut self, loader: &mut Loader<'_>) -> Result<()> {
+        self.read_document(loader, false)
+    }
+
+    /// Reads the top-level fields of a state up to `resources` (`version`, `serial`,
+    /// `lineage`, `terraform_version`; `outputs` skipped) into `loader.header` and stops
+    /// there, without reading the resources. Terraform writes `resources` after the
+    /// others, so this reads the head of the file only; a state whose `resources`
+    /// come first gives no serial and lineage (`Header::saw_resources` is set).
+    pub(crate) fn read_head(&mut self, loader: &mut Loader<'_>) -> Result<()> {
+        self.read_document(loader, true)
+    }
+
+    fn read_document(&mut self, loader: &mut Loader<'_>, head_only: bool) -> Result<()> {
         // Byte-order mark (written by some Windows editors).
         if self.peek()?.is_some() && self.buf[self.pos..self.end].starts_with(b"\xEF\xBB\xBF") {
             self.pos += 3;
@@ -404,6 +476,10 @@ impl<'o, R: Read> Reader<'o, R> {
                         let v: Option<String> = self.next_value()?;
                         loader.header.terraform_version = v.unwrap_or_default();
                     }
+                    "resources" if head_only => {
+                        loader.header.saw_resources = true;
+                        return Ok(());
+                    }
                     "resources" => {
                         loader.header.saw_resources = true;
                         match loader
@@ -428,7 +504,7 @@ impl<'o, R: Read> Reader<'o, R> {
                             }
                         }
                     }
-                    "outputs" if loader.secrets.is_some() => self.outputs(loader)?,
+                    "outputs" if loader.secrets.is_some() && !head_only => self.outputs(loader)?,
                     _ => {
                         self.next_value::<IgnoredAny>()?;
                     }
@@ -482,6 +558,9 @@ impl<'o, R: Read> Reader<'o, R> {
             self.pos += 1;
             return Ok(());
         }
+        if self.workers > 0 {
+            return self.resources_on_workers(loader);
+        }
         loop {
             self.peek()?;
             let end = self.value_end()?;
@@ -504,6 +583,234 @@ impl<'o, R: Read> Reader<'o, R> {
                 }
             }
         }
+    }
+}
+
+/// Bytes of resource elements handed to a worker at once.
+const BATCH_BYTES: usize = 1 << 20;
+/// Batches sent and not yet committed, at most: bounds what the pipeline holds (a few
+/// MB of elements and their prepared forms).
+const IN_FLIGHT: usize = 8;
+
+/// One resource element copied out of the read buffer, with its position in the file.
+struct Element {
+    start: usize,
+    end: usize,
+    /// 1-based line and column of its first byte.
+    at: (usize, usize),
+}
+
+/// Resource elements for a worker: their bytes, back to back, in file order.
+#[derive(Default)]
+struct Batch {
+    seq: usize,
+    bytes: Vec<u8>,
+    elements: Vec<Element>,
+}
+
+/// A worker's answer for one batch: its elements prepared, with their positions (for
+/// the errors [`Loader::add_prepared`] may still give), or the first error.
+type Prepared = Result<(crate::parse::Prepared, Vec<(usize, usize)>)>;
+
+/// Parses and prepares every element of `batch` ([`crate::parse::Prepared::add`]).
+fn prepare_batch(
+    origin: &str,
+    plugins: &[Box<dyn crate::StateIdentity>],
+    keep: Option<crate::AttributeSelector>,
+    mut secrets: Option<&mut crate::sensitive::Found>,
+    batch: &Batch,
+) -> Prepared {
+    let mut out = crate::parse::Prepared::default();
+    let mut positions = Vec::with_capacity(batch.elements.len());
+    for el in &batch.elements {
+        let raw: RawResource<'_> =
+            parse_fragment(origin, &batch.bytes[el.start..el.end], || el.at)?;
+        out.add(plugins, keep, secrets.as_deref_mut(), raw)
+            .map_err(|e| json_error_at(origin, el.at.0, el.at.1, &e))?;
+        positions.push(el.at);
+    }
+    Ok((out, positions))
+}
+
+/// The batches sent to the workers and their answers, committed in file order.
+struct Flight {
+    sent: usize,
+    committed: usize,
+    /// Answers that came before an earlier batch's.
+    early: std::collections::BTreeMap<usize, Prepared>,
+    /// An element's error was returned (the load is over).
+    failed: bool,
+}
+
+impl Flight {
+    /// Commits one batch's answer.
+    fn commit_one(origin: &str, loader: &mut Loader<'_>, answer: Prepared) -> Result<()> {
+        let (mut prepared, positions) = answer?;
+        for (i, (line, column)) in positions.into_iter().enumerate() {
+            loader
+                .add_prepared(&mut prepared, i)
+                .map_err(|e| json_error_at(origin, line, column, &e))?;
+        }
+        Ok(())
+    }
+
+    /// Commits every answer that is next in order; with `wait`, blocks for answers
+    /// until fewer than `keep` batches are in flight.
+    fn commit(
+        &mut self,
+        origin: &str,
+        loader: &mut Loader<'_>,
+        done: &std::sync::mpsc::Receiver<(usize, Prepared)>,
+        keep: usize,
+    ) -> Result<()> {
+        loop {
+            while let Some(answer) = self.early.remove(&self.committed) {
+                self.committed += 1;
+                if let Err(e) = Self::commit_one(origin, loader, answer) {
+                    self.failed = true;
+                    return Err(e);
+                }
+            }
+            if self.sent - self.committed < keep.max(1) {
+                return Ok(());
+            }
+            match done.recv() {
+                Ok((seq, answer)) => {
+                    self.early.insert(seq, answer);
+                }
+                // Every worker is gone (a plug-in panicked): the join reports it.
+                Err(_) => return Ok(()),
+            }
+        }
+    }
+}
+
+impl<R: Read> Reader<'_, R> {
+    /// [`Reader::resources`] after the `[`, with the elements parsed and prepared on
+    /// [`Reader::workers`] threads while this one reads, finds the elements' extents
+    /// and commits the prepared elements in file order: the same nodes, ids, indexes
+    /// and first error as one thread gives.
+    fn resources_on_workers(&mut self, loader: &mut Loader<'_>) -> Result<()> {
+        use std::sync::{Mutex, PoisonError, mpsc};
+        let (plugins, keep) = loader.preparing();
+        let collect = loader.secrets.is_some();
+        let origin = self.origin;
+        let workers = self.workers;
+        let (work_tx, work_rx) = mpsc::channel::<Batch>();
+        let work_rx = Mutex::new(work_rx);
+        std::thread::scope(|scope| {
+            let (done_tx, done_rx) = mpsc::channel::<(usize, Prepared)>();
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    let done_tx = done_tx.clone();
+                    let work_rx = &work_rx;
+                    scope.spawn(move || {
+                        let mut found = collect.then(crate::sensitive::Found::default);
+                        loop {
+                            let next = work_rx
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .recv();
+                            let Ok(batch) = next else { break };
+                            let answer =
+                                prepare_batch(origin, plugins, keep, found.as_mut(), &batch);
+                            if done_tx.send((batch.seq, answer)).is_err() {
+                                break;
+                            }
+                        }
+                        found
+                    })
+                })
+                .collect();
+            drop(done_tx);
+            let mut flight = Flight {
+                sent: 0,
+                committed: 0,
+                early: std::collections::BTreeMap::new(),
+                failed: false,
+            };
+            let scanned = self.scan_into(loader, &mut flight, &work_tx, &done_rx);
+            drop(work_tx);
+            // Whatever was sent is committed before the scan's own error is reported:
+            // an earlier element's error comes first, as on one thread. (After an
+            // element's error, nothing more is committed.)
+            let committed = if flight.failed {
+                Ok(())
+            } else {
+                flight.commit(origin, loader, &done_rx, 0)
+            };
+            for handle in handles {
+                match handle.join() {
+                    Ok(Some(found)) => {
+                        if let Some(all) = loader.secrets.as_mut() {
+                            all.merge(found);
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            committed.and(scanned)
+        })
+    }
+
+    /// Reads the elements of `resources` into batches sent on `work`, committing the
+    /// answers as they come; ends after the closing `]`.
+    fn scan_into(
+        &mut self,
+        loader: &mut Loader<'_>,
+        flight: &mut Flight,
+        work: &std::sync::mpsc::Sender<Batch>,
+        done: &std::sync::mpsc::Receiver<(usize, Prepared)>,
+    ) -> Result<()> {
+        let mut batch = Batch::default();
+        let result = loop {
+            if let Err(e) = self.peek() {
+                break Err(e);
+            }
+            let end = match self.value_end() {
+                Ok(end) if end == self.pos => {
+                    break Err(self.syntax(self.pos, "expected a resource object"));
+                }
+                Ok(end) => end,
+                Err(e) => break Err(e),
+            };
+            let at = self.line_col_onward(self.pos);
+            let start = batch.bytes.len();
+            batch.bytes.extend_from_slice(&self.buf[self.pos..end]);
+            batch.elements.push(Element {
+                start,
+                end: batch.bytes.len(),
+                at,
+            });
+            self.pos = end;
+            if batch.bytes.len() >= BATCH_BYTES {
+                self.send(flight, work, &mut batch);
+                // An element's error ends the load: the first one in file order.
+                flight.commit(self.origin, loader, done, IN_FLIGHT)?;
+            }
+            match self.peek() {
+                Ok(Some(b',')) => self.pos += 1,
+                Ok(Some(b']')) => {
+                    self.pos += 1;
+                    break Ok(());
+                }
+                Ok(_) => break Err(self.syntax(self.pos, "expected `,` or `]` in `resources`")),
+                Err(e) => break Err(e),
+            }
+        };
+        if !batch.elements.is_empty() {
+            self.send(flight, work, &mut batch);
+        }
+        result
+    }
+
+    fn send(&self, flight: &mut Flight, work: &std::sync::mpsc::Sender<Batch>, batch: &mut Batch) {
+        let mut full = std::mem::take(batch);
+        full.seq = flight.sent;
+        flight.sent += 1;
+        // The workers live as long as `work`: a send cannot fail while scanning.
+        let _ = work.send(full);
     }
 }
 

@@ -102,7 +102,6 @@ pub(crate) struct Loader<'b> {
     dep_ids: Map<String, u32>,
     /// (dependent node, its module, dependency string id).
     pending: Vec<(u32, u32, u32)>,
-    buf: Indexed,
     addr: String,
     cfg: String,
     /// Provider configuration string → accounts of its instances.
@@ -111,6 +110,214 @@ pub(crate) struct Loader<'b> {
     pub secrets: Option<Found>,
     /// Which attributes to keep per type, when they are kept.
     pub keep: Option<crate::kept::AttributeSelector>,
+    /// The one-element batch of [`Loader::add_resource`], reused.
+    prepared: Prepared,
+}
+
+/// A string in [`Prepared::text`]: start and end byte offsets.
+type Span = (u32, u32);
+
+/// What one identity plug-in said of an instance, in the order it is applied.
+#[derive(Clone, Copy)]
+enum Fact {
+    Identity,
+    Parent,
+    Owned,
+    Account,
+    Region,
+}
+
+/// Kept attributes of a prepared instance.
+enum Kept {
+    None,
+    Some(Span),
+    /// They do not parse (reported if they are the ones kept).
+    Err(Box<serde_json::Error>),
+}
+
+struct PreparedResource {
+    /// `mode` is `managed` (or absent): only those become nodes.
+    managed: bool,
+    resource_type: Span,
+    name: Span,
+    module: Option<Span>,
+    provider: Span,
+    /// Some plug-in handles the type (its instances get identities and an account).
+    indexed: bool,
+    /// Its instances in [`Prepared::instances`].
+    instances: (u32, u32),
+}
+
+struct PreparedInstance {
+    /// The `[key]` address suffix (empty without `index_key`).
+    index_key: Span,
+    /// Its facts in [`Prepared::facts`], plug-in by plug-in, each plug-in's
+    /// identities, parents, owned sub-objects, account and region in that order.
+    facts: (u32, u32),
+    kept: Kept,
+    /// `dependencies` then `depends_on`, in [`Prepared::deps`].
+    deps: (u32, u32),
+}
+
+/// `resources[]` elements with the work that needs no loader state done
+/// ([`Prepared::add`]): the strings each names, each instance's address suffix, what
+/// every identity plug-in said of it, its kept attributes and its dependencies, all
+/// in one text buffer. Owned and flat (a handful of allocations per batch, freed at
+/// once), so elements can be prepared on other threads and committed
+/// ([`Loader::add_prepared`]) in element order.
+#[derive(Default)]
+pub(crate) struct Prepared {
+    text: String,
+    resources: Vec<PreparedResource>,
+    instances: Vec<PreparedInstance>,
+    facts: Vec<(Fact, Span)>,
+    deps: Vec<Span>,
+    /// The plug-ins' buffer, reused.
+    scratch: Indexed,
+}
+
+/// The text of `span` in `text`.
+fn at(text: &str, (start, end): Span) -> &str {
+    text.get(start as usize..end as usize).unwrap_or_default()
+}
+
+fn span_len(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+impl Prepared {
+    /// Empties it, keeping the capacity.
+    fn clear(&mut self) {
+        self.text.clear();
+        self.resources.clear();
+        self.instances.clear();
+        self.facts.clear();
+        self.deps.clear();
+    }
+
+    fn push(&mut self, s: &str) -> Span {
+        let start = span_len(self.text.len());
+        self.text.push_str(s);
+        (start, span_len(self.text.len()))
+    }
+
+    /// Prepares one `resources[]` element: collects the sensitive values of its
+    /// instances into `secrets` (managed and data sources), and for a managed resource
+    /// asks every plug-in of `plugins` that handles its type about each instance and
+    /// picks its kept attributes (`keep`).
+    ///
+    /// # Errors
+    /// When collecting sensitive values, the serde_json error of an instance's
+    /// `attributes` or `sensitive_attributes` that does not parse as a value (nothing
+    /// is added then).
+    pub(crate) fn add(
+        &mut self,
+        plugins: &[Box<dyn StateIdentity>],
+        keep: Option<crate::kept::AttributeSelector>,
+        secrets: Option<&mut Found>,
+        r: RawResource<'_>,
+    ) -> Result<(), serde_json::Error> {
+        if let Some(found) = secrets {
+            for inst in r.instances.iter().flatten() {
+                found.instance(inst.attributes, inst.sensitive_attributes)?;
+            }
+        }
+        let managed = r.mode.as_deref().is_none_or(|m| m == "managed");
+        let resource_type = self.push(&r.resource_type);
+        let name = self.push(&r.name);
+        let module = r.module.as_deref().map(|m| self.push(m));
+        let provider = self.push(r.provider.as_deref().unwrap_or(""));
+        let first = span_len(self.instances.len());
+        let mut res = PreparedResource {
+            managed,
+            resource_type,
+            name,
+            module,
+            provider,
+            indexed: false,
+            instances: (first, first),
+        };
+        if !managed {
+            self.resources.push(res);
+            return Ok(());
+        }
+        let type_name: &str = &r.resource_type;
+        let handling: Vec<&dyn StateIdentity> = plugins
+            .iter()
+            .map(Box::as_ref)
+            .filter(|p| p.handles(type_name))
+            .collect();
+        res.indexed = !handling.is_empty();
+        let keys = keep.map_or(&[][..], |select| select(type_name));
+        let provider_text: &str = r.provider.as_deref().unwrap_or("");
+        for inst in r.instances.into_iter().flatten() {
+            let key_start = span_len(self.text.len());
+            if let Some(key) = &inst.index_key {
+                push_index_key(&mut self.text, key);
+            }
+            let index_key = (key_start, span_len(self.text.len()));
+            let instance = StateInstance {
+                resource_type: type_name,
+                provider: provider_text,
+                attributes: match inst.attributes {
+                    Some(raw) => raw,
+                    None => empty_object(),
+                },
+            };
+            let facts_start = span_len(self.facts.len());
+            let mut buf = std::mem::take(&mut self.scratch);
+            for plugin in &handling {
+                buf.clear();
+                plugin.index(&instance, &mut buf);
+                for (kind, list) in [
+                    (Fact::Identity, &buf.identities),
+                    (Fact::Parent, &buf.parents),
+                    (Fact::Owned, &buf.owned),
+                ] {
+                    for v in list {
+                        let span = self.push(v);
+                        self.facts.push((kind, span));
+                    }
+                }
+                if let Some(a) = &buf.placement.account {
+                    let span = self.push(a);
+                    self.facts.push((Fact::Account, span));
+                }
+                if let Some(r) = &buf.placement.region {
+                    let span = self.push(r);
+                    self.facts.push((Fact::Region, span));
+                }
+            }
+            self.scratch = buf;
+            let facts = (facts_start, span_len(self.facts.len()));
+            let kept = match inst.attributes {
+                Some(raw) if !keys.is_empty() => {
+                    match crate::kept::keep(raw, inst.sensitive_attributes, keys) {
+                        Ok(Some(k)) => Kept::Some(self.push(&k)),
+                        Ok(None) => Kept::None,
+                        Err(e) => Kept::Err(Box::new(e)),
+                    }
+                }
+                _ => Kept::None,
+            };
+            let deps_start = span_len(self.deps.len());
+            let deps = inst.dependencies.iter().flatten();
+            let depends_on = inst.depends_on.iter().flatten();
+            for dep in deps.chain(depends_on) {
+                let span = self.push(dep);
+                self.deps.push(span);
+            }
+            self.instances.push(PreparedInstance {
+                index_key,
+                facts,
+                kept,
+                deps: (deps_start, span_len(self.deps.len())),
+            });
+        }
+        res.instances.1 = span_len(self.instances.len());
+        self.resources.push(res);
+        Ok(())
+    }
 }
 
 impl<'b> Loader<'b> {
@@ -140,13 +347,24 @@ impl<'b> Loader<'b> {
             deps: Vec::new(),
             dep_ids: Map::default(),
             pending: Vec::new(),
-            buf: Indexed::default(),
             addr: String::new(),
             cfg: String::new(),
             provider_accounts: Map::default(),
             secrets: None,
             keep: None,
+            prepared: Prepared::default(),
         }
+    }
+
+    /// What [`prepare`] needs from this loader: the plug-ins and the kept-attribute
+    /// selector.
+    pub(crate) fn preparing(
+        &self,
+    ) -> (
+        &'b [Box<dyn StateIdentity>],
+        Option<crate::kept::AttributeSelector>,
+    ) {
+        (self.plugins, self.keep)
     }
 
     fn module_id(&mut self, module: Option<&str>) -> u32 {
@@ -174,29 +392,48 @@ impl<'b> Loader<'b> {
 
     /// Turns one `resources[]` element into nodes (managed resources only), and
     /// collects the sensitive values of its instances (managed and data sources) when
-    /// [`Loader::secrets`] is set.
+    /// [`Loader::secrets`] is set: [`Prepared::add`] then [`Loader::add_prepared`].
     ///
     /// # Errors
-    /// When collecting sensitive values, the serde_json error of an instance's
-    /// `attributes` or `sensitive_attributes` that does not parse as a value.
+    /// As [`Prepared::add`] and [`Loader::add_prepared`].
     pub(crate) fn add_resource(&mut self, r: RawResource<'_>) -> Result<(), serde_json::Error> {
-        if let Some(found) = &mut self.secrets {
-            for inst in r.instances.iter().flatten() {
-                found.instance(inst.attributes, inst.sensitive_attributes)?;
-            }
-        }
-        if r.mode.as_deref().is_some_and(|m| m != "managed") {
+        let mut prepared = std::mem::take(&mut self.prepared);
+        prepared.clear();
+        let added = prepared.add(self.plugins, self.keep, self.secrets.as_mut(), r);
+        let result = added.and_then(|()| self.add_prepared(&mut prepared, 0));
+        self.prepared = prepared;
+        result
+    }
+
+    /// Commits element `i` of `p`: its nodes, identifiers, kept attributes and
+    /// pending dependencies (node ids follow the order of the calls: commit the
+    /// elements in file order).
+    ///
+    /// # Errors
+    /// The serde_json error of kept attributes that do not parse, for the instance
+    /// whose attributes are kept (the first of a shared address).
+    pub(crate) fn add_prepared(
+        &mut self,
+        p: &mut Prepared,
+        i: usize,
+    ) -> Result<(), serde_json::Error> {
+        let Some(r) = p.resources.get(i) else {
+            return Ok(());
+        };
+        if !r.managed {
             return Ok(()); // `data` sources (and any future non-managed mode) are never nodes
         }
-        let resource_type = self.interner.get(&r.resource_type);
+        let type_text = at(&p.text, r.resource_type);
+        let resource_type = self.interner.get(type_text);
         self.out.resource_types.insert(Arc::clone(&resource_type));
-        let instances = r.instances.unwrap_or_default();
-        if instances.is_empty() {
+        let (first, last) = r.instances;
+        if first == last {
             return Ok(());
         }
-        let provider: &str = r.provider.as_deref().unwrap_or("");
-        let module_text: &str = r.module.as_deref().unwrap_or("");
-        let module = self.module_id(r.module.as_deref());
+        let name = at(&p.text, r.name);
+        let provider: &str = at(&p.text, r.provider);
+        let module_text: &str = r.module.map_or("", |m| at(&p.text, m));
+        let module = self.module_id(Some(module_text));
 
         // Configuration address (no instance keys) for dependency resolution.
         self.cfg.clear();
@@ -205,30 +442,22 @@ impl<'b> Loader<'b> {
             self.cfg.push_str(&step.name);
             self.cfg.push('.');
         }
-        self.cfg.push_str(&r.resource_type);
+        self.cfg.push_str(type_text);
         self.cfg.push('.');
-        self.cfg.push_str(&r.name);
+        self.cfg.push_str(name);
 
-        let plugins: Vec<&dyn StateIdentity> = self
-            .plugins
-            .iter()
-            .map(Box::as_ref)
-            .filter(|p| p.handles(&resource_type))
-            .collect();
-
-        let mut entry_nodes = Vec::with_capacity(instances.len());
-        for inst in instances {
+        let mut entry_nodes = Vec::with_capacity((last - first) as usize);
+        for k in first..last {
+            let inst = &mut p.instances[k as usize];
             self.addr.clear();
             if !module_text.is_empty() {
                 self.addr.push_str(module_text);
                 self.addr.push('.');
             }
-            self.addr.push_str(&r.resource_type);
+            self.addr.push_str(type_text);
             self.addr.push('.');
-            self.addr.push_str(&r.name);
-            if let Some(key) = &inst.index_key {
-                push_index_key(&mut self.addr, key);
-            }
+            self.addr.push_str(name);
+            self.addr.push_str(at(&p.text, inst.index_key));
 
             // A deposed object shares its address with the current one: one node.
             let id = match self.out.by_address.get(self.addr.as_str()) {
@@ -255,34 +484,31 @@ impl<'b> Loader<'b> {
                 }
             };
 
-            if !plugins.is_empty() {
-                let instance = StateInstance {
-                    resource_type: &resource_type,
-                    provider,
-                    attributes: match inst.attributes {
-                        Some(raw) => raw,
-                        None => empty_object(),
-                    },
-                };
-                self.index_instance(id, &plugins, &instance);
+            if r.indexed {
+                let (a, b) = inst.facts;
+                for &(fact, span) in &p.facts[a as usize..b as usize] {
+                    let v = at(&p.text, span);
+                    self.apply_fact(id, fact, v);
+                }
                 self.note_account(id, provider);
             }
 
-            if let (Some(select), Some(raw)) = (self.keep, inst.attributes) {
-                let keys = select(&resource_type);
-                if !keys.is_empty()
-                    && self.out.kept.last().is_none_or(|(last, _)| *last != id)
-                    && let Some(kept) = crate::kept::keep(raw, inst.sensitive_attributes, keys)?
-                {
-                    // Interned: instances with the same tags share one allocation.
-                    self.out.kept.push((id, self.interner.get(&kept)));
+            if self.out.kept.last().is_none_or(|(last, _)| *last != id) {
+                match std::mem::replace(&mut inst.kept, Kept::None) {
+                    Kept::None => {}
+                    Kept::Some(span) => {
+                        let kept = at(&p.text, span);
+                        // Interned: instances with the same tags share one allocation.
+                        self.out.kept.push((id, self.interner.get(kept)));
+                    }
+                    Kept::Err(e) => return Err(*e),
                 }
             }
 
-            let deps = inst.dependencies.into_iter().flatten();
-            let depends_on = inst.depends_on.into_iter().flatten();
-            for dep in deps.chain(depends_on) {
-                let dep = self.dep_id(&dep);
+            let (a, b) = inst.deps;
+            for &span in &p.deps[a as usize..b as usize] {
+                let dep = at(&p.text, span);
+                let dep = self.dep_id(dep);
                 self.pending.push((id, module, dep));
             }
         }
@@ -307,43 +533,36 @@ impl<'b> Loader<'b> {
         Ok(())
     }
 
-    /// Asks every plug-in for the instance's identities, parents, owned sub-objects and
-    /// placement, in one [`StateIdentity::index`] call each.
-    fn index_instance(
-        &mut self,
-        id: u32,
-        plugins: &[&dyn StateIdentity],
-        instance: &StateInstance<'_>,
-    ) {
-        for plugin in plugins {
-            self.buf.clear();
-            plugin.index(instance, &mut self.buf);
-            let node = &mut self.out.nodes[id as usize];
-            for ident in self.buf.identities.drain(..) {
-                if !ident.is_empty() && !node.identities.iter().any(|i| **i == *ident) {
-                    node.identities.push(Arc::from(ident));
+    /// Applies one thing a plug-in said of node `id` ([`StateIdentity::index`]), in
+    /// the order the plug-in said them: an identity (each once), a parent (related
+    /// index), an owned sub-object (owned index, unless it is one of the node's own
+    /// identities), the first account and region.
+    fn apply_fact(&mut self, id: u32, fact: Fact, v: &str) {
+        if v.is_empty() {
+            return;
+        }
+        let node = &mut self.out.nodes[id as usize];
+        match fact {
+            Fact::Identity => {
+                if !node.identities.iter().any(|i| **i == *v) {
+                    node.identities.push(Arc::from(v));
                 }
             }
-            for parent in self.buf.parents.drain(..) {
-                if !parent.is_empty() {
-                    self.out.related.insert_str(&parent, NodeId(id));
+            Fact::Parent => self.out.related.insert_str(v, NodeId(id)),
+            Fact::Owned => {
+                if !node.identities.iter().any(|i| **i == *v) {
+                    self.out.owned.insert_str(v, NodeId(id));
                 }
             }
-            for owned in self.buf.owned.drain(..) {
-                if !owned.is_empty() && !node.identities.iter().any(|i| **i == *owned) {
-                    self.out.owned.insert_str(&owned, NodeId(id));
+            Fact::Account => {
+                if node.account.is_none() {
+                    node.account = Some(self.interner.get(v));
                 }
             }
-            let place = std::mem::take(&mut self.buf.placement);
-            if node.account.is_none()
-                && let Some(account) = place.account.filter(|a| !a.is_empty())
-            {
-                node.account = Some(self.interner.get(&account));
-            }
-            if node.region.is_none()
-                && let Some(region) = place.region.filter(|r| !r.is_empty())
-            {
-                node.region = Some(self.interner.get(&region));
+            Fact::Region => {
+                if node.region.is_none() {
+                    node.region = Some(self.interner.get(v));
+                }
             }
         }
     }

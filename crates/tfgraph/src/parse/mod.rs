@@ -14,5 +14,5 @@ mod address;
 mod loader;
 mod raw;
 
-pub(crate) use loader::{Header, Interner, Loaded, Loader};
+pub(crate) use loader::{Header, Interner, Loaded, Loader, Prepared};
 pub(crate) use raw::RawResource;

@@ -1,0 +1,125 @@
+//! Large event files are streamed ([`inputs::STREAM_ABOVE_BYTES`]): a CloudTrail log
+//! file record by record, JSON Lines a chunk of lines at a time. The report lines are
+//! those of the whole-file path, handed over in parts; a truncated log file keeps the
+//! records before the cut and adds one `rejected` line naming the file, the record and
+//! the JSON position; the files after it still replay.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use driftreactor_decide::{Policy, PolicyConfig};
+use driftreactor_event::Verdict;
+use driftreactor_pipeline::{Pipeline, Replay, ReportLine, identities, inputs};
+use driftreactor_tfgraph::GraphBuilder;
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The demo AWS state and the default policy.
+fn replay() -> Replay {
+    let mut b = GraphBuilder::new(identities());
+    b.add_state_file("aws-prod", &repo().join("fixtures/aws/state/prod.tfstate"))
+        .unwrap();
+    Replay::new(Pipeline::new(
+        Arc::new(b.build()),
+        Policy::compile(&PolicyConfig::default()).unwrap(),
+    ))
+}
+
+/// `n` copies of a corpus CloudTrail record, each with its own `eventID`.
+fn records(n: usize) -> Vec<Value> {
+    let corpus = std::env::var_os("DRIFTREACTOR_CORPUS")
+        .map(PathBuf::from)
+        .expect("DRIFTREACTOR_CORPUS must name the shared corpus");
+    let path = corpus.join("aws/raw_ec2_AuthorizeSecurityGroupIngress_ipPermissions_items.json");
+    let text = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let template: Value = serde_json::from_slice(&text).unwrap();
+    (0..n)
+        .map(|i| {
+            let mut r = template.clone();
+            r["eventID"] = Value::String(format!("{i:08x}-0000-4000-8000-streaming000"));
+            r
+        })
+        .collect()
+}
+
+/// Every part `for_each_part` hands over for `path`: (lines, last).
+fn parts(replay: &mut Replay, path: &Path) -> Vec<(Vec<ReportLine>, bool)> {
+    let mut out = Vec::new();
+    replay.for_each_part(path, |lines, last| out.push((lines, last)));
+    out
+}
+
+#[test]
+fn large_log_files_and_json_lines_stream_the_same_lines_and_a_truncated_file_names_its_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 1_500;
+    let recs = records(n);
+    let log = serde_json::to_vec(&serde_json::json!({ "Records": recs })).unwrap();
+    assert!(
+        log.len() as u64 > inputs::STREAM_ABOVE_BYTES,
+        "{} bytes",
+        log.len()
+    );
+    let mut lines = Vec::new();
+    for r in &recs {
+        lines.extend(serde_json::to_vec(r).unwrap());
+        lines.push(b'\n');
+    }
+    // a-… and c-… are whole, b-… is cut in the middle of a record.
+    let whole_log = dir.path().join("a-cloudtrail.json");
+    std::fs::write(&whole_log, &log).unwrap();
+    let cut_at = log.len() * 2 / 3;
+    let cut_log = dir.path().join("b-cloudtrail-cut.json");
+    std::fs::write(&cut_log, &log[..cut_at]).unwrap();
+    let jsonl = dir.path().join("c-events.jsonl");
+    std::fs::write(&jsonl, &lines).unwrap();
+
+    for (path, bytes) in [(&whole_log, &log), (&jsonl, &lines)] {
+        let name = path.display().to_string();
+        let expected = replay().process_input(&name, bytes);
+        assert_eq!(expected.len(), n);
+        let got = parts(&mut replay(), path);
+        assert!(got.len() > 1, "{name} was handed over in one part");
+        assert!(got.iter().rev().skip(1).all(|(_, last)| !last), "{name}");
+        assert!(got.last().unwrap().1, "{name}: the last part says so");
+        let streamed: Vec<ReportLine> = got.into_iter().flat_map(|(l, _)| l).collect();
+        assert_eq!(streamed, expected, "{name}");
+        assert!(
+            streamed.iter().all(|l| l.verdict != Verdict::Rejected),
+            "{name}"
+        );
+    }
+
+    // The folder: the whole log, the cut one, the JSON Lines, in order.
+    let mut r = replay();
+    let got: Vec<ReportLine> = parts(&mut r, dir.path())
+        .into_iter()
+        .flat_map(|(l, _)| l)
+        .collect();
+    let cut_name = cut_log.display().to_string();
+    let of = |prefix: &str| got.iter().filter(|l| l.input.starts_with(prefix)).count();
+    assert_eq!(of(&format!("{}#", whole_log.display())), n);
+    // The same events again (same eventIDs): duplicates, but read.
+    assert_eq!(
+        of(&format!("{}#", jsonl.display())),
+        n,
+        "the file after the cut one replays"
+    );
+    let cut_lines: Vec<&ReportLine> = got
+        .iter()
+        .filter(|l| l.input.starts_with(&format!("{cut_name}#")))
+        .collect();
+    let kept = cut_lines.len() - 1;
+    assert!(kept > n / 2 && kept < n, "{kept} records before the cut");
+    let last = cut_lines.last().unwrap();
+    assert_eq!(last.input, format!("{cut_name}#{kept}"), "names the record");
+    assert_eq!(last.verdict, Verdict::Rejected);
+    let reason = last.reason.as_deref().unwrap_or_default();
+    assert!(
+        reason.contains("EOF") && reason.contains("line 1"),
+        "names the position: {reason}"
+    );
+}

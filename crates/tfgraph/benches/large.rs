@@ -1,0 +1,294 @@
+//! Very large state benchmark (issue 16, item 4): a generated ≈ 1 GB AWS-like state
+//! (640,000 instances by default), loaded as `serve` loads it (every identity plug-in,
+//! the attributes the drift diff compares kept), with each row in a fresh child process
+//! so rows never share a memory high-water mark.
+//!
+//! Run with `cargo bench -p driftreactor-tfgraph --bench large` (optionally
+//! `-- --instances N`). The state is generated once into
+//! `target/bench-data/synth-N.tfstate` and reused by later runs. Rows:
+//!
+//! * **stream from file**: [`GraphBuilder::add_state_file`] reads the file in chunks;
+//!   targets < 4 s and < 1 GiB peak RSS;
+//! * **stream from file, one worker thread**: the same with the resource elements
+//!   parsed and prepared on a worker thread ([`GraphBuilder::worker_threads`]);
+//! * **stream from file + sensitive values**: the same with the secrets collected in
+//!   the same pass (`serve` with remediation on);
+//! * **whole file in memory, then parsed**: `std::fs::read` then
+//!   [`GraphBuilder::add_state_bytes`], what a loader holding the bytes costs;
+//! * **reload, unchanged serial**: [`driftreactor_tfgraph::read_head_file`], what a
+//!   reload whose `serial` and `lineage` did not change costs: a read of the head only,
+//!   no parse of the resources;
+//! * **reload, changed state**: a graph is loaded (steady state), then a new graph is
+//!   built while the old one still serves, swapped in and the old one dropped; the row
+//!   shows the peak during the swap against the steady RSS. (The "changed" state is
+//!   the same file read again: the work and memory are those of any changed state of
+//!   this size.)
+//!
+//! `DRIFTREACTOR_BENCH_WORKERS=N` sets [`GraphBuilder::worker_threads`] for every
+//! row (the "one worker thread" row keeps its one).
+//!
+//! CPU s is the child's user + system time (all its threads): on a machine shared
+//! with other jobs it shows the work where the wall-clock load time shows the
+//! contention.
+//!
+//! The peak is `VmHWM` of the child (reset through `/proc/self/clear_refs` before the
+//! swap of the reload row, so it covers the swap only); RSS after is `VmRSS` once the
+//! row is done with the graph still held.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use driftreactor_tfgraph::{Graph, GraphBuilder, StateIdentity};
+
+const TARGET_SECONDS: f64 = 4.0;
+const TARGET_PEAK_MB: f64 = 1024.0;
+
+const ROWS: [&str; 6] = [
+    "stream from file",
+    "stream from file, one worker thread",
+    "stream from file + sensitive values",
+    "whole file in memory, then parsed",
+    "reload, unchanged serial",
+    "reload, changed state",
+];
+
+fn status_mb(field: &str) -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// CPU seconds (user + system) this process used so far, from `/proc/self/stat`
+/// (clock ticks of 1/100 s).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which ends with `)`): utime is the 12th, stime the 13th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0.0))
+        .collect();
+    (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / 100.0
+}
+
+fn reset_peak() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// Every identity plug-in, as `serve` and `replay` index states.
+fn plugins() -> Vec<Box<dyn StateIdentity>> {
+    vec![
+        Box::new(driftreactor_aws::AwsIdentity),
+        Box::new(driftreactor_azure::AzureIdentity),
+        Box::new(driftreactor_gcp::GcpIdentity),
+    ]
+}
+
+fn builder(secrets: bool) -> GraphBuilder {
+    let b = GraphBuilder::new(plugins()).keep_attributes(driftreactor_diff::kept_attributes);
+    let b = match std::env::var("DRIFTREACTOR_BENCH_WORKERS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        Some(n) => b.worker_threads(n),
+        None => b,
+    };
+    if secrets {
+        b.collect_sensitive_values()
+    } else {
+        b
+    }
+}
+
+fn load_file(path: &Path, secrets: bool) -> Graph {
+    let mut b = builder(secrets);
+    b.add_state_file("large", path).expect("load the state");
+    b.build()
+}
+
+/// One row, in this (child) process: prints `seconds peak_mb after_mb instances note`.
+fn child(row: &str, path: &Path) {
+    let started = Instant::now();
+    let mut note = String::new();
+    let mut instances = 0;
+    let mut held = None;
+    match row {
+        "stream from file" | "stream from file + sensitive values" => {
+            let g = load_file(path, row.ends_with("values"));
+            instances = g.len();
+            held = Some(g);
+        }
+        "stream from file, one worker thread" => {
+            let mut b = builder(false).worker_threads(1);
+            b.add_state_file("large", path).expect("load the state");
+            let g = b.build();
+            instances = g.len();
+            held = Some(g);
+        }
+        "whole file in memory, then parsed" => {
+            let bytes = std::fs::read(path).expect("read the state");
+            let mut b = builder(false);
+            b.add_state_bytes("large", "large", &bytes)
+                .expect("load the state");
+            let g = b.build();
+            instances = g.len();
+            held = Some(g);
+            drop(bytes);
+        }
+        "reload, unchanged serial" => {
+            let head = driftreactor_tfgraph::read_head_file(path).expect("read the head");
+            note = format!(
+                "read {} KiB of the head (serial {}), parsed no resource",
+                head.bytes_read / 1024,
+                head.serial
+            );
+        }
+        _ => {
+            let mut current = load_file(path, false);
+            let steady = status_mb("VmRSS:");
+            let cpu_before = cpu_seconds();
+            let reset = reset_peak();
+            let started = Instant::now();
+            // Built while `current` still serves, then swapped in; the old one dropped.
+            let new = load_file(path, false);
+            let old = std::mem::replace(&mut current, new);
+            drop(old);
+            let seconds = started.elapsed().as_secs_f64();
+            let peak = status_mb("VmHWM:");
+            let after = status_mb("VmRSS:");
+            note = format!(
+                "steady {steady:.0} MB; peak during the swap {peak:.0} MB ({:.2}× steady){}",
+                peak / steady.max(1.0),
+                if reset { "" } else { " (VmHWM not reset)" }
+            );
+            println!(
+                "{seconds} {peak} {after} {} {} {note}",
+                current.len(),
+                cpu_seconds() - cpu_before
+            );
+            return;
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let peak = status_mb("VmHWM:");
+    let after = status_mb("VmRSS:");
+    drop(held);
+    println!(
+        "{seconds} {peak} {after} {instances} {} {note}",
+        cpu_seconds()
+    );
+}
+
+/// The generated state of `instances`, under `target/bench-data/`, written once.
+fn state_file(instances: usize) -> PathBuf {
+    let exe = std::env::current_exe().expect("bench executable");
+    // target/release/deps/large-HASH → target/bench-data
+    let target = exe
+        .ancestors()
+        .nth(3)
+        .map_or_else(|| PathBuf::from("target"), Path::to_path_buf);
+    let dir = target.join("bench-data");
+    std::fs::create_dir_all(&dir).expect("create target/bench-data");
+    let path = dir.join(format!("synth-{instances}.tfstate"));
+    if path.metadata().is_ok_and(|m| m.len() > 0) {
+        return path;
+    }
+    let partial = path.with_extension("partial");
+    let started = Instant::now();
+    driftreactor_testkit::synth::write_state(&partial, instances).expect("generate the state");
+    std::fs::rename(&partial, &path).expect("rename the generated state");
+    eprintln!(
+        "generated {} in {:.1} s",
+        path.display(),
+        started.elapsed().as_secs_f64()
+    );
+    path
+}
+
+fn main() {
+    let mut instances = 640_000usize;
+    let mut row = None;
+    let mut state = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--instances" => {
+                instances = args
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(instances)
+            }
+            "--row" => row = args.next(),
+            "--state" => state = args.next().map(PathBuf::from),
+            _ => {}
+        }
+    }
+    if let (Some(row), Some(state)) = (row, state) {
+        child(&row, &state);
+        return;
+    }
+
+    let path = state_file(instances);
+    let file_mb = path.metadata().map_or(0, |m| m.len()) as f64 / 1e6;
+    let exe = std::env::current_exe().expect("bench executable");
+    println!(
+        "tfgraph very large state benchmark: {} ({file_mb:.0} MB), every identity plug-in, kept attributes; one child process per row",
+        path.display()
+    );
+    println!();
+    println!(
+        "| row | instances | load s | CPU s | peak RSS MB | RSS after MB | targets (< {TARGET_SECONDS} s, < {TARGET_PEAK_MB} MB) | note |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---|---|");
+    for row in ROWS {
+        let out = Command::new(&exe)
+            .args(["--row", row, "--state"])
+            .arg(&path)
+            .output()
+            .expect("run the row's child process");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text.lines().last().unwrap_or_default();
+        let mut parts = line.splitn(6, ' ');
+        let mut num = || parts.next().and_then(|p| p.parse::<f64>().ok());
+        let (Some(seconds), Some(peak), Some(after), Some(n), Some(cpu)) =
+            (num(), num(), num(), num(), num())
+        else {
+            println!(
+                "| {row} | failed: {} | | | | | | |",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            continue;
+        };
+        let note = parts.next().unwrap_or_default();
+        let targets = if row.starts_with("stream") || row.starts_with("whole") {
+            format!(
+                "{}, {}",
+                if seconds < TARGET_SECONDS {
+                    "met"
+                } else {
+                    "NOT MET"
+                },
+                if peak < TARGET_PEAK_MB {
+                    "met"
+                } else {
+                    "NOT MET"
+                }
+            )
+        } else {
+            "—".to_owned()
+        };
+        let shown = if n > 0.0 {
+            format!("{n}")
+        } else {
+            "—".to_owned()
+        };
+        println!(
+            "| {row} | {shown} | {seconds:.3} | {cpu:.2} | {peak:.0} | {after:.0} | {targets} | {note} |"
+        );
+    }
+}
