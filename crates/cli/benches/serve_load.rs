@@ -8,7 +8,8 @@
 //! DRIFTREACTOR_BENCH_SECS=5 DRIFTREACTOR_BENCH_POSTGRES=0 cargo bench -p driftreactor-cli --bench serve_load   # a quick run
 //! ```
 //!
-//! **Push path** rows, one after the other:
+//! **Push path** rows, in the table's order (each in turn; the storage row runs right
+//! after row 3, whose journal it copies):
 //! 1. **HTTP limit**: the generator against an axum handler that reads the body and
 //!    answers 200, served by the same hyper HTTP/1 connection builder as `serve`
 //!    (header-read timeout, connection cap), in its own process (this bench binary run
