@@ -65,6 +65,12 @@ impl MotoServer {
         self.process.port()
     }
 
+    /// The server's process id (the Python process of `moto_server`), e.g. for its CPU
+    /// time in a benchmark.
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
     /// Wipes all of moto's state (`POST /moto-api/reset`).
     ///
     /// # Errors

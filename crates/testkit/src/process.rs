@@ -141,6 +141,12 @@ impl ServerProcess {
     pub fn port(&self) -> u16 {
         self.port
     }
+
+    /// The process id of the server (the leader of its process group), e.g. to read
+    /// its CPU time or memory from `/proc` in a benchmark.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
 }
 
 impl Drop for ServerProcess {
