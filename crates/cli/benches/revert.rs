@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use chrono::{DateTime, Utc};
-use driftreactor_testkit::aws_e2e::{MotoApi, REGION, cloudtrail_open_port, terraform_root};
+use driftreactor_testkit::aws_e2e::{MotoApi, cloudtrail_open_port, terraform_root};
 use driftreactor_testkit::moto::MotoServer;
 use driftreactor_testkit::terraform::{Terraform, temp_dir};
 
@@ -378,56 +378,21 @@ async fn product_run(
 ) -> anyhow::Result<Phases> {
     let work = unique(dir.join(format!("serve-{}-{run}", std::process::id())));
     std::fs::create_dir_all(&work)?;
-    let env_toml: String = env
-        .iter()
-        .map(|(k, v)| format!("{k} = {}", common::toml_str(v)))
-        .collect::<Vec<_>>()
-        .join(", ");
     let config = work.join("driftreactor.toml");
+    let journal = work.join("journal.sqlite").display().to_string();
     std::fs::write(
         &config,
-        format!(
-            r#"
-[[workspaces]]
-name = "prod"
-state = {state}
-dir = {root}
-tool_path = {tool}
-env = {{ {env_toml} }}
-
-[principals]
-reactor = ["arn:aws:iam::*:role/driftreactor"]
-
-[[policy]]
-type = "aws_security_group"
-action = "revert"
-
-[remediation]
-settle_secs = {settle}
-recheck_secs = 0
-lock_timeout_secs = 5
-
-[server]
-state_reload_secs = 1
-shutdown_grace_secs = 10
-
-[journal]
-path = {journal}
-
-[[sources]]
-type = "aws_sqs"
-queue_name = "{QUEUE}"
-region = "{REGION}"
-endpoint_url = "{endpoint}"
-wait_time_secs = 1
-visibility_timeout_secs = 120
-"#,
-            state = common::toml_str(&root.join("terraform.tfstate").display().to_string()),
-            root = common::toml_str(&root.display().to_string()),
-            tool = common::toml_str(&tf.binary.display().to_string()),
-            settle = SETTLE_SECS as u64,
-            journal = common::toml_str(&work.join("journal.sqlite").display().to_string()),
-        ),
+        common::MotoRevertConfig {
+            root,
+            tool: &tf.binary,
+            env,
+            settle_secs: SETTLE_SECS as u64,
+            journal: &journal,
+            queue: QUEUE,
+            endpoint,
+            workspace_extra: "",
+        }
+        .render(),
     )?;
     let log = work.join("serve.log");
     let (mut child, addr) =

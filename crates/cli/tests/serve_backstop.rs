@@ -19,7 +19,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use driftreactor_testkit::aws_e2e::{MotoApi, REGION, cloudtrail_open_port, terraform_root};
+use driftreactor_testkit::aws_e2e::{MotoApi, cloudtrail_open_port, terraform_root};
 use driftreactor_testkit::moto::MotoServer;
 use driftreactor_testkit::terraform::{Terraform, temp_dir};
 use serde_json::Value;
@@ -89,56 +89,20 @@ async fn one_backstop_pass_finds_both_drifts_flags_the_unannounced_one_and_both_
     aws.put_cloudtrail(&cloudtrail_open_port(&web, 22, EVENT_ID))
         .await;
 
-    let env: String = tf
-        .env()
-        .iter()
-        .map(|(k, v)| format!("{k} = {}", common::toml_str(v)))
-        .collect::<Vec<_>>()
-        .join(", ");
     let config = dir.join("driftreactor.toml");
     std::fs::write(
         &config,
-        format!(
-            r#"
-[[workspaces]]
-name = "prod"
-state = {state}
-dir = {root}
-tool_path = {tool}
-env = {{ {env} }}
-backstop_interval = "1h"
-
-[principals]
-reactor = ["arn:aws:iam::*:role/driftreactor"]
-
-[[policy]]
-type = "aws_security_group"
-action = "revert"
-
-[remediation]
-settle_secs = 5
-recheck_secs = 0
-lock_timeout_secs = 5
-
-[server]
-state_reload_secs = 1
-shutdown_grace_secs = 10
-
-[journal]
-path = "journal.sqlite"
-
-[[sources]]
-type = "aws_sqs"
-queue_name = "{QUEUE}"
-region = "{REGION}"
-endpoint_url = "{endpoint}"
-wait_time_secs = 1
-visibility_timeout_secs = 120
-"#,
-            state = common::toml_str(&state.display().to_string()),
-            root = common::toml_str(&root.display().to_string()),
-            tool = common::toml_str(&tf.binary.display().to_string()),
-        ),
+        common::MotoRevertConfig {
+            root: &root,
+            tool: &tf.binary,
+            env: &tf.env(),
+            settle_secs: 5,
+            journal: "journal.sqlite",
+            queue: QUEUE,
+            endpoint: &endpoint,
+            workspace_extra: r#"backstop_interval = "1h""#,
+        }
+        .render(),
     )
     .unwrap();
 

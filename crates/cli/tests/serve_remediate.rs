@@ -21,7 +21,7 @@ use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use driftreactor_testkit::aws_e2e::{MotoApi, REGION, cloudtrail_open_port, terraform_root};
+use driftreactor_testkit::aws_e2e::{MotoApi, cloudtrail_open_port, terraform_root};
 use driftreactor_testkit::moto::MotoServer;
 use driftreactor_testkit::terraform::{Terraform, temp_dir};
 use serde_json::Value;
@@ -107,55 +107,20 @@ async fn serve_binary_reverts_an_opened_port_with_real_terraform_against_moto() 
         String::from_utf8_lossy(&setup.stderr)
     );
 
-    let env: String = tf
-        .env()
-        .iter()
-        .map(|(k, v)| format!("{k} = {}", common::toml_str(v)))
-        .collect::<Vec<_>>()
-        .join(", ");
     let config = dir.join("driftreactor.toml");
     std::fs::write(
         &config,
-        format!(
-            r#"
-[[workspaces]]
-name = "prod"
-state = {state}
-dir = {root}
-tool_path = {tool}
-env = {{ {env} }}
-
-[principals]
-reactor = ["arn:aws:iam::*:role/driftreactor"]
-
-[[policy]]
-type = "aws_security_group"
-action = "revert"
-
-[remediation]
-settle_secs = 1
-recheck_secs = 0
-lock_timeout_secs = 5
-
-[server]
-state_reload_secs = 1
-shutdown_grace_secs = 10
-
-[journal]
-path = "journal.sqlite"
-
-[[sources]]
-type = "aws_sqs"
-queue_name = "{QUEUE}"
-region = "{REGION}"
-endpoint_url = "{endpoint}"
-wait_time_secs = 1
-visibility_timeout_secs = 120
-"#,
-            state = common::toml_str(&state.display().to_string()),
-            root = common::toml_str(&root.display().to_string()),
-            tool = common::toml_str(&tf.binary.display().to_string()),
-        ),
+        common::MotoRevertConfig {
+            root: &root,
+            tool: &tf.binary,
+            env: &tf.env(),
+            settle_secs: 1,
+            journal: "journal.sqlite",
+            queue: QUEUE,
+            endpoint: &endpoint,
+            workspace_extra: "",
+        }
+        .render(),
     )
     .unwrap();
 

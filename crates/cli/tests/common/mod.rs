@@ -19,6 +19,89 @@ pub fn toml_str(s: &str) -> String {
     serde_json::to_string(s).unwrap()
 }
 
+/// The config of the real remediation loop the serve tests and the `revert` bench run:
+/// one workspace `prod` (the terraform root `root`, its local `terraform.tfstate`, the
+/// terraform binary and its `env`), `aws_security_group` reverted, the `aws_sqs` source
+/// on moto's queue, the journal at `journal` (relative to the config's folder or
+/// absolute). `workspace_extra` is appended to the workspace's table (e.g.
+/// `backstop_interval = "1h"`). [`MotoRevertConfig::render`] gives the TOML text.
+pub struct MotoRevertConfig<'a> {
+    /// The terraform root (its `terraform.tfstate` is the workspace's state).
+    pub root: &'a Path,
+    /// The terraform binary.
+    pub tool: &'a Path,
+    /// Environment of the terraform runs (the provider mirror, moto's credentials).
+    pub env: &'a [(String, String)],
+    /// `[remediation] settle_secs`.
+    pub settle_secs: u64,
+    /// `[journal] path`.
+    pub journal: &'a str,
+    /// The SQS queue's name.
+    pub queue: &'a str,
+    /// Moto's endpoint URL.
+    pub endpoint: &'a str,
+    /// Extra lines of the workspace's table.
+    pub workspace_extra: &'a str,
+}
+
+impl MotoRevertConfig<'_> {
+    /// The TOML text.
+    pub fn render(&self) -> String {
+        let env = self
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k} = {}", toml_str(v)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            r#"
+[[workspaces]]
+name = "prod"
+state = {state}
+dir = {root}
+tool_path = {tool}
+env = {{ {env} }}
+{extra}
+
+[principals]
+reactor = ["arn:aws:iam::*:role/driftreactor"]
+
+[[policy]]
+type = "aws_security_group"
+action = "revert"
+
+[remediation]
+settle_secs = {settle}
+recheck_secs = 0
+lock_timeout_secs = 5
+
+[server]
+state_reload_secs = 1
+shutdown_grace_secs = 10
+
+[journal]
+path = {journal}
+
+[[sources]]
+type = "aws_sqs"
+queue_name = {queue}
+region = "{REGION}"
+endpoint_url = {endpoint}
+wait_time_secs = 1
+visibility_timeout_secs = 120
+"#,
+            state = toml_str(&self.root.join("terraform.tfstate").display().to_string()),
+            root = toml_str(&self.root.display().to_string()),
+            tool = toml_str(&self.tool.display().to_string()),
+            extra = self.workspace_extra,
+            settle = self.settle_secs,
+            journal = toml_str(self.journal),
+            queue = toml_str(self.queue),
+            endpoint = toml_str(self.endpoint),
+        )
+    }
+}
+
 /// `terraform output -raw NAME` of the root in `dir`, trimmed.
 pub fn tf_output(
     tf: &driftreactor_testkit::terraform::Terraform,
