@@ -280,21 +280,9 @@ impl TfRunner {
     /// # Errors
     /// [`TfError`] classified from the output (exit 1 or anything but 0 and 2).
     pub async fn plan(&self, targets: &[String], plan_file: &Path) -> Result<PlanExit, TfError> {
-        let mut args = vec![
-            "plan".to_owned(),
-            "-input=false".to_owned(),
-            "-no-color".to_owned(),
-            format!("-lock-timeout={}s", self.lock_timeout_secs),
-            "-detailed-exitcode".to_owned(),
-        ];
-        args.extend(targets.iter().map(|t| format!("-target={t}")));
-        args.push(format!("-out={}", plan_file.display()));
-        let out = self.run("plan", &args).await?;
-        match out.code {
-            Some(0) => Ok(PlanExit::NoChanges),
-            Some(2) => Ok(PlanExit::Changes),
-            _ => Err(self.classify("plan", &out)),
-        }
+        self.run_plan(targets, plan_file, false)
+            .await
+            .map(|(exit, _)| exit)
     }
 
     /// `plan -json -input=false -lock-timeout=<N>s -detailed-exitcode -target=…
@@ -311,13 +299,27 @@ impl TfRunner {
         targets: &[String],
         plan_file: &Path,
     ) -> Result<(PlanExit, Vec<u8>), TfError> {
-        let mut args = vec![
-            "plan".to_owned(),
-            "-json".to_owned(),
-            "-input=false".to_owned(),
-            format!("-lock-timeout={}s", self.lock_timeout_secs),
-            "-detailed-exitcode".to_owned(),
-        ];
+        self.run_plan(targets, plan_file, true).await
+    }
+
+    /// The targeted plan of [`TfRunner::plan`] (`json`: with `-json` in place of
+    /// `-no-color`, as [`TfRunner::plan_stream`]); returns the exit and stdout.
+    async fn run_plan(
+        &self,
+        targets: &[String],
+        plan_file: &Path,
+        json: bool,
+    ) -> Result<(PlanExit, Vec<u8>), TfError> {
+        let mut args = vec!["plan".to_owned()];
+        if json {
+            args.push("-json".to_owned());
+            args.push("-input=false".to_owned());
+        } else {
+            args.push("-input=false".to_owned());
+            args.push("-no-color".to_owned());
+        }
+        args.push(format!("-lock-timeout={}s", self.lock_timeout_secs));
+        args.push("-detailed-exitcode".to_owned());
         args.extend(targets.iter().map(|t| format!("-target={t}")));
         args.push(format!("-out={}", plan_file.display()));
         let mut out = self.run("plan", &args).await?;
@@ -325,6 +327,7 @@ impl TfRunner {
             Some(0) => Ok((PlanExit::NoChanges, out.stdout)),
             Some(2) => Ok((PlanExit::Changes, out.stdout)),
             _ => {
+                // With `-json` the error diagnostics are in the stream, not on stderr.
                 for d in crate::guard::stream_errors(&out.stdout) {
                     out.stderr.push('\n');
                     out.stderr.push_str(&d);

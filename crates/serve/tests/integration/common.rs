@@ -334,8 +334,21 @@ impl Harness {
         if !dir.path().join("prod.tfstate").exists() {
             std::fs::write(dir.path().join("prod.tfstate"), state(1, false)).unwrap();
         }
+        std::fs::write(
+            dir.path().join("driftreactor.toml"),
+            config_text(dir.path(), extra),
+        )
+        .unwrap();
+        Self::start_in(dir, registry, after_commit).await
+    }
+
+    /// Starts serve on the `driftreactor.toml` (and state) already written in `dir`.
+    pub async fn start_in(
+        dir: tempfile::TempDir,
+        registry: SourceRegistry,
+        after_commit: Option<Arc<dyn driftreactor_serve::AfterCommit>>,
+    ) -> Self {
         let path = dir.path().join("driftreactor.toml");
-        std::fs::write(&path, config_text(dir.path(), extra)).unwrap();
         let config = Config::load(&path).unwrap();
         let loader = Arc::new(TestLoader::from_config(&config));
         let running = driftreactor_serve::start(ServeOptions {

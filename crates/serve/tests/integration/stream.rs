@@ -5,12 +5,10 @@
 use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::Duration;
 
-use driftreactor_config::Config;
 use driftreactor_journal::{DriftStatus, DriftUpdate, SharedJournal};
-use driftreactor_serve::{ServeOptions, SourceRegistry};
+use driftreactor_serve::SourceRegistry;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -125,32 +123,8 @@ async fn start() -> Harness {
         "shutdown_grace_secs = 5",
         "shutdown_grace_secs = 60\nmax_streams = 2\nstream_keep_alive_secs = 1\nstream_poll_secs = 0",
     );
-    let path = dir.path().join("driftreactor.toml");
-    std::fs::write(&path, text).unwrap();
-    let config = Config::load(&path).unwrap();
-    let loader = Arc::new(TestLoader::from_config(&config));
-    let running = driftreactor_serve::start(ServeOptions {
-        config,
-        loader,
-        registry: SourceRegistry::new(),
-        listen: Some("127.0.0.1:0".parse().unwrap()),
-        after_commit: None,
-        journal: None,
-        redactor: None,
-        states: None,
-    })
-    .await
-    .unwrap();
-    let base = format!("http://{}", running.local_addr());
-    Harness {
-        running: Some(running),
-        dir,
-        base,
-        client: reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .build()
-            .unwrap(),
-    }
+    std::fs::write(dir.path().join("driftreactor.toml"), text).unwrap();
+    Harness::start_in(dir, SourceRegistry::new(), None).await
 }
 
 /// One Event Grid event (the corpus sample) with id `{prefix}-0`, happening now.
