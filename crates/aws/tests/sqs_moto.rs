@@ -463,3 +463,78 @@ async fn a_missing_queue_is_recorded_as_failing_receives_until_it_exists() {
     assert!(snapshot.failures_total >= 3, "{snapshot:?}");
     running.stop().await;
 }
+
+/// Regression (issue 16, time to revert: one bench run took 120 s to journal an event):
+/// a message SQS hands to the long poll in flight when the source shuts down must not
+/// stay invisible for the whole visibility timeout. The poll is awaited and what it got
+/// released at once, so another replica (here a bare receive) gets it right away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_message_received_by_the_poll_in_flight_at_shutdown_is_released_at_once() {
+    let Some(moto) = MotoServer::start_or_skip() else {
+        return;
+    };
+    let sqs = aws_sdk_sqs::Client::new(&sdk(&moto).await);
+    let url = create_queue(&sqs, "drift-shutdown", 120, None).await;
+    let config = SqsSourceConfig {
+        queue_name: Some("drift-shutdown".into()),
+        visibility_timeout_secs: 120,
+        wait_time_secs: 4,
+        receivers: 1,
+        ..SqsSourceConfig::default()
+    };
+    let source = config.build_with(&sdk(&moto).await).await.unwrap();
+    let health = source.health().expect("the SQS source reports its health");
+    let (tx, mut rx) = mpsc::channel(16);
+    let shutdown = ShutdownSignal::new();
+    let task = tokio::spawn(Box::new(source).run(tx, shutdown.clone()));
+    // One empty long poll answered: the next one is in flight now, for up to 4 s.
+    let polling = eventually(Duration::from_secs(30), || async {
+        health.snapshot().last_success.is_some()
+    })
+    .await;
+    assert!(polling, "the source's first long poll answered");
+    shutdown.cancel();
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body(cloudtrail_envelope("ev-at-shutdown"))
+        .send()
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(40), task)
+        .await
+        .expect("the source stops after shutdown")
+        .unwrap()
+        .unwrap();
+    assert!(
+        rx.try_recv().is_err(),
+        "nothing is handed off after shutdown"
+    );
+
+    // Visible again at once (not after 120 s), received a second time.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let count = loop {
+        let out = sqs
+            .receive_message()
+            .queue_url(&url)
+            .wait_time_seconds(1)
+            .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
+            .send()
+            .await
+            .unwrap();
+        if let Some(message) = out.messages().first() {
+            break message
+                .attributes()
+                .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
+                .cloned();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the message received at shutdown is still invisible"
+        );
+    };
+    assert_eq!(
+        count.as_deref(),
+        Some("2"),
+        "received by the source's poll, then released"
+    );
+}

@@ -12,6 +12,10 @@
 //! fresh `eventID`, so none is a duplicate) and reused; the 100 k set is hard links to
 //! the first files of the 1 M set.
 //!
+//! Each set is replayed with the default duplicate window (the last 100,000 distinct
+//! event ids) and, for comparison, with `--dedupe-window 0` (every id remembered:
+//! memory grows with the replay, about 36 bytes an event).
+//!
 //! The peak is the child's `ru_maxrss`: each run is started by a fresh copy of this
 //! program (`--measure`), whose only child it is.
 
@@ -190,9 +194,17 @@ fn main() {
         driftreactor_testkit::synth::write_state(&state, 2_000).expect("write the state");
     }
     let after = PathBuf::from(env!("CARGO_BIN_EXE_driftreactor"));
-    let mut binaries = vec![("this build", after)];
+    // (label, binary, extra arguments): `--before` binaries may predate the flag.
+    let mut binaries: Vec<(&str, PathBuf, &[&str])> = vec![
+        ("this build", after.clone(), &[]),
+        (
+            "this build, `--dedupe-window 0`",
+            after,
+            &["--dedupe-window", "0"],
+        ),
+    ];
     if let Some(b) = before {
-        binaries.insert(0, ("before", b));
+        binaries.insert(0, ("before", b, &[]));
     }
     println!(
         "replay memory benchmark: `driftreactor replay --format json` to /dev/null; half the records in CloudTrail log files of {RECORDS_PER_LOG}, half in JSON Lines files of {LINES_PER_JSONL} EventBridge envelopes"
@@ -202,11 +214,13 @@ fn main() {
     println!("|---|---:|---:|---:|---:|---:|---:|");
     for (records, dir) in [(100_000usize, &small), (1_000_000, &big)] {
         let files = std::fs::read_dir(dir).map_or(0, Iterator::count);
-        for (label, bin) in &binaries {
+        for (label, bin, extra) in &binaries {
             let out = Command::new(&exe)
                 .arg("--measure")
                 .arg(bin)
-                .args(["replay", "--format", "json", "--state"])
+                .args(["replay", "--format", "json"])
+                .args(*extra)
+                .arg("--state")
                 .arg(&state)
                 .arg(dir)
                 .output()

@@ -60,6 +60,13 @@ pub struct Args {
     /// `[replay] max_event_file_bytes`). A larger file is one `rejected` line.
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_event_file_bytes: Option<u64>,
+    /// How many distinct event ids the replay remembers to report a redelivered event
+    /// as `duplicate` (default 100000; overrides `[replay] dedupe_window`): an event
+    /// whose id was first seen more than that many distinct events earlier is reported
+    /// again. `0` remembers the whole replay (memory then grows with it, about 36 bytes
+    /// an event).
+    #[arg(long, value_name = "EVENTS")]
+    pub dedupe_window: Option<usize>,
     /// Print the coverage line (share of mutating events with an extracted id and
     /// share attributed to a managed resource) to stderr; the table format prints it
     /// after the counts anyway.
@@ -78,6 +85,9 @@ struct ReplaySection {
     /// The largest event file read, in bytes (at least 1).
     #[serde(default)]
     max_event_file_bytes: Option<u64>,
+    /// How many distinct event ids the replay remembers (0: all of them).
+    #[serde(default)]
+    dedupe_window: Option<usize>,
 }
 
 /// Runs the replay; exit status 0 when every input parsed, 1 when some were rejected.
@@ -135,7 +145,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("invalid policy in {}", display_config(&config)))?;
     let mut replay = Replay::new(Pipeline::new(Arc::new(estate.graph), policy))
         .keep_evaluated(args.remediate)
-        .max_event_file_bytes(cap);
+        .max_event_file_bytes(cap)
+        .dedupe_window(
+            args.dedupe_window
+                .or(section.dedupe_window)
+                .unwrap_or(driftreactor_pipeline::DEFAULT_DEDUPE_WINDOW),
+        );
     // Set the remediator up before printing anything, so a config it refuses (a
     // missing token variable, say) fails the run before the report starts.
     let remediation = if args.remediate {

@@ -564,3 +564,69 @@ fn a_cut_off_line_in_json_lines_does_not_swallow_the_lines_after_it() {
         }
     }
 }
+
+/// Issue 16, item 4: the duplicate check remembers a window of event ids
+/// (`--dedupe-window`, `[replay] dedupe_window`), so a replay's memory stays
+/// constant; an event whose id comes back after more distinct events than the window
+/// is reported again, one inside it is `duplicate`.
+#[test]
+fn the_dedupe_window_comes_from_the_flag_or_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = fixture("aws/events/01_sg_open_ssh_console.json");
+    let b = fixture("aws/events/03_rds_modify_cli.json");
+    // a, b, a: the second a comes back after one other distinct event.
+    let jsonl = format!("{a}\n{b}\n{a}\n");
+    let f = write(dir.path(), "events.jsonl", jsonl);
+    let third = |run: Run| -> Option<String> {
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let lines = run.lines();
+        assert_eq!(lines.len(), 3);
+        lines[2]["reason"].as_str().map(str::to_owned)
+    };
+    assert_eq!(third(replay(&[&f])).as_deref(), Some("duplicate"));
+    assert_eq!(
+        third(replay(&["--dedupe-window", "0", &f])).as_deref(),
+        Some("duplicate")
+    );
+    assert_eq!(
+        third(replay(&["--dedupe-window", "2", &f])).as_deref(),
+        Some("duplicate")
+    );
+    assert_ne!(
+        third(replay(&["--dedupe-window", "1", &f])).as_deref(),
+        Some("duplicate"),
+        "outside a window of 1 the event is reported again"
+    );
+    // The config key, with the demo config's workspaces; the flag wins over it.
+    let cfg = std::fs::read_to_string(repo().join("fixtures/driftreactor.toml"))
+        .unwrap()
+        .replace("\"aws/", &format!("\"{}/fixtures/aws/", repo().display()))
+        .replace(
+            "\"azure/",
+            &format!("\"{}/fixtures/azure/", repo().display()),
+        )
+        .replace("\"gcp/", &format!("\"{}/fixtures/gcp/", repo().display()));
+    let cfg_path = write(
+        dir.path(),
+        "window.toml",
+        format!("{cfg}\n[replay]\ndedupe_window = 1\n"),
+    );
+    let with_config = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_driftreactor"))
+            .args(["replay", "--format", "json", "--config", &cfg_path])
+            .args(extra)
+            .arg(&f)
+            .output()
+            .unwrap();
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    };
+    assert_ne!(third(with_config(&[])).as_deref(), Some("duplicate"));
+    assert_eq!(
+        third(with_config(&["--dedupe-window", "0"])).as_deref(),
+        Some("duplicate")
+    );
+}

@@ -292,7 +292,7 @@ pub struct Config {
     /// `[slack]` (read by the Slack notifier).
     #[serde(default)]
     pub slack: Option<toml::Table>,
-    /// `[replay]` (read by `driftreactor replay`: `max_event_file_bytes`).
+    /// `[replay]` (read by `driftreactor replay`: `max_event_file_bytes`, `dedupe_window`).
     #[serde(default)]
     pub replay: Option<toml::Table>,
     /// `[mcp]` (read by the MCP server: `driftreactor mcp`, serve's `/mcp`).

@@ -474,17 +474,22 @@ fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::AutoSi, true)
 }
 
+/// How many distinct event ids (and, apart, correlation keys) a replay remembers by
+/// default to report a redelivery as `duplicate`: [`Replay::dedupe_window`].
+pub const DEFAULT_DEDUPE_WINDOW: usize = 100_000;
+
 /// Replays recorded inputs through a [`Pipeline`], producing report lines, and
 /// remembering event ids and correlation keys so that a redelivered event or the
 /// second log entry of one GCP operation is `ignored` / `duplicate` rather than
-/// reported twice.
+/// reported twice. What it remembers is bounded ([`Replay::dedupe_window`]), so a
+/// replay of millions of records runs in constant memory.
 #[derive(Debug)]
 pub struct Replay {
     pipeline: Pipeline,
     /// [`fingerprint`]s of the (provider, event id) pairs seen.
-    seen_ids: HashSet<u128>,
+    seen_ids: SeenWindow,
     /// [`fingerprint`]s of the correlation keys seen.
-    seen_correlation: HashSet<u128>,
+    seen_correlation: SeenWindow,
     evaluated: Vec<Evaluated>,
     keep: bool,
     max_file_bytes: u64,
@@ -495,8 +500,8 @@ impl Replay {
     pub fn new(pipeline: Pipeline) -> Self {
         Self {
             pipeline,
-            seen_ids: HashSet::new(),
-            seen_correlation: HashSet::new(),
+            seen_ids: SeenWindow::new(DEFAULT_DEDUPE_WINDOW),
+            seen_correlation: SeenWindow::new(DEFAULT_DEDUPE_WINDOW),
             evaluated: Vec::new(),
             keep: false,
             max_file_bytes: inputs::DEFAULT_MAX_EVENT_FILE_BYTES,
@@ -507,6 +512,18 @@ impl Replay {
     /// [`inputs::DEFAULT_MAX_EVENT_FILE_BYTES`]); a larger file is one `rejected` line.
     pub fn max_event_file_bytes(mut self, cap: u64) -> Self {
         self.max_file_bytes = cap;
+        self
+    }
+
+    /// How many distinct event ids (and, apart, correlation keys) the replay remembers,
+    /// the most recently first-seen ones (default [`DEFAULT_DEDUPE_WINDOW`]); an event
+    /// whose id was seen longer ago than that is reported again instead of as
+    /// `duplicate`. `0` remembers every one (memory then grows with the replay, about
+    /// 36 bytes an event). After Vector's `dedupe` transform, which keeps a bounded
+    /// cache for the same reason: redeliveries come close together.
+    pub fn dedupe_window(mut self, window: usize) -> Self {
+        self.seen_ids = SeenWindow::new(window);
+        self.seen_correlation = SeenWindow::new(window);
         self
     }
 
@@ -600,6 +617,42 @@ impl Replay {
             ev.decision = d;
         }
         ev
+    }
+}
+
+/// The fingerprints a replay remembers: at most `window` (0: no bound), forgetting
+/// the earliest first-seen one when a new one would exceed it.
+#[derive(Debug)]
+struct SeenWindow {
+    window: usize,
+    seen: HashSet<u128>,
+    /// First-seen order, kept only when bounded.
+    order: std::collections::VecDeque<u128>,
+}
+
+impl SeenWindow {
+    fn new(window: usize) -> Self {
+        SeenWindow {
+            window,
+            seen: HashSet::new(),
+            order: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// Remembers `fingerprint`; false when it was already remembered.
+    fn insert(&mut self, fingerprint: u128) -> bool {
+        if !self.seen.insert(fingerprint) {
+            return false;
+        }
+        if self.window > 0 {
+            self.order.push_back(fingerprint);
+            if self.order.len() > self.window
+                && let Some(oldest) = self.order.pop_front()
+            {
+                self.seen.remove(&oldest);
+            }
+        }
+        true
     }
 }
 

@@ -123,3 +123,40 @@ fn large_log_files_and_json_lines_stream_the_same_lines_and_a_truncated_file_nam
         "names the position: {reason}"
     );
 }
+
+/// Issue 16, item 4 (a replay of 1 M records in constant memory): the replay remembers
+/// a bounded window of event ids. A redelivery inside the window is `duplicate`; one
+/// that comes back after more distinct events than the window is reported again; a
+/// window of 0 remembers the whole replay.
+#[test]
+fn the_dedupe_window_bounds_what_replay_remembers() {
+    let recs = records(5);
+    // Events 0..4, then 0 again (4 distinct events later) and 4 again (at once).
+    let mut order: Vec<&Value> = recs.iter().collect();
+    order.push(&recs[0]);
+    order.push(&recs[4]);
+    let jsonl: String = order.iter().map(|r| format!("{r}\n")).collect();
+    let verdicts = |window: usize| -> Vec<Option<String>> {
+        let mut r = replay().dedupe_window(window);
+        r.process_input("events.jsonl", jsonl.as_bytes())
+            .into_iter()
+            .map(|l| l.reason.filter(|reason| reason == "duplicate"))
+            .collect()
+    };
+    let dup = Some("duplicate".to_owned());
+    assert_eq!(
+        verdicts(3),
+        [None, None, None, None, None, None, dup.clone()],
+        "event 0 came back after more than 3 others: reported again; event 4 is a duplicate"
+    );
+    assert_eq!(
+        verdicts(0),
+        [None, None, None, None, None, dup.clone(), dup.clone()],
+        "0 remembers the whole replay"
+    );
+    assert_eq!(
+        verdicts(driftreactor_pipeline::DEFAULT_DEDUPE_WINDOW),
+        verdicts(0),
+        "the default window holds far more than this replay"
+    );
+}

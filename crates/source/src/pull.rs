@@ -16,7 +16,11 @@
 //! 5. **retry** a failing receive with exponential backoff and jitter (`backon`),
 //!    stop on a [`ReceiveError::Permanent`] one;
 //! 6. **shut down**: stop receiving, give the pipeline [`PullOptions::shutdown_grace`]
-//!    to answer what it holds, settle, then [`PullReceiver::close`].
+//!    to answer what it holds, settle, then [`PullReceiver::close`]. A long poll in
+//!    flight when shutdown fires is not abandoned where the bus would still hand it
+//!    messages ([`PullOptions::receive_drain`]): it is awaited, bounded, and what it
+//!    brings is released at once ([`Settlement::NotHandedOff`]) instead of staying
+//!    invisible for a whole visibility timeout or lock.
 //!
 //! Settling runs in a task of its own per batch, so a receiver may receive again while
 //! earlier batches wait for the journal, up to [`PullOptions::max_pending_batches`]
@@ -197,6 +201,14 @@ pub struct PullOptions {
     pub max_pending_batches: usize,
     /// The delays between retries of a failing receive; reset after a success.
     pub backoff: ExponentialBuilder,
+    /// After shutdown, how long a receive call already in flight is still awaited so
+    /// that the messages the bus hands it are released ([`Settlement::NotHandedOff`])
+    /// rather than dropped with the call. `None` drops the call at once: right for a
+    /// bus whose client releases what it holds by itself (Pub/Sub's streaming pull);
+    /// SQS long polls and Event Grid receives need their wait plus a margin, because
+    /// a message the server gave an abandoned request stays invisible / locked for
+    /// the whole visibility timeout / lock duration.
+    pub receive_drain: Option<Duration>,
 }
 
 /// The first retry delay of [`default_backoff`], in milliseconds.
@@ -218,7 +230,7 @@ pub fn default_backoff() -> ExponentialBuilder {
 
 impl PullOptions {
     /// Options for `source_name`: no lease renewal, a 30 s shutdown grace, one pending
-    /// batch, [`default_backoff`].
+    /// batch, [`default_backoff`], no receive drain.
     pub fn new(source_name: &'static str) -> Self {
         PullOptions {
             source_name,
@@ -226,6 +238,7 @@ impl PullOptions {
             shutdown_grace: Duration::from_secs(30),
             max_pending_batches: 1,
             backoff: default_backoff(),
+            receive_drain: None,
         }
     }
 }
@@ -310,7 +323,7 @@ impl ReceiveLoop {
             let received = {
                 let receive = receiver.receive();
                 tokio::pin!(receive);
-                loop {
+                let received = loop {
                     tokio::select! {
                         biased;
                         () = self.shutdown.cancelled() => break None,
@@ -318,7 +331,11 @@ impl ReceiveLoop {
                         Some(_) = pending.join_next(), if !pending.is_empty() => {}
                         received = &mut receive => break Some(received),
                     }
+                };
+                if received.is_none() {
+                    self.drain(receive, &settler).await;
                 }
+                received
             };
             let Some(received) = received else {
                 break Ok(());
@@ -363,6 +380,48 @@ impl ReceiveLoop {
         while pending.join_next().await.is_some() {}
         receiver.close().await;
         result
+    }
+
+    /// After shutdown: awaits the receive call in flight for at most
+    /// [`PullOptions::receive_drain`] and releases every message it brought
+    /// ([`Settlement::NotHandedOff`]), so none waits out its visibility timeout or lock.
+    /// Without a drain, or past it, the call is dropped.
+    async fn drain<S, F>(&self, receive: std::pin::Pin<&mut F>, settler: &S)
+    where
+        S: Settle,
+        F: Future<Output = Result<Option<Vec<Pulled<S::Lease>>>, ReceiveError>>,
+    {
+        let Some(limit) = self.options.receive_drain else {
+            return;
+        };
+        let source = self.options.source_name;
+        let receiver = self.index;
+        match tokio::time::timeout(limit, receive).await {
+            Ok(Ok(Some(batch))) if !batch.is_empty() => {
+                info!(
+                    source,
+                    receiver,
+                    count = batch.len(),
+                    "Releasing messages received by the poll in flight at shutdown."
+                );
+                let released = batch
+                    .into_iter()
+                    .map(|pulled| (pulled.lease, Settlement::NotHandedOff))
+                    .collect();
+                settler.settle(released).await;
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(err)) => {
+                debug!(source, receiver, error = %err, "The receive in flight at shutdown failed.");
+            }
+            Err(_) => warn!(
+                source,
+                receiver,
+                limit_ms = limit.as_millis() as u64,
+                "The receive in flight at shutdown did not answer in time; dropped. \
+                 Anything it received returns after its visibility timeout or lock."
+            ),
+        }
     }
 
     /// Records a receive's outcome on the health handle and says what comes next.
@@ -674,6 +733,70 @@ mod tests {
             "{result:?}"
         );
         assert_eq!(*log.lock().unwrap(), ["m1 NotHandedOff", "m2 NotHandedOff"]);
+    }
+
+    /// A receive call that answers only after shutdown fired (an SQS long poll the
+    /// server handed a message to as the replica stopped).
+    struct LateAnswer {
+        after: Duration,
+        log: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl PullReceiver for LateAnswer {
+        type Lease = &'static str;
+        type Settler = Log;
+
+        async fn receive(&mut self) -> Result<Option<Vec<Pulled<&'static str>>>, ReceiveError> {
+            tokio::time::sleep(self.after).await;
+            Ok(Some(vec![Pulled::new(
+                Provider::Aws,
+                PayloadFormat::AwsEvent,
+                "late".to_owned(),
+                Vec::new(),
+                BTreeMap::new(),
+                "late",
+            )]))
+        }
+
+        fn settler(&self) -> Log {
+            Log(self.log.clone())
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_receive_in_flight_at_shutdown_is_awaited_and_what_it_brings_released() {
+        for (drain, settled) in [
+            (Some(Duration::from_secs(25)), vec!["late NotHandedOff"]),
+            // Past the drain (or without one) the call is dropped: nothing to settle.
+            (Some(Duration::from_secs(5)), vec![]),
+            (None, vec![]),
+        ] {
+            let log = Arc::new(Mutex::new(Vec::new()));
+            let late = LateAnswer {
+                after: Duration::from_secs(20),
+                log: log.clone(),
+            };
+            let (tx, mut rx) = mpsc::channel(4);
+            let shutdown = ShutdownSignal::new();
+            let task = tokio::spawn(run_pull(
+                vec![late],
+                SourceHealth::new(),
+                PullOptions {
+                    receive_drain: drain,
+                    ..PullOptions::new("test")
+                },
+                tx,
+                shutdown.clone(),
+            ));
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            shutdown.cancel();
+            task.await.unwrap().unwrap();
+            assert_eq!(*log.lock().unwrap(), settled, "drain {drain:?}");
+            assert!(
+                rx.recv().await.is_none(),
+                "nothing is handed off after shutdown"
+            );
+        }
     }
 
     #[test]

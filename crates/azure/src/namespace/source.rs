@@ -20,6 +20,9 @@ use super::client::{BrokerProperties, NamespaceClient, ReceivedEvent};
 
 /// How long a stopping receiver still waits for the pipeline's answers.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+/// How much longer than its `maxWaitTime` a receive in flight at shutdown is awaited
+/// for its answer, so the events it locked are released rather than left locked.
+const RECEIVE_ANSWER_MARGIN: Duration = Duration::from_secs(5);
 
 /// The running `azure_event_grid_namespace` source (see the module docs). Built by
 /// [`NamespaceSourceConfig::build`](super::NamespaceSourceConfig::build) or [`NamespaceSource::new`].
@@ -81,6 +84,12 @@ impl Source for NamespaceSource {
             let options = PullOptions {
                 renew_every: Some((self.lock_duration / 2).max(Duration::from_secs(1))),
                 shutdown_grace: SHUTDOWN_GRACE,
+                // Events locked by an abandoned receive stay locked for the lock
+                // duration: let the receive answer, then release them.
+                receive_drain: Some(
+                    (Duration::from_secs(u64::from(self.max_wait_secs)) + RECEIVE_ANSWER_MARGIN)
+                        .min(SHUTDOWN_GRACE),
+                ),
                 ..PullOptions::new(SOURCE_NAME)
             };
             let result = run_pull(receivers, self.health.clone(), options, out, shutdown).await;
