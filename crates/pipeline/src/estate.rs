@@ -257,15 +257,7 @@ pub fn load_inputs<'a>(
         options,
         |b, s| match s {
             StateInput::Bytes(s) => b.add_state_bytes(&s.workspace, &s.origin, &s.bytes),
-            StateInput::Spooled(s) => {
-                let file = std::fs::File::open(&s.path).map_err(|source| {
-                    driftreactor_tfgraph::Error::Read {
-                        path: s.path.clone(),
-                        source,
-                    }
-                })?;
-                b.add_state_reader(&s.workspace, &s.origin, file)
-            }
+            StateInput::Spooled(s) => b.add_state_copy(&s.workspace, &s.origin, &s.path),
         },
         |s| (s.workspace().to_owned(), PathBuf::from(s.origin())),
     )

@@ -8,8 +8,8 @@
 //! handle to it goes ([`SpoolFile`]): a state superseded by a newer good one, a
 //! candidate that did not build, a read that turned out to be the same bytes. The
 //! spool's folder (`driftreactor-states-XXXXXX` in `[server] state_spool_dir`, else the
-//! system temporary folder) is made at start and removed with everything in it when
-//! the service stops.
+//! system temporary folder; readable by the service's user only, as each file in it)
+//! is made at start and removed with everything in it when the service stops.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,6 +33,12 @@ impl Spool {
     pub(crate) fn create(parent: Option<&Path>) -> std::io::Result<Arc<Self>> {
         let mut builder = tempfile::Builder::new();
         builder.prefix("driftreactor-states-");
+        // States hold secrets: the folder is the service's user's alone.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            builder.permissions(std::fs::Permissions::from_mode(0o700));
+        }
         let dir = match parent {
             Some(p) => builder.tempdir_in(p)?,
             None => builder.tempdir()?,
@@ -141,6 +147,12 @@ mod tests {
         let spool = Spool::create(Some(dir.path())).unwrap();
         let folder = spool.dir().to_owned();
         assert!(folder.starts_with(dir.path()));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(&folder).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700, "the service's user only: {mode:o}");
+        }
 
         let (first, version) = read_into(&spool, &source, None).await.unwrap().unwrap();
         assert_eq!(std::fs::read(first.path()).unwrap(), STATE.as_bytes());

@@ -27,7 +27,13 @@ pub(crate) struct SpoolWriter {
 impl SpoolWriter {
     /// Creates (or truncates) `path` for the state of `location` (named in errors).
     pub(crate) async fn create(path: &Path, location: &str) -> Result<Self, SourceError> {
-        let file = tokio::fs::File::create(path)
+        let mut options = tokio::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        // A state holds secrets: readable by the service's user only.
+        #[cfg(unix)]
+        options.mode(0o600);
+        let file = options
+            .open(path)
             .await
             .map_err(|e| write_error(location, path, &e))?;
         Ok(Self {
@@ -202,6 +208,12 @@ mod tests {
             "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"
         );
         assert_eq!(std::fs::read(&path).unwrap(), b"hello world");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+        }
 
         let dropped = dir.path().join("d");
         let mut w = SpoolWriter::create(&dropped, "loc").await.unwrap();
