@@ -221,10 +221,22 @@ async fn build(
                 None => e.good_state(),
             })
             .collect();
+        // The files stay while the loader reads them, even when this tick is dropped
+        // at shutdown (the blocking build runs on).
+        let held: Vec<Arc<SpoolFile>> = set
+            .entries
+            .iter()
+            .zip(candidates.iter())
+            .filter_map(|(e, c)| c.as_ref().or(e.good.as_ref()).map(|(f, _)| f.clone()))
+            .collect();
         let loader = ctx.loader.clone();
-        let result = tokio::task::spawn_blocking(move || loader.load(&inputs))
-            .await
-            .unwrap_or_else(|e| Err(LoadError::Aborted(e.to_string())));
+        let result = tokio::task::spawn_blocking(move || {
+            let loaded = loader.load(&inputs);
+            drop(held);
+            loaded
+        })
+        .await
+        .unwrap_or_else(|e| Err(LoadError::Aborted(e.to_string())));
         match result {
             Ok(loaded) => {
                 for (e, c) in set.entries.iter_mut().zip(candidates.iter_mut()) {
