@@ -9,7 +9,10 @@
 //! candidate that did not build, a read that turned out to be the same bytes. The
 //! spool's folder (`driftreactor-states-XXXXXX` in `[server] state_spool_dir`, else the
 //! system temporary folder; readable by the service's user only, as each file in it)
-//! is made at start and removed with everything in it when the service stops.
+//! is made at start and removed with everything in it when the service stops. A
+//! service killed outright (SIGKILL, the OOM killer) cannot remove its folder: each
+//! folder holds a lock file its service keeps locked, and a new spool removes the
+//! folders beside it whose lock is free.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,35 +20,52 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use driftreactor_state::{SourceError, Spooled, StateSource, Version};
 
+/// The prefix of a spool folder's name.
+const PREFIX: &str = "driftreactor-states-";
+
+/// The lock file in each spool folder: locked (`flock`) by its service for as long as
+/// it runs, so a folder whose lock can be taken was left by a service that is gone.
+const LOCK: &str = ".lock";
+
 /// The spool's folder; removed, with what is left in it, when the last handle goes.
 #[derive(Debug)]
 pub(crate) struct Spool {
     dir: tempfile::TempDir,
     next: AtomicU64,
+    /// Held (and locked) while the spool lives; released by the kernel if the process
+    /// dies.
+    _lock: std::fs::File,
 }
 
 impl Spool {
     /// A fresh spool folder in `parent`, else in the system temporary folder
-    /// (`TMPDIR`, else `/tmp`).
+    /// (`TMPDIR`, else `/tmp`), readable by the service's user only. Folders of
+    /// services that are gone (killed: SIGKILL, the OOM killer) found there are removed
+    /// first; folders of running services are left alone.
     ///
     /// # Errors
-    /// The folder cannot be created (no such parent, no permission).
+    /// The folder or its lock file cannot be created (no such parent, no permission).
     pub(crate) fn create(parent: Option<&Path>) -> std::io::Result<Arc<Self>> {
+        let parent = parent.map_or_else(std::env::temp_dir, Path::to_path_buf);
         let mut builder = tempfile::Builder::new();
-        builder.prefix("driftreactor-states-");
+        builder.prefix(PREFIX);
         // States hold secrets: the folder is the service's user's alone.
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt as _;
             builder.permissions(std::fs::Permissions::from_mode(0o700));
         }
-        let dir = match parent {
-            Some(p) => builder.tempdir_in(p)?,
-            None => builder.tempdir()?,
-        };
+        let dir = builder.tempdir_in(&parent)?;
+        // Locked before it has its name: a sweeper never sees it unlocked.
+        let taking = dir.path().join(".lock.new");
+        let lock = std::fs::File::create(&taking)?;
+        lock.lock()?;
+        std::fs::rename(&taking, dir.path().join(LOCK))?;
+        sweep(&parent, dir.path());
         Ok(Arc::new(Self {
             dir,
             next: AtomicU64::new(0),
+            _lock: lock,
         }))
     }
 
@@ -58,6 +78,38 @@ impl Spool {
     fn next_path(&self) -> PathBuf {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         self.dir.path().join(format!("{n}.tfstate"))
+    }
+}
+
+/// Removes the spool folders in `parent` (other than `own`) whose lock can be taken:
+/// their service is gone. Best effort: a folder that cannot be looked at is left.
+fn sweep(parent: &Path, own: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let ours = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(PREFIX));
+        if !ours || path == own {
+            continue;
+        }
+        // No lock file: not made by this version, or being made right now. Left.
+        let Ok(lock) = std::fs::File::open(path.join(LOCK)) else {
+            continue;
+        };
+        if lock.try_lock().is_ok() {
+            match std::fs::remove_dir_all(&path) {
+                Ok(()) => {
+                    tracing::info!(path = %path.display(), "Removed the state spool folder of a service that is gone.");
+                }
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "Cannot remove the state spool folder of a service that is gone.");
+                }
+            }
+        }
     }
 }
 
@@ -138,6 +190,14 @@ mod tests {
 
     const STATE: &str = r#"{"version": 4, "terraform_version": "1.11.4", "serial": 3, "lineage": "l", "outputs": {}, "resources": []}"#;
 
+    /// The state files in a spool folder (its lock file aside).
+    fn states(folder: &Path) -> usize {
+        std::fs::read_dir(folder)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name() != LOCK)
+            .count()
+    }
+
     #[tokio::test]
     async fn files_go_with_their_last_handle_and_the_folder_with_the_spool() {
         let dir = tempfile::tempdir().unwrap();
@@ -169,18 +229,38 @@ mod tests {
         drop(first);
         assert!(!first_path.exists(), "a dropped file is removed");
         assert_eq!(
-            std::fs::read_dir(&folder).unwrap().count(),
+            states(&folder),
             1,
             "only the file still held (no leftover of the unchanged read)"
         );
 
         let gone = driftreactor_state::file::FileSource::new(dir.path().join("gone"));
         assert!(read_into(&spool, &gone, None).await.is_err());
-        assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 1);
+        assert_eq!(states(&folder), 1);
 
         drop(spool);
         assert!(folder.exists(), "a held file keeps the folder");
         drop(second);
         assert!(!folder.exists(), "the folder goes with the spool");
+    }
+
+    /// A folder left by a killed service (its lock free) is removed by the next
+    /// spool made beside it; one whose service runs (its lock held) is left alone.
+    #[test]
+    fn a_killed_services_folder_is_swept_and_a_running_ones_is_not() {
+        let parent = tempfile::tempdir().unwrap();
+        let running = Spool::create(Some(parent.path())).unwrap();
+        let left = parent.path().join(format!("{PREFIX}killed"));
+        std::fs::create_dir(&left).unwrap();
+        std::fs::write(left.join(LOCK), "").unwrap();
+        std::fs::write(left.join("0.tfstate"), STATE).unwrap();
+        let unrelated = parent.path().join("other-folder");
+        std::fs::create_dir(&unrelated).unwrap();
+
+        let next = Spool::create(Some(parent.path())).unwrap();
+        assert!(!left.exists(), "the killed service's folder is removed");
+        assert!(running.dir().exists(), "a running service's folder stays");
+        assert!(next.dir().exists());
+        assert!(unrelated.exists());
     }
 }

@@ -125,6 +125,7 @@ fn spooled(parent: &std::path::Path) -> (std::path::PathBuf, Vec<std::path::Path
     let mut files: Vec<_> = std::fs::read_dir(&folder)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "tfstate"))
         .collect();
     files.sort();
     (folder, files)
