@@ -1567,6 +1567,39 @@ mod tests {
         );
     }
 
+    /// `[server] state_spool_dir` (relative to the config file's folder) holds the
+    /// spool folder; one that cannot be made there is named with the field.
+    #[tokio::test]
+    async fn states_are_spooled_in_the_configured_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("prod.tfstate"), STATE).unwrap();
+        std::fs::create_dir(dir.path().join("spool")).unwrap();
+        let config = |spool: &str| {
+            Config::parse(
+                &format!(
+                    "[[workspaces]]\nname = \"prod\"\nstate = \"prod.tfstate\"\n[server]\nstate_spool_dir = {spool:?}\n"
+                ),
+                &dir.path().join("driftreactor.toml"),
+            )
+            .unwrap()
+        };
+        let set = StateSet::open(&config("spool")).await.unwrap();
+        assert!(set.spool.dir().starts_with(dir.path().join("spool")));
+        let Some(StateInput::Spooled(s)) = set.states().into_iter().next() else {
+            panic!("a spooled state");
+        };
+        assert!(s.path.starts_with(set.spool.dir()));
+        assert_eq!(std::fs::read_to_string(&s.path).unwrap(), STATE);
+        assert_eq!(s.origin, set.entries[0].ws.location());
+        let folder = set.spool.dir().to_owned();
+        drop(set);
+        assert!(!folder.exists(), "the folder goes with the state set");
+
+        let err = StateSet::open(&config("missing/spool")).await.unwrap_err();
+        assert_eq!(err.field(), "server.state_spool_dir");
+        assert!(err.to_string().contains("missing/spool"), "{err}");
+    }
+
     #[tokio::test]
     async fn errors_name_the_workspace_the_field_and_the_location() {
         let dir = tempfile::tempdir().unwrap();
