@@ -2,11 +2,14 @@
 //! state's facts (serial, lineage) and, on request, their sensitive values out, every
 //! file read once (chunked, a few MB at a time; see `driftreactor_tfgraph`).
 //!
-//! Two entry points share one builder: [`load_bytes`] builds from states already in
-//! memory (what `serve`, `replay` and `validate` use: every workspace's bytes are
-//! fetched through its `driftreactor_state::StateSource`, whatever the backend: a
-//! local file, an object store, HCP Terraform or a `state_command`; see
-//! `driftreactor_serve::states`), [`load`] reads local files itself (`setup`). The
+//! Three entry points share one builder: [`load_bytes`] builds from states already in
+//! memory (what `replay` and `validate` use: every workspace's bytes are fetched
+//! through its `driftreactor_state::StateSource`, whatever the backend: a local file,
+//! an object store, HCP Terraform or a `state_command`; see
+//! `driftreactor_serve::states`), [`load_inputs`] from bytes or local copies
+//! ([`SpooledState`]: what `serve` uses, each workspace's last good state streamed to
+//! a file so no state is held whole in memory), [`load`] reads local files itself
+//! (`setup`). The
 //! fetching is asynchronous I/O and lives in serve; this module stays synchronous.
 //!
 //! Used by `replay`, by `serve`'s model loader (start-up and every reload) and, through
@@ -46,8 +49,7 @@ pub struct StateBytes {
     /// Where the bytes come from: a path or a URL (`s3://tfstate/prod.tfstate`), no
     /// credentials.
     pub origin: String,
-    /// The state document (shared: serve keeps the last good bytes of every workspace
-    /// and hands the same buffer to each rebuild).
+    /// The state document (shared: cloning a `StateBytes` does not copy it).
     pub bytes: std::sync::Arc<[u8]>,
 }
 
@@ -74,6 +76,76 @@ impl std::fmt::Debug for StateBytes {
             .field("origin", &self.origin)
             .field("bytes", &self.bytes.len())
             .finish()
+    }
+}
+
+/// One workspace's state in a local file that is a copy of its state, not its
+/// location: `serve`'s spooled copy of the last good state of a workspace. Built as
+/// [`load`] builds files (read a few MB at a time, never whole), but named by
+/// `origin` in errors and facts, as [`StateBytes`] are (`StateMeta::path` is `None`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpooledState {
+    /// The workspace name.
+    pub workspace: String,
+    /// Where the state was read from: a path or a URL (`s3://tfstate/prod.tfstate`),
+    /// no credentials.
+    pub origin: String,
+    /// The local copy (Terraform state format version 4, JSON).
+    pub path: PathBuf,
+}
+
+impl SpooledState {
+    /// The workspace `workspace`, read from `origin`, copied to `path`.
+    pub fn new(
+        workspace: impl Into<String>,
+        origin: impl Into<String>,
+        path: impl Into<PathBuf>,
+    ) -> Self {
+        Self {
+            workspace: workspace.into(),
+            origin: origin.into(),
+            path: path.into(),
+        }
+    }
+}
+
+/// One workspace's state to build ([`load_inputs`]): in memory or in a local copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StateInput {
+    /// The state's bytes.
+    Bytes(StateBytes),
+    /// A local copy of the state, read in chunks.
+    Spooled(SpooledState),
+}
+
+impl StateInput {
+    /// The workspace name.
+    pub fn workspace(&self) -> &str {
+        match self {
+            StateInput::Bytes(s) => &s.workspace,
+            StateInput::Spooled(s) => &s.workspace,
+        }
+    }
+
+    /// Where the state was read from (a path or a URL, no credentials).
+    pub fn origin(&self) -> &str {
+        match self {
+            StateInput::Bytes(s) => &s.origin,
+            StateInput::Spooled(s) => &s.origin,
+        }
+    }
+}
+
+impl From<StateBytes> for StateInput {
+    fn from(s: StateBytes) -> Self {
+        StateInput::Bytes(s)
+    }
+}
+
+impl From<SpooledState> for StateInput {
+    fn from(s: SpooledState) -> Self {
+        StateInput::Spooled(s)
     }
 }
 
@@ -163,6 +235,31 @@ pub fn load_bytes<'a>(
         options,
         |b, s| b.add_state_bytes(&s.workspace, &s.origin, &s.bytes),
         |s| (s.workspace.clone(), PathBuf::from(&s.origin)),
+    )
+}
+
+/// Builds the estate from `states`, in order, each from its bytes or its local copy
+/// (read a few MB at a time, as [`load`] reads files), exactly as [`load_bytes`] does:
+/// one graph, each state's facts (`StateMeta::path` is `None`: the origin names it)
+/// and, with [`LoadOptions::secrets`], their sensitive values, from one parse of each.
+///
+/// # Errors
+/// [`LoadError::State`] naming the first workspace whose state is not a usable state
+/// (or whose name is taken twice), its `path` being the origin; a local copy that
+/// cannot be opened is `driftreactor_tfgraph::Error::Read` naming the copy. Nothing
+/// is returned then.
+pub fn load_inputs<'a>(
+    states: impl IntoIterator<Item = &'a StateInput>,
+    options: LoadOptions,
+) -> Result<Estate, LoadError> {
+    build(
+        states,
+        options,
+        |b, s| match s {
+            StateInput::Bytes(s) => b.add_state_bytes(&s.workspace, &s.origin, &s.bytes),
+            StateInput::Spooled(s) => b.add_state_copy(&s.workspace, &s.origin, &s.path),
+        },
+        |s| (s.workspace().to_owned(), PathBuf::from(s.origin())),
     )
 }
 
@@ -283,6 +380,45 @@ mod tests {
         assert_eq!(path, std::path::Path::new("s3://b/prod.tfstate"));
         let cause = std::error::Error::source(&err).unwrap().to_string();
         assert!(cause.contains("s3://b/prod.tfstate"), "{cause}");
+    }
+
+    #[test]
+    fn spooled_copies_load_as_bytes_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join("0.tfstate");
+        std::fs::write(&copy, SECRET).unwrap();
+        let inputs = [
+            StateInput::from(StateBytes::new("a", "s3://b/a.tfstate", EMPTY.as_bytes())),
+            StateInput::from(SpooledState::new("b", "gs://b/b.tfstate", &copy)),
+        ];
+        let from_copy = load_inputs(&inputs, LoadOptions { secrets: true }).unwrap();
+        let bytes = [
+            StateBytes::new("a", "s3://b/a.tfstate", EMPTY.as_bytes()),
+            StateBytes::new("b", "gs://b/b.tfstate", SECRET.as_bytes()),
+        ];
+        let from_bytes = load_bytes(&bytes, LoadOptions { secrets: true }).unwrap();
+        assert_eq!(from_copy.graph.len(), from_bytes.graph.len());
+        assert_eq!(from_copy.states, from_bytes.states);
+        assert_eq!(from_copy.states[1].path, None, "the origin names it");
+        assert_eq!(from_copy.secrets, from_bytes.secrets);
+
+        std::fs::write(&copy, "<html>").unwrap();
+        let err = load_inputs(&inputs[1..], LoadOptions::default()).unwrap_err();
+        let LoadError::State {
+            workspace, path, ..
+        } = &err;
+        assert_eq!(workspace, "b");
+        assert_eq!(path, std::path::Path::new("gs://b/b.tfstate"));
+        let cause = std::error::Error::source(&err).unwrap().to_string();
+        assert!(cause.contains("gs://b/b.tfstate"), "{cause}");
+
+        std::fs::remove_file(&copy).unwrap();
+        let err = load_inputs(&inputs[1..], LoadOptions::default()).unwrap_err();
+        let cause = std::error::Error::source(&err).unwrap().to_string();
+        assert!(
+            cause.contains("0.tfstate"),
+            "the missing copy is named: {cause}"
+        );
     }
 
     #[test]

@@ -28,7 +28,7 @@ use crate::{
     AfterCommit, LockTable, Running, ServeError, ServeOptions, SourceRegistry, StateSet,
     WorkspaceTable,
 };
-use driftreactor_pipeline::estate::{self, LoadOptions, StateBytes};
+use driftreactor_pipeline::estate::{self, LoadOptions, StateInput};
 
 /// Why [`launch`] could not start the sidecar, or it stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -232,8 +232,8 @@ pub async fn launch(
 }
 
 /// Builds the states once (graph and sensitive values), on a blocking thread.
-async fn read_states(states: Vec<StateBytes>) -> Result<driftreactor_pipeline::Estate, ServeError> {
-    tokio::task::spawn_blocking(move || estate::load_bytes(&states, LoadOptions { secrets: true }))
+async fn read_states(states: Vec<StateInput>) -> Result<driftreactor_pipeline::Estate, ServeError> {
+    tokio::task::spawn_blocking(move || estate::load_inputs(&states, LoadOptions { secrets: true }))
         .await
         .map_err(|e| ServeError::Model(LoadError::Aborted(e.to_string())))?
         .map_err(|e| ServeError::Model(crate::loader::load_error(e)))

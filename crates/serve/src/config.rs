@@ -33,6 +33,13 @@ pub struct ServerConfig {
     /// How often the state files are checked for a new `serial` / `lineage`, in
     /// seconds. 0 disables reloading. Default 10.
     pub state_reload_secs: u64,
+    /// The folder in which the service keeps a copy of each workspace's last good
+    /// state between rebuilds (one file per workspace, as large as its state: the
+    /// states are not held in memory): a new folder `driftreactor-states-XXXXXX` is
+    /// made in it at start and removed at shutdown. Relative to the config file's
+    /// folder. Default: the system temporary folder (`TMPDIR`, else `/tmp`); set it to
+    /// a disk volume where `/tmp` is a memory-backed tmpfs.
+    pub state_spool_dir: Option<std::path::PathBuf>,
     /// On SIGTERM / SIGINT, how long in-flight messages may take to finish, in seconds;
     /// what is still unanswered then is released (not acknowledged). Default 25.
     pub shutdown_grace_secs: u64,
@@ -99,6 +106,7 @@ impl Default for ServerConfig {
             queue_capacity: DEFAULT_QUEUE_CAPACITY,
             max_in_flight: 256,
             state_reload_secs: 10,
+            state_spool_dir: None,
             shutdown_grace_secs: 25,
             push_timeout_secs: 20,
             header_read_timeout_secs: 5,

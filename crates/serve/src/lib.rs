@@ -53,6 +53,7 @@ pub mod reload;
 pub mod replica;
 mod retention;
 mod sources;
+mod spool;
 mod state;
 pub mod states;
 mod stream;
@@ -668,18 +669,24 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
             holder: replica::replica_id().to_owned(),
         });
     }
-    if server.state_reload_secs > 0 {
-        tokio::spawn(reload::run(
+    // The reload task owns the state set and its spool folder: the folder is removed
+    // when the task ends at shutdown (awaited below), or here when there is no reload.
+    let reload = if server.state_reload_secs > 0 {
+        Some(tokio::spawn(reload::run(
             ctx.clone(),
             states,
             Duration::from_secs(server.state_reload_secs),
             token.clone(),
-        ));
-    } else if !config.workspace_sets.is_empty() {
-        tracing::warn!(
-            "state_reload_secs = 0: states are not reloaded and [[workspace_sets]] are not listed again."
-        );
-    }
+        )))
+    } else {
+        if !config.workspace_sets.is_empty() {
+            tracing::warn!(
+                "state_reload_secs = 0: states are not reloaded and [[workspace_sets]] are not listed again."
+            );
+        }
+        drop(states);
+        None
+    };
 
     let prune = match retention {
         Some(r) => {
@@ -743,6 +750,13 @@ pub async fn start(opts: ServeOptions) -> Result<Running, ServeError> {
                 "Shutdown grace elapsed; unanswered messages are released for redelivery."
             );
             worker_abort.abort();
+        }
+        if let Some(reload) = reload {
+            // It stops at the cancellation, mid-tick too; then its spool folder goes.
+            let abort = reload.abort_handle();
+            if tokio::time::timeout_at(deadline, reload).await.is_err() {
+                abort.abort();
+            }
         }
         if let Some(prune) = prune {
             // Stops after the batch it is writing; aborting only drops the wait, the

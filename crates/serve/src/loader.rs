@@ -1,6 +1,7 @@
 //! The pipeline as the service's [`Model`]: [`PipelineLoader`] builds the states it
-//! is handed (each workspace's bytes, read through its state source by
-//! [`crate::states`]) into a graph with [`driftreactor_pipeline::estate::load_bytes`]
+//! is handed (each workspace's state, read through its state source by
+//! [`crate::states`] into a spool file, or bytes) into a graph with
+//! [`driftreactor_pipeline::estate::load_inputs`]
 //! and, with remediation on, collects their sensitive values from the same parse;
 //! [`PipelineModel`] runs normalize → route → decide over it.
 
@@ -12,7 +13,7 @@ use driftreactor_decide::{Policy, PolicyConfig};
 use driftreactor_event::NormalizeError;
 use driftreactor_journal::ResourceKey;
 use driftreactor_pipeline::Pipeline;
-use driftreactor_pipeline::estate::{self, Estate, LoadOptions, StateBytes};
+use driftreactor_pipeline::estate::{self, Estate, LoadOptions, StateInput};
 
 use crate::model::{
     Input, LoadError, Loaded, Model, ModelLoader, Processed, ResourceInfo, StateInfo,
@@ -69,11 +70,11 @@ impl PipelineLoader {
     ///
     /// # Errors
     /// [`LoadError::State`] naming the workspace (its source names the location).
-    pub fn read(&self, states: &[StateBytes], secrets: bool) -> Result<Estate, LoadError> {
+    pub fn read(&self, states: &[StateInput], secrets: bool) -> Result<Estate, LoadError> {
         let options = LoadOptions {
             secrets: secrets || self.secrets.is_some(),
         };
-        estate::load_bytes(states, options).map_err(load_error)
+        estate::load_inputs(states, options).map_err(load_error)
     }
 
     /// Makes the next [`ModelLoader::load`] build its model from `estate` (built with
@@ -86,7 +87,7 @@ impl PipelineLoader {
     }
 
     /// The model over `estate`, built from `states`.
-    fn model(&self, policy: Policy, states: &[StateBytes], estate: Estate) -> Loaded {
+    fn model(&self, policy: Policy, states: &[StateInput], estate: Estate) -> Loaded {
         if let Some(sink) = &self.secrets {
             sink(estate.secrets);
         }
@@ -94,8 +95,8 @@ impl PipelineLoader {
             .iter()
             .zip(&estate.states)
             .map(|(s, meta)| StateInfo {
-                workspace: s.workspace.clone(),
-                path: PathBuf::from(&s.origin),
+                workspace: s.workspace().to_owned(),
+                path: PathBuf::from(s.origin()),
                 serial: meta.serial,
                 lineage: meta.lineage.clone(),
             })
@@ -109,7 +110,7 @@ impl PipelineLoader {
 }
 
 impl ModelLoader for PipelineLoader {
-    fn load(&self, states: &[StateBytes]) -> Result<Loaded, LoadError> {
+    fn load(&self, states: &[StateInput]) -> Result<Loaded, LoadError> {
         let policy = Policy::compile(&self.policy).map_err(|e| LoadError::Policy(e.into()))?;
         let primed = self
             .primed
@@ -210,6 +211,7 @@ mod tests {
     use std::path::Path;
 
     use driftreactor_notify::Redactor;
+    use driftreactor_pipeline::estate::StateBytes;
 
     use super::*;
 
@@ -237,11 +239,11 @@ mod tests {
         let loader = PipelineLoader::from_config(&config)
             .with_secrets(move |secrets| redactor.add_secrets(secrets));
         let read = |path: &Path| {
-            vec![StateBytes::new(
+            vec![StateInput::from(StateBytes::new(
                 "prod",
                 path.display().to_string(),
                 std::fs::read(path).unwrap(),
-            )]
+            ))]
         };
         loader.load(&read(&state)).unwrap();
         assert!(held_by_github.is_empty());
@@ -282,11 +284,11 @@ mod tests {
         write(1);
         let loader = PipelineLoader::new(PolicyConfig::default());
         let read = || {
-            vec![StateBytes::new(
+            vec![StateInput::from(StateBytes::new(
                 "prod",
                 state.display().to_string(),
                 std::fs::read(&state).unwrap(),
-            )]
+            ))]
         };
         let estate = loader.read(&read(), true).unwrap();
         write(2);

@@ -126,7 +126,7 @@ impl std::fmt::Debug for Loaded {
 pub trait ModelLoader: Send + Sync {
     /// Builds the model over `states` (one per workspace, in load order: Terraform
     /// state format version 4 JSON, with the workspace name and the location it was
-    /// read from).
+    /// read from; `serve` hands each as its spool file, read a few MB at a time).
     ///
     /// # Errors
     /// [`LoadError::State`] naming the workspace when its state cannot be parsed (the
@@ -135,7 +135,7 @@ pub trait ModelLoader: Send + Sync {
     /// the previous model.
     fn load(
         &self,
-        states: &[driftreactor_pipeline::estate::StateBytes],
+        states: &[driftreactor_pipeline::estate::StateInput],
     ) -> Result<Loaded, LoadError>;
 }
 

@@ -7,14 +7,16 @@
 //!    (read in this same tick), gone ones removed; a failed listing keeps the
 //!    previous list and shows its error on `/readyz`;
 //! 2. every workspace's state is read conditionally (`previous` = the version last
-//!    fetched: an unchanged object costs one small request and downloads nothing) and
-//!    its lock looked at, [`crate::states::READ_CONCURRENCY`] at a time;
-//!    a new version whose bytes are those of the state in use (a touch, a copy) is
-//!    compared, not parsed again;
+//!    fetched: an unchanged object costs one small request and downloads nothing),
+//!    a changed one streamed into a new file of the spool (`crate::spool`), and its
+//!    lock looked at, [`crate::states::READ_CONCURRENCY`] at a time;
+//!    a new version whose bytes are those of the state in use (a touch, a copy: the
+//!    same length and SHA-256) is compared, not parsed again, and its file removed;
 //! 3. when a state changed or a workspace came or went, the model is rebuilt from the
-//!    new bytes of the changed workspaces and the last good bytes (in memory) of the
-//!    others, and swapped in. A workspace whose new bytes are not a state is left at
-//!    its last good state in that rebuild (the others still move forward);
+//!    new files of the changed workspaces and the last good files of the others (each
+//!    read a few MB at a time; no state is held in memory), and swapped in; a
+//!    superseded file is removed. A workspace whose new bytes are not a state is left
+//!    at its last good state in that rebuild (the others still move forward);
 //! 4. a workspace that fails ([`UNREADABLE_CHECKS`] checks in a row: not a file just
 //!    caught mid-write) is logged as a warning, counted once in
 //!    `state_reloads_total{result="error"}` and shown on `/readyz` (`state_error`, and
@@ -24,13 +26,14 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use driftreactor_pipeline::estate::StateBytes;
-use driftreactor_state::{Fetch, Version};
+use driftreactor_pipeline::estate::{SpooledState, StateInput};
+use driftreactor_state::Version;
 use tokio_util::sync::CancellationToken;
 
 use crate::Ctx;
 use crate::metrics::RunLabels;
 use crate::model::LoadError;
+use crate::spool::SpoolFile;
 use crate::states::{Entry, StateSet, look_at_locks, read_conditionally};
 
 /// Checks in a row a workspace's state may stay unreadable (a local file being
@@ -38,16 +41,19 @@ use crate::states::{Entry, StateSet, look_at_locks, read_conditionally};
 /// reload and shows on `/readyz`.
 pub const UNREADABLE_CHECKS: u32 = 3;
 
-/// A workspace's newly fetched state (bytes and version), not yet in the graph.
-type Candidate = Option<(Arc<[u8]>, Version)>;
+/// A workspace's newly fetched state (its spool file and version), not yet in the
+/// graph.
+type Candidate = Option<(Arc<SpoolFile>, Version)>;
 
-/// True when `bytes` are the bytes of `e`'s last good state (a byte comparison:
-/// tens of milliseconds for a 1 GB state, against seconds for its parse). A state
-/// whose serial did not change but whose bytes did (a hand edit, another tool's
-/// formatting) is parsed: Terraform bumps the serial on every change it makes, but
-/// not every writer does.
-fn same_state(e: &Entry, bytes: &[u8]) -> bool {
-    e.good.as_ref().is_some_and(|(good, _)| **good == *bytes)
+/// True when `file` holds the bytes of `e`'s last good state (the same length and
+/// SHA-256, computed while it was written, against seconds for a parse of a large
+/// state). A state whose serial did not change but whose bytes did (a hand edit,
+/// another tool's formatting) is parsed: Terraform bumps the serial on every change
+/// it makes, but not every writer does.
+fn same_state(e: &Entry, file: &SpoolFile) -> bool {
+    e.good
+        .as_ref()
+        .is_some_and(|(good, _)| good.same_bytes(file))
 }
 
 fn count_failed_reload(ctx: &Ctx) {
@@ -109,14 +115,14 @@ pub(crate) async fn tick(ctx: &Ctx, set: &mut StateSet) {
     }
 
     let (reads, locks) = tokio::join!(
-        read_conditionally(&set.entries),
+        read_conditionally(&set.entries, &set.spool),
         look_at_locks(&set.entries)
     );
     let now = SystemTime::now();
     let mut candidates: Vec<Candidate> = vec![None; set.entries.len()];
     for (i, (e, read)) in set.entries.iter_mut().zip(reads).enumerate() {
         match read {
-            Ok(Fetch::Unchanged) => {
+            Ok(None) => {
                 let good = e.good.as_ref().map(|(_, v)| v);
                 if e.good.is_some() && good == e.tried.as_ref() {
                     succeed(e, now);
@@ -125,9 +131,11 @@ pub(crate) async fn tick(ctx: &Ctx, set: &mut StateSet) {
                     fail(ctx, e, message);
                 }
             }
-            Ok(Fetch::Changed { bytes, version }) if same_state(e, &bytes) => {
+            Ok(Some((file, version))) if same_state(e, &file) => {
                 // A new version of the same bytes (a touch, a copy, a `terraform state
-                // push` of the state in use): compared, not parsed again.
+                // push` of the state in use): compared, not parsed again; its file
+                // goes (the one in use stays).
+                drop(file);
                 tracing::debug!(workspace = %e.ws.name(), "State rewritten unchanged; not parsed again.");
                 e.tried = Some(version.clone());
                 if let Some((_, good)) = &mut e.good {
@@ -135,9 +143,9 @@ pub(crate) async fn tick(ctx: &Ctx, set: &mut StateSet) {
                 }
                 succeed(e, now);
             }
-            Ok(Fetch::Changed { bytes, version }) => {
+            Ok(Some((file, version))) => {
                 e.tried = Some(version.clone());
-                candidates[i] = Some((bytes.into(), version));
+                candidates[i] = Some((Arc::new(file), version));
                 rebuild = true;
             }
             Err(err) => {
@@ -183,10 +191,11 @@ pub(crate) async fn tick(ctx: &Ctx, set: &mut StateSet) {
     set.publish(UNREADABLE_CHECKS);
 }
 
-/// Rebuilds the model from `candidates` (new bytes by entry) and the last good bytes
-/// of the others; a candidate that does not build is dropped (its workspace keeps its
-/// last good state) and the build tried again without it, unless nothing is left to
-/// change (`membership`: workspaces came or went, so a rebuild is due anyway).
+/// Rebuilds the model from `candidates` (new spool files by entry) and the last good
+/// files of the others; a candidate that does not build is dropped (its workspace
+/// keeps its last good state; its file is removed) and the build tried again without
+/// it, unless nothing is left to change (`membership`: workspaces came or went, so a
+/// rebuild is due anyway). A state superseded by its candidate's has its file removed.
 async fn build(
     ctx: &Ctx,
     set: &mut StateSet,
@@ -199,26 +208,41 @@ async fn build(
             // Every changed state was refused: the graph in use is still current.
             return;
         }
-        let inputs: Vec<StateBytes> = set
+        let inputs: Vec<StateInput> = set
             .entries
             .iter()
             .zip(candidates.iter())
             .filter_map(|(e, c)| match c {
-                Some((bytes, _)) => {
-                    Some(StateBytes::new(e.ws.name(), e.ws.location(), bytes.clone()))
-                }
+                Some((file, _)) => Some(StateInput::Spooled(SpooledState::new(
+                    e.ws.name(),
+                    e.ws.location(),
+                    file.path(),
+                ))),
                 None => e.good_state(),
             })
             .collect();
+        // The files stay while the loader reads them, even when this tick is dropped
+        // at shutdown (the blocking build runs on).
+        let held: Vec<Arc<SpoolFile>> = set
+            .entries
+            .iter()
+            .zip(candidates.iter())
+            .filter_map(|(e, c)| c.as_ref().or(e.good.as_ref()).map(|(f, _)| f.clone()))
+            .collect();
         let loader = ctx.loader.clone();
-        let result = tokio::task::spawn_blocking(move || loader.load(&inputs))
-            .await
-            .unwrap_or_else(|e| Err(LoadError::Aborted(e.to_string())));
+        let result = tokio::task::spawn_blocking(move || {
+            let loaded = loader.load(&inputs);
+            drop(held);
+            loaded
+        })
+        .await
+        .unwrap_or_else(|e| Err(LoadError::Aborted(e.to_string())));
         match result {
             Ok(loaded) => {
                 for (e, c) in set.entries.iter_mut().zip(candidates.iter_mut()) {
-                    if let Some((bytes, version)) = c.take() {
-                        e.good = Some((bytes, version));
+                    if let Some((file, version)) = c.take() {
+                        // The superseded state's file goes with its last handle.
+                        e.good = Some((file, version));
                         succeed(e, now);
                     }
                 }

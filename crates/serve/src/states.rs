@@ -11,9 +11,10 @@
 //! here; the graph building stays pure in the pipeline crate.
 //!
 //! `serve` keeps a [`StateSet`]: the workspaces with their sources, the **last good
-//! bytes** of each state (so a rebuild after one workspace changed downloads only that
-//! one, and a workspace that cannot be read now keeps its last good state in every new
-//! graph), the version last tried (so a bad object is not downloaded again until it
+//! state** of each, as a file in the spool (`crate::spool`: streamed there by its
+//! source, never held whole in memory; a rebuild after one workspace changed downloads
+//! only that one and reads the others' files, and a workspace that cannot be read now
+//! keeps its last good state in every new graph), the version last tried (so a bad object is not downloaded again until it
 //! changes), Terraform's lock as last seen, and the workspace sets with their last
 //! listing. The reload task (`crate::reload`) is its only writer; readers get
 //! snapshots: [`LockTable`] (is workspace W's state locked now?), [`WorkspaceTable`]
@@ -26,7 +27,7 @@ use std::time::{Duration, SystemTime};
 
 use driftreactor_config::{Config, WorkspaceConfig, WorkspaceSetConfig};
 use driftreactor_journal::{ListedWorkspace, Listing, SharedJournal};
-use driftreactor_pipeline::estate::StateBytes;
+use driftreactor_pipeline::estate::{SpooledState, StateBytes, StateInput};
 use driftreactor_state::{
     ErrorKind, Fetch, LockInfo, SourceError, StateLister, StateLocation, StateSource, Version,
 };
@@ -37,6 +38,7 @@ use serde::Serialize;
 use tokio::sync::watch;
 
 use crate::replica::Leader;
+use crate::spool::{Spool, SpoolFile};
 
 /// A follower lists a set itself once the stored listing is older than this many
 /// `list_interval_secs` (the leader is gone, or cannot list or write): a dead leader
@@ -89,6 +91,15 @@ pub enum Error {
         #[source]
         source: SourceError,
     },
+    /// The spool folder for the workspaces' last good states could not be made.
+    #[error("cannot make the state spool folder in {dir}: {reason}")]
+    Spool {
+        /// Where it was to be made (`[server] state_spool_dir`, or the system
+        /// temporary folder).
+        dir: String,
+        /// The reason.
+        reason: String,
+    },
     /// Two workspaces have the same name (a set found a workspace `[[workspaces]]`
     /// already names, or two sets found the same name).
     #[error("workspace {workspace} is defined twice (by {first} and by {second})")]
@@ -112,6 +123,7 @@ impl Error {
             Error::Workspace { field, .. }
             | Error::List { field, .. }
             | Error::Duplicate { field, .. } => field,
+            Error::Spool { .. } => "server.state_spool_dir",
         }
     }
 
@@ -119,7 +131,7 @@ impl Error {
     pub fn kind(&self) -> Option<ErrorKind> {
         match self {
             Error::Workspace { source, .. } | Error::List { source, .. } => Some(source.kind),
-            Error::Duplicate { .. } => None,
+            Error::Duplicate { .. } | Error::Spool { .. } => None,
         }
     }
 
@@ -582,8 +594,8 @@ fn rfc3339(t: SystemTime) -> String {
 #[derive(Debug)]
 pub(crate) struct Entry {
     pub ws: Workspace,
-    /// The last state that built into the graph, and its version.
-    pub good: Option<(Arc<[u8]>, Version)>,
+    /// The last state that built into the graph (its spool file), and its version.
+    pub good: Option<(Arc<SpoolFile>, Version)>,
     /// The version last fetched (good or not): passed as `previous` so that an
     /// unchanged bad object is not downloaded again.
     pub tried: Option<Version>,
@@ -610,11 +622,16 @@ impl Entry {
         }
     }
 
-    /// The bytes the next graph uses for this workspace, when it has any.
-    pub fn good_state(&self) -> Option<StateBytes> {
-        self.good
-            .as_ref()
-            .map(|(b, _)| StateBytes::new(self.ws.name(), self.ws.location(), b.clone()))
+    /// The state the next graph uses for this workspace (its spool file), when it has
+    /// any.
+    pub fn good_state(&self) -> Option<StateInput> {
+        self.good.as_ref().map(|(file, _)| {
+            StateInput::Spooled(SpooledState::new(
+                self.ws.name(),
+                self.ws.location(),
+                file.path(),
+            ))
+        })
     }
 }
 
@@ -664,20 +681,27 @@ pub struct StateSet {
     /// Several replicas on one journal: how listings are shared (`None`: this
     /// process lists every set itself).
     shared: Option<SharedListing>,
+    /// Where the workspaces' states are kept between rebuilds.
+    pub(crate) spool: Arc<Spool>,
 }
 
 impl StateSet {
     /// Opens every workspace of `config` ([`discover`]: the `[[workspace_sets]]` are
-    /// listed once), reads each state once and looks at each lock once.
+    /// listed once), reads each state once into a new spool folder (in `[server]
+    /// state_spool_dir`, relative to the config file's folder, else in the system
+    /// temporary folder; removed when the set is dropped) and looks at each lock once.
     ///
     /// # Errors
     /// As [`discover`] and [`fetch`]: a workspace that cannot be opened or read, a set
-    /// that cannot be listed; nothing is kept then. A lock that cannot be looked at is
-    /// not an error (it is shown on `/readyz`).
+    /// that cannot be listed; [`Error::Spool`] when the spool folder cannot be made;
+    /// nothing is kept then. A lock that cannot be looked at is not an error (it is
+    /// shown on `/readyz`).
     pub async fn open(config: &Config) -> Result<Self, Error> {
         let mut sets = Vec::new();
         let mut workspaces = Vec::new();
         let base = base_dir(config);
+        let spool = open_spool(config, &base)?;
+        tracing::debug!(dir = %spool.dir().display(), "Workspace states are kept in the spool folder.");
         for (i, ws) in config.workspaces.iter().enumerate() {
             let field = format!("workspaces[{i}].state");
             let source = open_workspace(ws, &base).map_err(|source| Error::Workspace {
@@ -717,15 +741,15 @@ impl StateSet {
                 warned_stale: false,
             });
         }
-        let fetched = fetch(&workspaces).await?;
+        let fetched = fetch_into(&workspaces, &spool).await?;
         let checked = SystemTime::now();
         let mut entries: Vec<Entry> = workspaces
             .into_iter()
             .zip(fetched)
-            .map(|(ws, f)| {
+            .map(|(ws, (file, version))| {
                 let mut e = Entry::new(ws);
-                e.good = Some((f.state.bytes, f.version.clone()));
-                e.tried = Some(f.version);
+                e.good = Some((Arc::new(file), version.clone()));
+                e.tried = Some(version);
                 e.last_check = Some(checked);
                 e
             })
@@ -737,14 +761,14 @@ impl StateSet {
                 Err(err) => e.lock_error = Some(err.to_string()),
             }
         }
-        let this = Self::with(entries, sets, base);
+        let this = Self::with(entries, sets, base, spool);
         this.publish(crate::reload::UNREADABLE_CHECKS);
         Ok(this)
     }
 
     /// `entries` and `sets` with empty lock and workspace tables and an empty report
-    /// (nothing published yet).
-    fn with(entries: Vec<Entry>, sets: Vec<SetEntry>, base: PathBuf) -> Self {
+    /// (nothing published yet), their states kept in `spool`.
+    fn with(entries: Vec<Entry>, sets: Vec<SetEntry>, base: PathBuf, spool: Arc<Spool>) -> Self {
         let (locks, _) = watch::channel(Arc::new(BTreeMap::new()));
         let (workspaces, _) = watch::channel(Arc::new(BTreeMap::new()));
         Self {
@@ -756,11 +780,13 @@ impl StateSet {
             load_error: None,
             base,
             shared: None,
+            spool,
         }
     }
 
-    /// The states of every workspace, in load order (for the first graph).
-    pub fn states(&self) -> Vec<StateBytes> {
+    /// The states of every workspace, in load order (for the first graph): each its
+    /// spool file, named by its location.
+    pub fn states(&self) -> Vec<StateInput> {
         self.entries.iter().filter_map(Entry::good_state).collect()
     }
 
@@ -1135,19 +1161,89 @@ pub(crate) async fn look_at_locks(entries: &[Entry]) -> Vec<Result<Option<LockIn
     .await
 }
 
-/// Reads every entry conditionally (`previous` = the version last tried), at most
-/// [`READ_CONCURRENCY`] at a time, in order.
-pub(crate) async fn read_conditionally(entries: &[Entry]) -> Vec<Result<Fetch, SourceError>> {
+/// What one conditional read into the spool gave: `None` when unchanged, else the
+/// new file and its version.
+pub(crate) type SpoolRead = Result<Option<(SpoolFile, Version)>, SourceError>;
+
+/// Reads every entry conditionally (`previous` = the version last tried) into new
+/// files of `spool`, at most [`READ_CONCURRENCY`] at a time, in order.
+pub(crate) async fn read_conditionally(entries: &[Entry], spool: &Arc<Spool>) -> Vec<SpoolRead> {
     let jobs: Vec<(Arc<dyn StateSource>, Option<Version>)> = entries
         .iter()
         .map(|e| (e.ws.source.clone(), e.tried.clone()))
         .collect();
+    let spool = spool.clone();
     each(
         jobs,
-        |(source, previous)| async move { source.read(previous.as_ref()).await },
+        move |(source, previous)| {
+            let spool = spool.clone();
+            async move { crate::spool::read_into(&spool, &*source, previous.as_ref()).await }
+        },
         task_failed,
     )
     .await
+}
+
+/// The spool of `config`: a new folder in `[server] state_spool_dir` (relative to
+/// `base`), else in the system temporary folder.
+fn open_spool(config: &Config, base: &Path) -> Result<Arc<Spool>, Error> {
+    let server: crate::ServerConfig =
+        config
+            .section("server", config.server.as_ref())
+            .map_err(|e| Error::Spool {
+                dir: "[server]".into(),
+                reason: e.to_string(),
+            })?;
+    let parent = server.state_spool_dir.map(|d| base.join(d));
+    Spool::create(parent.as_deref()).map_err(|e| Error::Spool {
+        dir: parent.map_or_else(
+            || std::env::temp_dir().display().to_string(),
+            |p| p.display().to_string(),
+        ),
+        reason: e.to_string(),
+    })
+}
+
+/// Reads every workspace's state once into new files of `spool` (at most
+/// [`READ_CONCURRENCY`] at a time), in the order given.
+///
+/// # Errors
+/// [`Error::Workspace`] for the first workspace (in order) whose state cannot be read,
+/// naming the workspace, the location and the store's answer.
+async fn fetch_into(
+    workspaces: &[Workspace],
+    spool: &Arc<Spool>,
+) -> Result<Vec<(SpoolFile, Version)>, Error> {
+    let sources: Vec<Arc<dyn StateSource>> = workspaces.iter().map(|w| w.source.clone()).collect();
+    let owned = spool.clone();
+    let reads = each(
+        sources,
+        move |source| {
+            let spool = owned.clone();
+            async move { crate::spool::read_into(&spool, &*source, None).await }
+        },
+        task_failed,
+    )
+    .await;
+    workspaces
+        .iter()
+        .zip(reads)
+        .map(|(ws, read)| match read {
+            Ok(Some(got)) => Ok(got),
+            // Only a source that was asked with a version answers this.
+            Ok(None) => Err(ws.error(SourceError {
+                kind: ErrorKind::Other,
+                location: ws.location().to_owned(),
+                message: "the store answered `not modified` to an unconditional read".into(),
+            })),
+            Err(mut e) => {
+                if e.location.is_empty() {
+                    e.location = ws.location().to_owned();
+                }
+                Err(ws.error(e))
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -1219,7 +1315,12 @@ mod tests {
             field: "workspaces[0].state".into(),
             source: Arc::new(Locked),
         };
-        let mut set = StateSet::with(vec![Entry::new(ws)], Vec::new(), PathBuf::from("/etc/dr"));
+        let mut set = StateSet::with(
+            vec![Entry::new(ws)],
+            Vec::new(),
+            PathBuf::from("/etc/dr"),
+            Spool::create(None).unwrap(),
+        );
         let table = set.locks();
         let to_fn = table.to_fn();
         let list = set.workspaces();
@@ -1310,6 +1411,7 @@ mod tests {
                 warned_stale: false,
             }],
             PathBuf::from("/etc/dr"),
+            Spool::create(None).unwrap(),
         )
     }
 
@@ -1419,6 +1521,7 @@ mod tests {
                 warned_stale: false,
             }],
             PathBuf::from("/etc/dr"),
+            Spool::create(None).unwrap(),
         );
         let list = states.workspaces();
         assert!(states.relist(now).await);
@@ -1462,6 +1565,39 @@ mod tests {
             Path::new("s3://tfstate/prod.tfstate"),
             "the workspace's state is the listed object"
         );
+    }
+
+    /// `[server] state_spool_dir` (relative to the config file's folder) holds the
+    /// spool folder; one that cannot be made there is named with the field.
+    #[tokio::test]
+    async fn states_are_spooled_in_the_configured_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("prod.tfstate"), STATE).unwrap();
+        std::fs::create_dir(dir.path().join("spool")).unwrap();
+        let config = |spool: &str| {
+            Config::parse(
+                &format!(
+                    "[[workspaces]]\nname = \"prod\"\nstate = \"prod.tfstate\"\n[server]\nstate_spool_dir = {spool:?}\n"
+                ),
+                &dir.path().join("driftreactor.toml"),
+            )
+            .unwrap()
+        };
+        let set = StateSet::open(&config("spool")).await.unwrap();
+        assert!(set.spool.dir().starts_with(dir.path().join("spool")));
+        let Some(StateInput::Spooled(s)) = set.states().into_iter().next() else {
+            panic!("a spooled state");
+        };
+        assert!(s.path.starts_with(set.spool.dir()));
+        assert_eq!(std::fs::read_to_string(&s.path).unwrap(), STATE);
+        assert_eq!(s.origin, set.entries[0].ws.location());
+        let folder = set.spool.dir().to_owned();
+        drop(set);
+        assert!(!folder.exists(), "the folder goes with the state set");
+
+        let err = StateSet::open(&config("missing/spool")).await.unwrap_err();
+        assert_eq!(err.field(), "server.state_spool_dir");
+        assert!(err.to_string().contains("missing/spool"), "{err}");
     }
 
     #[tokio::test]

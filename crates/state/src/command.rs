@@ -22,6 +22,10 @@
 //!   output is [`Fetch::Unchanged`] (the command still runs at every read: it is the
 //!   only way to ask).
 //!
+//! [`StateSource::read_to`] streams standard output into a local file instead (the same
+//! cap, checks and version, the SHA-256 computed while writing; the format check reads
+//! the file back), so a large state costs no buffer of its size.
+//!
 //! A command that exits non-zero, cannot start or runs longer than its timeout (then
 //! its whole process group is killed) is [`ErrorKind::NotAState`] with the exit status
 //! and one line of its standard error (Terraform's `Error:` line when there is one,
@@ -51,7 +55,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -59,11 +63,17 @@ use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
-use crate::source::{BoxFuture, ErrorKind, Fetch, LockInfo, SourceError, StateSource, Version};
+use crate::source::{
+    BoxFuture, ErrorKind, Fetch, LockInfo, SourceError, Spooled, StateSource, Version,
+};
+use crate::spool::{Finished, SpoolWriter, hex};
 use crate::tfe::one_line;
 
 /// The most standard output read from a state command, bytes (512 MiB).
 pub const MAX_OUTPUT_BYTES: usize = 512 * 1024 * 1024;
+
+/// The chunk standard output is read in when it is streamed to a file, bytes.
+const PIPE_CHUNK: usize = 64 * 1024;
 
 /// The most standard error kept (its end), bytes.
 const MAX_STDERR_BYTES: usize = 64 * 1024;
@@ -165,7 +175,15 @@ impl CommandSource {
         self.argv.first().map_or("", String::as_str)
     }
 
-    async fn run(&self, previous: Option<&Version>) -> Result<Fetch, SourceError> {
+    /// Runs the command once; `read` takes its standard output. Returns what `read`
+    /// made of it when the command exited 0 within the timeout.
+    async fn execute<O, Fut>(
+        &self,
+        read: impl FnOnce(Option<tokio::process::ChildStdout>) -> Fut,
+    ) -> Result<O, SourceError>
+    where
+        Fut: std::future::Future<Output = Result<O, OutputError>>,
+    {
         let mut cmd = Command::new(self.program());
         cmd.args(&self.argv[1..])
             .current_dir(&self.dir)
@@ -186,10 +204,9 @@ impl CommandSource {
         let pid = child.id();
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
-        let max = self.max_output;
         let work = async {
             let (out, err, status) = tokio::join!(
-                read_stdout(stdout, max),
+                read(stdout),
                 read_tail(stderr, MAX_STDERR_BYTES),
                 child.wait()
             );
@@ -212,12 +229,13 @@ impl CommandSource {
                 return Err(self.error(format!(
                     "`{}` printed more than {}",
                     self.program(),
-                    size(max)
+                    size(self.max_output)
                 )));
             }
             Err(OutputError::Io(e)) => {
                 return Err(self.error(format!("reading the output of `{}`: {e}", self.program())));
             }
+            Err(OutputError::Spool(e)) => return Err(e),
         };
         if !status.success() {
             return Err(self.error(format!(
@@ -231,6 +249,12 @@ impl CommandSource {
                 }
             )));
         }
+        Ok(out)
+    }
+
+    async fn run(&self, previous: Option<&Version>) -> Result<Fetch, SourceError> {
+        let max = self.max_output;
+        let out = self.execute(|pipe| read_stdout(pipe, max)).await?;
         if let Err(m) = check_state(&out) {
             return Err(self.error(format!("the output of `{}` {m}", self.program())));
         }
@@ -243,12 +267,36 @@ impl CommandSource {
             version,
         })
     }
+
+    /// [`CommandSource::run`] with the output streamed into `dest`.
+    async fn run_to(
+        &self,
+        previous: Option<&Version>,
+        dest: &Path,
+    ) -> Result<Spooled, SourceError> {
+        let max = self.max_output;
+        let location = self.location.clone();
+        let written = self
+            .execute(|pipe| spool_stdout(pipe, max, dest, location))
+            .await?;
+        if let Err(m) = crate::spool::check_file(&written.path, check_state_reader).await {
+            let m = m.unwrap_or_else(|| "cannot be read back from its local copy".into());
+            return Err(self.error(format!("the output of `{}` {m}", self.program())));
+        }
+        let version = Version(format!("sha256:{}", hex(&written.sha256)));
+        if previous == Some(&version) {
+            return Ok(Spooled::Unchanged); // `written` is removed here
+        }
+        Ok(Spooled::Written(written.keep(version)))
+    }
 }
 
 #[derive(Debug)]
 enum OutputError {
     TooLarge,
     Io(std::io::Error),
+    /// The local copy could not be written (the error names it).
+    Spool(SourceError),
 }
 
 async fn read_stdout<R: AsyncRead + Unpin>(
@@ -268,6 +316,34 @@ async fn read_stdout<R: AsyncRead + Unpin>(
         return Err(OutputError::TooLarge);
     }
     Ok(out)
+}
+
+/// Streams `pipe` into the file `dest` (`location` names the command in a write
+/// error), at most `max` bytes.
+async fn spool_stdout<R: AsyncRead + Unpin>(
+    pipe: Option<R>,
+    max: usize,
+    dest: &Path,
+    location: String,
+) -> Result<Finished, OutputError> {
+    let mut out = SpoolWriter::create(dest, &location)
+        .await
+        .map_err(OutputError::Spool)?;
+    if let Some(mut pipe) = pipe {
+        let max = u64::try_from(max).unwrap_or(u64::MAX);
+        let mut buf = vec![0u8; PIPE_CHUNK];
+        loop {
+            let n = pipe.read(&mut buf).await.map_err(OutputError::Io)?;
+            if n == 0 {
+                break;
+            }
+            if out.len() + n as u64 > max {
+                return Err(OutputError::TooLarge);
+            }
+            out.write(&buf[..n]).await.map_err(OutputError::Spool)?;
+        }
+    }
+    out.finish().await.map_err(OutputError::Spool)
 }
 
 /// Reads `pipe` to its end, keeping the last `keep` bytes.
@@ -361,18 +437,35 @@ fn strip_ansi(s: &str) -> String {
     out
 }
 
+/// The head of a state document: its format version.
+#[derive(serde::Deserialize)]
+struct Head {
+    version: Option<serde_json::Value>,
+}
+
 /// Checks that `out` is a Terraform state, format version 4; the error completes
 /// "the output of `cmd` …".
 fn check_state(out: &[u8]) -> Result<(), String> {
-    #[derive(serde::Deserialize)]
-    struct Head {
-        version: Option<serde_json::Value>,
-    }
     if out.iter().all(u8::is_ascii_whitespace) {
-        return Err("is empty: there is no state yet (or the command printed it elsewhere)".into());
+        return Err(EMPTY.into());
     }
-    let head: Head = serde_json::from_slice(out)
-        .map_err(|e| format!("is not a JSON document ({e}): not a Terraform state"))?;
+    check_head(serde_json::from_slice(out))
+}
+
+/// [`check_state`] of output read back from a file, without holding it whole.
+fn check_state_reader(r: &mut impl std::io::BufRead) -> Result<(), String> {
+    match crate::spool::only_whitespace(r) {
+        Ok(true) => return Err(EMPTY.into()),
+        Ok(false) => {}
+        Err(e) => return Err(format!("cannot be read back from its local copy: {e}")),
+    }
+    check_head(serde_json::from_reader(r))
+}
+
+const EMPTY: &str = "is empty: there is no state yet (or the command printed it elsewhere)";
+
+fn check_head(head: Result<Head, serde_json::Error>) -> Result<(), String> {
+    let head = head.map_err(|e| format!("is not a JSON document ({e}): not a Terraform state"))?;
     match head.version {
         Some(serde_json::Value::Number(n)) if n.as_u64() == Some(4) => Ok(()),
         Some(v) => Err(format!(
@@ -392,15 +485,6 @@ fn size(n: usize) -> String {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
-
 impl StateSource for CommandSource {
     fn location(&self) -> &str {
         &self.location
@@ -411,6 +495,16 @@ impl StateSource for CommandSource {
         previous: Option<&'a Version>,
     ) -> BoxFuture<'a, Result<Fetch, SourceError>> {
         Box::pin(self.run(previous))
+    }
+
+    /// Runs the command with its output streamed into `dest`: the same cap, checks,
+    /// errors and version (the SHA-256 computed while writing).
+    fn read_to<'a>(
+        &'a self,
+        previous: Option<&'a Version>,
+        dest: &'a Path,
+    ) -> BoxFuture<'a, Result<Spooled, SourceError>> {
+        Box::pin(self.run_to(previous, dest))
     }
 
     /// A command cannot see Terraform's lock: always `Ok(None)`.

@@ -1,9 +1,17 @@
 //! A local state file as a [`StateSource`]: the version is the file's size and
 //! modification time, so an unchanged file is not read again.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::source::{BoxFuture, ErrorKind, Fetch, LockInfo, SourceError, StateSource, Version};
+use tokio::io::AsyncReadExt;
+
+use crate::source::{
+    BoxFuture, ErrorKind, Fetch, LockInfo, SourceError, Spooled, StateSource, Version,
+};
+use crate::spool::SpoolWriter;
+
+/// The chunk a local file is copied in by [`StateSource::read_to`], bytes.
+const COPY_CHUNK: usize = 1024 * 1024;
 
 /// A state file on the local disk. Its lock is never looked at (`Ok(None)`): a local
 /// backend's lock is a process lock on the machine that runs Terraform.
@@ -74,6 +82,34 @@ impl StateSource for FileSource {
         })
     }
 
+    /// Copies the file into `dest` a chunk at a time (1 MiB) unless its size
+    /// and modification time are `previous`.
+    fn read_to<'a>(
+        &'a self,
+        previous: Option<&'a Version>,
+        dest: &'a Path,
+    ) -> BoxFuture<'a, Result<Spooled, SourceError>> {
+        Box::pin(async move {
+            let before = self.version().await?;
+            if previous == Some(&before) {
+                return Ok(Spooled::Unchanged);
+            }
+            let mut file = tokio::fs::File::open(&self.path)
+                .await
+                .map_err(|e| self.io_error(&e))?;
+            let mut out = SpoolWriter::create(dest, &self.location).await?;
+            let mut buf = vec![0u8; COPY_CHUNK];
+            loop {
+                let n = file.read(&mut buf).await.map_err(|e| self.io_error(&e))?;
+                if n == 0 {
+                    break;
+                }
+                out.write(&buf[..n]).await?;
+            }
+            Ok(Spooled::Written(out.finish().await?.keep(before)))
+        })
+    }
+
     fn lock<'a>(&'a self) -> BoxFuture<'a, Result<Option<LockInfo>, SourceError>> {
         Box::pin(async { Ok(None) })
     }
@@ -81,6 +117,8 @@ impl StateSource for FileSource {
 
 #[cfg(test)]
 mod tests {
+    use sha2::Digest as _;
+
     use super::*;
 
     #[tokio::test]
@@ -104,5 +142,44 @@ mod tests {
         ));
         let gone = FileSource::new(dir.path().join("gone"));
         assert_eq!(gone.read(None).await.unwrap_err().kind, ErrorKind::NotFound);
+    }
+
+    /// The streamed read writes what the whole read returns, with its length and
+    /// SHA-256, and follows the same conditional rule; an unchanged or failed read
+    /// leaves no file.
+    #[tokio::test]
+    async fn a_streamed_read_equals_the_whole_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.tfstate");
+        // Larger than one copy chunk, not a multiple of it.
+        let big: Vec<u8> = (0..COPY_CHUNK * 2 + 123)
+            .map(|i| u8::try_from(i % 251).unwrap())
+            .collect();
+        std::fs::write(&path, &big).unwrap();
+        let src = FileSource::new(path.clone());
+        let Fetch::Changed { bytes, version } = src.read(None).await.unwrap() else {
+            panic!("first read must return the bytes");
+        };
+        let dest = dir.path().join("copy");
+        let Spooled::Written(info) = src.read_to(None, &dest).await.unwrap() else {
+            panic!("first streamed read must write the bytes");
+        };
+        assert_eq!(std::fs::read(&dest).unwrap(), bytes);
+        assert_eq!(info.version, version);
+        assert_eq!(info.len, bytes.len() as u64);
+        assert_eq!(info.sha256, <[u8; 32]>::from(sha2::Sha256::digest(&bytes)));
+
+        let again = dir.path().join("again");
+        assert_eq!(
+            src.read_to(Some(&version), &again).await.unwrap(),
+            Spooled::Unchanged
+        );
+        assert!(!again.exists());
+        let gone = FileSource::new(dir.path().join("gone"));
+        assert_eq!(
+            gone.read_to(None, &again).await.unwrap_err().kind,
+            ErrorKind::NotFound
+        );
+        assert!(!again.exists());
     }
 }

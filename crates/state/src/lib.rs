@@ -11,6 +11,10 @@
 //! A `[[workspace_sets]]` pattern is a [`StateLister`] ([`lister`]): the workspaces it
 //! matches now, each with its source.
 //!
+//! [`StateSource::read_to`] is the same conditional read streamed into a local file a
+//! chunk at a time ([`Spooled`], with the length and SHA-256 of what was written), so a
+//! state of a gigabyte costs no buffer of its size (what `serve` keeps per workspace).
+//!
 //! The object stores (S3, GCS, Azure Blob Storage) are read with Apache Arrow's
 //! `object_store`, with each cloud's standard credential chain and endpoint variables
 //! (see [`object`]).
@@ -36,11 +40,13 @@ pub mod file;
 pub mod location;
 pub mod object;
 pub mod source;
+mod spool;
 pub mod tfe;
 
 pub use location::StateLocation;
 pub use source::{
-    BoxFuture, ErrorKind, Fetch, Listed, LockInfo, SourceError, StateLister, StateSource, Version,
+    BoxFuture, ErrorKind, Fetch, Listed, LockInfo, SourceError, SpoolInfo, Spooled, StateLister,
+    StateSource, Version,
 };
 
 /// Opens the source of `location`: the local file, the object in its store, or the

@@ -25,7 +25,8 @@
 //!
 //! # Change detection
 //! A read passes the previous ETag as `If-None-Match`: an unchanged object answers
-//! 304 and nothing is downloaded.
+//! 304 and nothing is downloaded. [`StateSource::read_to`] streams a changed object's
+//! body into a local file as the store sends it (no buffer of the object's size).
 //!
 //! # Locks
 //! - S3: Terraform's native lock file `KEY.tflock` (`use_lockfile = true`).
@@ -55,8 +56,10 @@ use object_store::{
 
 use crate::location::{StateLocation, redact};
 use crate::source::{
-    BoxFuture, ErrorKind, Fetch, Listed, LockInfo, SourceError, StateLister, StateSource, Version,
+    BoxFuture, ErrorKind, Fetch, Listed, LockInfo, SourceError, Spooled, StateLister, StateSource,
+    Version,
 };
+use crate::spool::SpoolWriter;
 
 /// Azurite's well-known development account (documented by Microsoft, public).
 const EMULATOR_ACCOUNT: &str = "devstoreaccount1";
@@ -453,6 +456,35 @@ impl ObjectSource {
         })
     }
 
+    /// A GET unless the object's ETag is `previous` (`If-None-Match`): the response
+    /// (body not read yet) and the object's version, or `None` when unchanged.
+    async fn get_changed(
+        &self,
+        previous: Option<&Version>,
+    ) -> Result<Option<(object_store::GetResult, Version)>, SourceError> {
+        let opts = GetOptions {
+            if_none_match: previous.map(|v| v.0.clone()),
+            ..GetOptions::default()
+        };
+        let got = match self.store.store.get_opts(&self.path, opts).await {
+            Ok(got) => got,
+            Err(object_store::Error::NotModified { .. }) => return Ok(None),
+            Err(e) => return Err(store_error(&self.location, &e)),
+        };
+        let version = Version(got.meta.e_tag.clone().unwrap_or_else(|| {
+            format!(
+                "{}-{}",
+                got.meta.last_modified.timestamp_nanos_opt().unwrap_or(0),
+                got.meta.size
+            )
+        }));
+        // A store that ignores `If-None-Match` still says the same ETag.
+        if previous == Some(&version) {
+            return Ok(None);
+        }
+        Ok(Some((got, version)))
+    }
+
     async fn lease(&self) -> Result<Option<LockInfo>, SourceError> {
         let opts = GetOptions {
             head: true,
@@ -520,26 +552,9 @@ impl StateSource for ObjectSource {
         previous: Option<&'a Version>,
     ) -> BoxFuture<'a, Result<Fetch, SourceError>> {
         Box::pin(async move {
-            let opts = GetOptions {
-                if_none_match: previous.map(|v| v.0.clone()),
-                ..GetOptions::default()
-            };
-            let got = match self.store.store.get_opts(&self.path, opts).await {
-                Ok(got) => got,
-                Err(object_store::Error::NotModified { .. }) => return Ok(Fetch::Unchanged),
-                Err(e) => return Err(store_error(&self.location, &e)),
-            };
-            let version = Version(got.meta.e_tag.clone().unwrap_or_else(|| {
-                format!(
-                    "{}-{}",
-                    got.meta.last_modified.timestamp_nanos_opt().unwrap_or(0),
-                    got.meta.size
-                )
-            }));
-            // A store that ignores `If-None-Match` still says the same ETag.
-            if previous == Some(&version) {
+            let Some((got, version)) = self.get_changed(previous).await? else {
                 return Ok(Fetch::Unchanged);
-            }
+            };
             let bytes = got
                 .bytes()
                 .await
@@ -548,6 +563,29 @@ impl StateSource for ObjectSource {
                 bytes: bytes.to_vec(),
                 version,
             })
+        })
+    }
+
+    /// Streams the object's body into `dest` chunk by chunk as the store sends it.
+    fn read_to<'a>(
+        &'a self,
+        previous: Option<&'a Version>,
+        dest: &'a std::path::Path,
+    ) -> BoxFuture<'a, Result<Spooled, SourceError>> {
+        Box::pin(async move {
+            let Some((got, version)) = self.get_changed(previous).await? else {
+                return Ok(Spooled::Unchanged);
+            };
+            let mut body = got.into_stream();
+            let mut out = SpoolWriter::create(dest, &self.location).await?;
+            while let Some(chunk) = body
+                .try_next()
+                .await
+                .map_err(|e| store_error(&self.location, &e))?
+            {
+                out.write(&chunk).await?;
+            }
+            Ok(Spooled::Written(out.finish().await?.keep(version)))
         })
     }
 

@@ -4,6 +4,7 @@
 //! (lib `driftreactor_state`), path crates/state.
 
 use std::future::Future;
+use std::path::Path;
 use std::pin::Pin;
 
 /// A boxed future, `Send`, borrowing `'a` (object-safe async methods).
@@ -26,6 +27,28 @@ pub enum Fetch {
         /// Its version, to pass as `previous` next time.
         version: Version,
     },
+}
+
+/// A state document written to a local file by [`StateSource::read_to`]: its version,
+/// its length and its SHA-256, computed while it was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpoolInfo {
+    /// Its version, to pass as `previous` next time.
+    pub version: Version,
+    /// Its length, bytes.
+    pub len: u64,
+    /// The SHA-256 digest of its bytes.
+    pub sha256: [u8; 32],
+}
+
+/// The result of a conditional read into a file ([`StateSource::read_to`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Spooled {
+    /// The state is the same version as the `previous` one passed in; the destination
+    /// file was not created (or was removed again).
+    Unchanged,
+    /// The state's bytes are in the destination file, whole.
+    Written(SpoolInfo),
 }
 
 /// What kind of failure a store reported (for metrics, `/readyz` and tests).
@@ -83,6 +106,37 @@ pub trait StateSource: Send + Sync + std::fmt::Debug {
         &'a self,
         previous: Option<&'a Version>,
     ) -> BoxFuture<'a, Result<Fetch, SourceError>>;
+
+    /// As [`StateSource::read`], but the state's bytes are streamed into the file
+    /// `dest` (created or truncated) a chunk at a time instead of being returned, so a
+    /// large state costs no buffer of its size; its length and SHA-256 are computed on
+    /// the way ([`SpoolInfo`]).
+    ///
+    /// On [`Spooled::Unchanged`] and on an error, `dest` does not exist afterwards
+    /// (a partly written file is removed). The default reads the state whole with
+    /// [`StateSource::read`] and writes it; the object-store, HCP Terraform, file and
+    /// command sources stream.
+    ///
+    /// # Errors
+    /// As [`StateSource::read`] (the same kinds, caps and messages); a failure to
+    /// write `dest` is [`ErrorKind::Other`], naming the file and the reason.
+    fn read_to<'a>(
+        &'a self,
+        previous: Option<&'a Version>,
+        dest: &'a Path,
+    ) -> BoxFuture<'a, Result<Spooled, SourceError>> {
+        Box::pin(async move {
+            match self.read(previous).await? {
+                Fetch::Unchanged => Ok(Spooled::Unchanged),
+                Fetch::Changed { bytes, version } => {
+                    let mut out = crate::spool::SpoolWriter::create(dest, self.location()).await?;
+                    out.write(&bytes).await?;
+                    drop(bytes);
+                    Ok(Spooled::Written(out.finish().await?.keep(version)))
+                }
+            }
+        })
+    }
 
     /// Whether Terraform's state lock is held now (S3 `KEY.tflock`, GCS `.tflock`, a
     /// blob lease, an HCP Terraform workspace lock); `Ok(None)` when not held or when

@@ -25,6 +25,10 @@
 //!    of `terraform show -json` (`values.root_module…`), which has no `instances`,
 //!    `sensitive_attributes` or `dependencies` as the resource graph needs them.
 //!
+//! [`StateSource::read_to`] makes the same requests and streams step 3's download into
+//! a local file as it arrives (same cap, retries and format check, the check reading
+//! the file back), so a large state costs no buffer of its size.
+//!
 //! The download URL is a signed, secret URL of HashiCorp's blob storage (archivist),
 //! valid for 25 hours, that needs no token: the token is sent only to the API host
 //! (the same scheme, host and port) and download URLs never appear in errors or logs.
@@ -69,6 +73,7 @@
 
 use std::fmt;
 use std::net::IpAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -81,8 +86,10 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::source::{
-    BoxFuture, ErrorKind, Fetch, Listed, LockInfo, SourceError, StateLister, StateSource, Version,
+    BoxFuture, ErrorKind, Fetch, Listed, LockInfo, SourceError, Spooled, StateLister, StateSource,
+    Version,
 };
+use crate::spool::{Finished, SpoolWriter};
 
 /// The host of HCP Terraform, used when a `tfe://` location names none.
 pub const DEFAULT_HOST: &str = "app.terraform.io";
@@ -378,6 +385,8 @@ enum Failure {
     TooLarge(usize),
     /// The answer was not the JSON document expected.
     Decode(String),
+    /// The answer could not be written to the local file (its error names the file).
+    Spool(SourceError),
 }
 
 impl Failure {
@@ -387,6 +396,7 @@ impl Failure {
             Failure::Status { status, .. } => status.to_string(),
             Failure::Transport(m) | Failure::Refused(m) | Failure::Decode(m) => m.clone(),
             Failure::TooLarge(max) => format!("answer larger than {max} bytes"),
+            Failure::Spool(e) => e.message.clone(),
         }
     }
 
@@ -396,7 +406,9 @@ impl Failure {
                 *status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
             }
             Failure::Transport(_) => true,
-            Failure::Refused(_) | Failure::TooLarge(_) | Failure::Decode(_) => false,
+            Failure::Refused(_) | Failure::TooLarge(_) | Failure::Decode(_) | Failure::Spool(_) => {
+                false
+            }
         }
     }
 }
@@ -520,6 +532,7 @@ impl Api {
                     one_line(&m, 200)
                 ),
             ),
+            Failure::Spool(e) => (e.kind, format!("{what}: {}", e.message)),
         };
         SourceError {
             kind,
@@ -546,7 +559,40 @@ impl Api {
     /// GET `url` with retries; the token only when `url` is on the API origin; the
     /// body read up to `max` bytes.
     async fn get(&self, url: &Url, max: usize) -> Result<Vec<u8>, Failure> {
-        let attempt = || async { self.get_once(url, max).await };
+        self.retrying(|| async {
+            let mut resp = self.send(url).await?;
+            read_capped(&mut resp, max).await
+        })
+        .await
+    }
+
+    /// As [`Api::get`], the body streamed into the file `dest` (written again from
+    /// its start by each attempt) up to `max` bytes; `location` names the state in a
+    /// write error.
+    async fn get_to(
+        &self,
+        url: &Url,
+        max: usize,
+        dest: &Path,
+        location: &str,
+    ) -> Result<Finished, Failure> {
+        self.retrying(|| async {
+            let mut resp = self.send(url).await?;
+            let mut out = SpoolWriter::create(dest, location)
+                .await
+                .map_err(Failure::Spool)?;
+            write_capped(&mut resp, max, &mut out).await?;
+            out.finish().await.map_err(Failure::Spool)
+        })
+        .await
+    }
+
+    /// Runs `attempt` with [`backoff`] while it fails with a retryable [`Failure`],
+    /// waiting what `Retry-After` asks for (up to [`MAX_RETRY_AFTER`]).
+    async fn retrying<T, Fut>(&self, attempt: impl FnMut() -> Fut) -> Result<T, Failure>
+    where
+        Fut: std::future::Future<Output = Result<T, Failure>>,
+    {
         attempt
             .retry(backoff())
             .sleep(tokio::time::sleep)
@@ -581,7 +627,9 @@ impl Api {
             .await
     }
 
-    async fn get_once(&self, url: &Url, max: usize) -> Result<Vec<u8>, Failure> {
+    /// Sends one GET of `url` (the token only to the API origin): the response of a
+    /// successful status, its body not read yet.
+    async fn send(&self, url: &Url) -> Result<reqwest::Response, Failure> {
         let mut req = self.http.get(url.clone());
         if self.same_origin(url) {
             let mut value =
@@ -608,7 +656,7 @@ impl Api {
                 detail: jsonapi_error_detail(&body),
             });
         }
-        read_capped(&mut resp, max).await
+        Ok(resp)
     }
 
     async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &Url) -> Result<T, Failure> {
@@ -684,6 +732,31 @@ async fn read_capped(resp: &mut reqwest::Response, max: usize) -> Result<Vec<u8>
         body.extend_from_slice(&chunk);
     }
     Ok(body)
+}
+
+/// Streams `resp`'s body into `out`, at most `max` bytes.
+async fn write_capped(
+    resp: &mut reqwest::Response,
+    max: usize,
+    out: &mut SpoolWriter,
+) -> Result<(), Failure> {
+    if let Some(len) = resp.content_length()
+        && len > max as u64
+    {
+        return Err(Failure::TooLarge(max));
+    }
+    let max = max as u64;
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| Failure::Transport(transport_message(e)))?
+    {
+        if out.len() + chunk.len() as u64 > max {
+            return Err(Failure::TooLarge(max.try_into().unwrap_or(usize::MAX)));
+        }
+        out.write(&chunk).await.map_err(Failure::Spool)?;
+    }
+    Ok(())
 }
 
 /// The `title: detail` of a JSON:API error document's first error, else the start of
@@ -870,17 +943,32 @@ fn version_id(v: &Version) -> Option<&str> {
     v.0.split_once(':').map(|(_, id)| id)
 }
 
+/// The head of a state document: its format version.
+#[derive(Deserialize)]
+struct Head {
+    version: Option<Value>,
+}
+
 /// Checks that `bytes` is a Terraform state document, format version 4.
 fn check_v4(bytes: &[u8]) -> Result<(), String> {
-    #[derive(Deserialize)]
-    struct Head {
-        version: Option<Value>,
-    }
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err("the state is empty".into());
     }
-    let head: Head = serde_json::from_slice(bytes)
-        .map_err(|e| format!("the state is not a JSON document: {e}"))?;
+    check_head(serde_json::from_slice(bytes))
+}
+
+/// [`check_v4`] of a document read from `r` (a file), without holding it whole.
+fn check_v4_reader(r: &mut impl std::io::BufRead) -> Result<(), String> {
+    match crate::spool::only_whitespace(r) {
+        Ok(true) => return Err("the state is empty".into()),
+        Ok(false) => {}
+        Err(e) => return Err(format!("the state cannot be read back: {e}")),
+    }
+    check_head(serde_json::from_reader(r))
+}
+
+fn check_head(head: Result<Head, serde_json::Error>) -> Result<(), String> {
+    let head = head.map_err(|e| format!("the state is not a JSON document: {e}"))?;
     match head.version {
         Some(Value::Number(n)) if n.as_u64() == Some(4) => Ok(()),
         Some(v) => Err(format!(
@@ -934,7 +1022,13 @@ impl TfeSource {
         Ok(doc.data)
     }
 
-    async fn read_state(&self, previous: Option<&Version>) -> Result<Fetch, SourceError> {
+    /// Steps 1 and 2 of a read (see the module docs): `None` when the current state
+    /// version is `previous`, else the download URL, a label for errors and the
+    /// version.
+    async fn current(
+        &self,
+        previous: Option<&Version>,
+    ) -> Result<Option<(Url, String, Version)>, SourceError> {
         let ws = self.workspace().await?;
         if ws
             .attributes
@@ -963,7 +1057,7 @@ impl TfeSource {
                 ));
             }
             Related::Resource { id, .. } if previous.and_then(version_id) == Some(id.as_str()) => {
-                return Ok(Fetch::Unchanged);
+                return Ok(None);
             }
             _ => {}
         }
@@ -980,7 +1074,7 @@ impl TfeSource {
         let sv = sv.data;
         let version = version_of(&sv);
         if previous == Some(&version) {
-            return Ok(Fetch::Unchanged);
+            return Ok(None);
         }
         let Some(raw_url) = sv
             .attributes
@@ -1000,6 +1094,13 @@ impl TfeSource {
         };
         let what = format!("the state of {} (state version {})", self.ws_label(), sv.id);
         let url = self.download_url(raw_url, &what)?;
+        Ok(Some((url, what, version)))
+    }
+
+    async fn read_state(&self, previous: Option<&Version>) -> Result<Fetch, SourceError> {
+        let Some((url, what, version)) = self.current(previous).await? else {
+            return Ok(Fetch::Unchanged);
+        };
         let bytes = self
             .api
             .get(&url, MAX_STATE_BYTES)
@@ -1007,6 +1108,29 @@ impl TfeSource {
             .map_err(|f| self.failed(&what, f))?;
         check_v4(&bytes).map_err(|m| self.error(ErrorKind::NotAState, format!("{what}: {m}")))?;
         Ok(Fetch::Changed { bytes, version })
+    }
+
+    /// [`TfeSource::read_state`] with the state streamed into `dest`.
+    async fn read_state_to(
+        &self,
+        previous: Option<&Version>,
+        dest: &Path,
+    ) -> Result<Spooled, SourceError> {
+        let Some((url, what, version)) = self.current(previous).await? else {
+            return Ok(Spooled::Unchanged);
+        };
+        let written = self
+            .api
+            .get_to(&url, MAX_STATE_BYTES, dest, &self.location)
+            .await
+            .map_err(|f| self.failed(&what, f))?;
+        crate::spool::check_file(&written.path, check_v4_reader)
+            .await
+            .map_err(|m| {
+                let m = m.unwrap_or_else(|| "the downloaded state cannot be read back".into());
+                self.error(ErrorKind::NotAState, format!("{what}: {m}"))
+            })?;
+        Ok(Spooled::Written(written.keep(version)))
     }
 
     /// The download URL, absolute (a relative one is on the API host), https unless
@@ -1044,6 +1168,16 @@ impl StateSource for TfeSource {
         previous: Option<&'a Version>,
     ) -> BoxFuture<'a, Result<Fetch, SourceError>> {
         Box::pin(self.read_state(previous))
+    }
+
+    /// Streams the download into `dest`, with the same requests, retries, cap and
+    /// checks as [`StateSource::read`].
+    fn read_to<'a>(
+        &'a self,
+        previous: Option<&'a Version>,
+        dest: &'a Path,
+    ) -> BoxFuture<'a, Result<Spooled, SourceError>> {
+        Box::pin(self.read_state_to(previous, dest))
     }
 
     fn lock<'a>(&'a self) -> BoxFuture<'a, Result<Option<LockInfo>, SourceError>> {

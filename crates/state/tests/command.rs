@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use driftreactor_state::command::{self, CommandSource};
-use driftreactor_state::source::{ErrorKind, Fetch, SourceError, StateSource, Version};
+use driftreactor_state::source::{ErrorKind, Fetch, SourceError, Spooled, StateSource, Version};
 use driftreactor_testkit::terraform::Terraform;
 use serde_json::Value;
 
@@ -31,8 +31,36 @@ fn changed(f: Fetch) -> (Vec<u8>, Version) {
 const STATE_1: &str = r#"{"version": 4, "terraform_version": "1.11.4", "serial": 1, "lineage": "l", "outputs": {}, "resources": []}"#;
 const STATE_2: &str = r#"{"version": 4, "terraform_version": "1.11.4", "serial": 2, "lineage": "l", "outputs": {}, "resources": []}"#;
 
+/// The whole read's error; the streamed read fails the same way and leaves no file.
 async fn read_err(source: &dyn StateSource) -> SourceError {
-    source.read(None).await.unwrap_err()
+    let e = source.read(None).await.unwrap_err();
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("state");
+    let streamed = source.read_to(None, &dest).await.unwrap_err();
+    assert_eq!((streamed.kind, &streamed.location), (e.kind, &e.location));
+    assert!(!dest.exists(), "a failed streamed read leaves no file");
+    e
+}
+
+/// The streamed read of `source` writes `bytes` with `version`, their length and
+/// SHA-256; with `version` as the previous one it is unchanged and writes nothing.
+async fn streams_the_same(source: &dyn StateSource, bytes: &[u8], version: &Version) {
+    use sha2::Digest as _;
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("state");
+    let Spooled::Written(info) = source.read_to(None, &dest).await.unwrap() else {
+        panic!("expected the state written");
+    };
+    assert_eq!(std::fs::read(&dest).unwrap(), bytes);
+    assert_eq!(&info.version, version);
+    assert_eq!(info.len, bytes.len() as u64);
+    assert_eq!(info.sha256, <[u8; 32]>::from(sha2::Sha256::digest(bytes)));
+    let again = dir.path().join("again");
+    assert_eq!(
+        source.read_to(Some(version), &again).await.unwrap(),
+        Spooled::Unchanged
+    );
+    assert!(!again.exists(), "an unchanged streamed read leaves no file");
 }
 
 #[tokio::test]
@@ -55,6 +83,7 @@ async fn a_scripts_output_is_the_state_unchanged_until_it_changes() {
         v1.0.starts_with("sha256:") && v1.0.len() == 7 + 64,
         "{v1:?}"
     );
+    streams_the_same(source.as_ref(), &bytes, &v1).await;
     assert!(matches!(
         source.read(Some(&v1)).await.unwrap(),
         Fetch::Unchanged
@@ -162,7 +191,7 @@ async fn output_over_the_cap_is_refused() {
     )
     .unwrap()
     .max_output_bytes(1024);
-    let e = source.read(None).await.unwrap_err();
+    let e = read_err(&source).await;
     assert_eq!(e.kind, ErrorKind::NotAState, "{e}");
     assert!(e.message.contains("printed more than 1024 bytes"), "{e}");
 }

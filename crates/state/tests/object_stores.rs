@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use driftreactor_state::object::{ObjectOptions, lister_with, open_with};
-use driftreactor_state::{ErrorKind, Fetch, StateLocation, StateSource, Version};
+use driftreactor_state::{ErrorKind, Fetch, Spooled, StateLocation, StateSource, Version};
 use driftreactor_testkit::azurite::Azurite;
 use driftreactor_testkit::gcs::FakeGcs;
 use driftreactor_testkit::moto::MotoServer;
@@ -53,11 +53,36 @@ async fn put(store: &Arc<dyn ObjectStore>, key: &str, bytes: Vec<u8>) {
     Writer::Store(store.clone()).put(key, bytes).await;
 }
 
+/// The whole read's bytes and version; the streamed read (with the same `previous`)
+/// writes the same bytes to a file, with the same version, their length and SHA-256.
 async fn changed(src: &dyn StateSource, previous: Option<&Version>) -> (Vec<u8>, Version) {
-    match src.read(previous).await.unwrap() {
+    use sha2::Digest as _;
+    let (bytes, version) = match src.read(previous).await.unwrap() {
         Fetch::Changed { bytes, version } => (bytes, version),
         Fetch::Unchanged => panic!("{}: expected the new bytes", src.location()),
-    }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("state");
+    let Spooled::Written(info) = src.read_to(previous, &dest).await.unwrap() else {
+        panic!("{}: expected the new bytes streamed", src.location());
+    };
+    assert_eq!(std::fs::read(&dest).unwrap(), bytes, "{}", src.location());
+    assert_eq!(info.version, version);
+    assert_eq!(info.len, bytes.len() as u64);
+    assert_eq!(info.sha256, <[u8; 32]>::from(sha2::Sha256::digest(&bytes)));
+    (bytes, version)
+}
+
+/// The streamed read with `previous` is unchanged (a conditional GET) and writes no
+/// file.
+async fn streams_unchanged(src: &dyn StateSource, previous: &Version) {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("state");
+    assert_eq!(
+        src.read_to(Some(previous), &dest).await.unwrap(),
+        Spooled::Unchanged
+    );
+    assert!(!dest.exists());
 }
 
 /// Read / conditional read / rewrite / lock, and the three-then-four listing, on one
@@ -78,6 +103,7 @@ async fn contract(store: Writer<'_>, base: &str, opts: &ObjectOptions, lock_key:
         src.read(Some(&v1)).await.unwrap(),
         Fetch::Unchanged
     ));
+    streams_unchanged(&*src, &v1).await;
     store.put(key, state(2)).await;
     let (bytes, v2) = changed(&*src, Some(&v1)).await;
     assert_eq!(bytes, state(2));
@@ -106,6 +132,14 @@ async fn contract(store: Writer<'_>, base: &str, opts: &ObjectOptions, lock_key:
         err.to_string().contains("env/nope/terraform.tfstate"),
         "{err}"
     );
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("state");
+    let streamed = missing.read_to(None, &dest).await.unwrap_err();
+    assert_eq!(
+        (streamed.kind, &streamed.location),
+        (err.kind, &err.location)
+    );
+    assert!(!dest.exists(), "a failed streamed read leaves no file");
 
     // A workspace set: three states, then a fourth.
     store.put("env/staging/terraform.tfstate", state(1)).await;

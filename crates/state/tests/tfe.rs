@@ -17,7 +17,7 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use driftreactor_state::source::{ErrorKind, Fetch, SourceError, Version};
+use driftreactor_state::source::{ErrorKind, Fetch, SourceError, Spooled, Version};
 use driftreactor_state::tfe;
 use serde_json::{Value, json};
 
@@ -449,6 +449,52 @@ async fn reads_the_raw_state_then_unchanged_then_changed_after_a_new_serial() {
                 .iter()
                 .any(|s| s.path == "/api/v2/workspaces/ws-prod/current-state-version")
     );
+}
+
+/// The streamed read makes the same requests and writes what the whole read returns,
+/// with its version, length and SHA-256; unchanged, it downloads nothing and writes no
+/// file; a download that is not a v4 state is refused the same way and leaves no file.
+#[tokio::test]
+async fn a_streamed_read_equals_the_whole_read() {
+    use sha2::Digest as _;
+    let mut old = Ws::new("old", &[]);
+    old.state = br#"{"version": 3, "serial": 1, "modules": []}"#.to_vec();
+    let fake = Fake::start(vec![Ws::new("prod", &[]), old]).await;
+    let source = tfe::open(&fake.url("acme", "prod"), Some(TOKEN_VAR)).unwrap();
+    let (bytes, v1) = changed(source.read(None).await.unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("prod.tfstate");
+    let before = fake.seen().len();
+    let Spooled::Written(info) = source.read_to(None, &dest).await.unwrap() else {
+        panic!("expected the state written");
+    };
+    assert_eq!(
+        fake.seen().len() - before,
+        3,
+        "workspace, state version, download"
+    );
+    assert_eq!(std::fs::read(&dest).unwrap(), bytes);
+    assert_eq!(info.version, v1);
+    assert_eq!(info.len, bytes.len() as u64);
+    assert_eq!(info.sha256, <[u8; 32]>::from(sha2::Sha256::digest(&bytes)));
+
+    let again = dir.path().join("again.tfstate");
+    let before = fake.seen().len();
+    assert_eq!(
+        source.read_to(Some(&v1), &again).await.unwrap(),
+        Spooled::Unchanged
+    );
+    assert_eq!(fake.seen().len() - before, 1, "one request, no download");
+    assert!(!again.exists());
+
+    let old = tfe::open(&fake.url("acme", "old"), Some(TOKEN_VAR)).unwrap();
+    let whole = old.read(None).await.unwrap_err();
+    let bad = dir.path().join("old.tfstate");
+    let e = old.read_to(None, &bad).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::NotAState, "{e}");
+    assert_eq!(e.message, whole.message);
+    assert!(!bad.exists(), "a refused download leaves no file");
+    assert_clean(&e);
 }
 
 #[tokio::test]

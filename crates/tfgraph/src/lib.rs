@@ -328,6 +328,31 @@ impl GraphBuilder {
         Ok(meta)
     }
 
+    /// Reads and adds the state in the file at `path`, a local copy of a state read
+    /// from `origin` (a URL, or another path; `serve`'s spool): read in chunks as
+    /// [`GraphBuilder::add_state_file`] reads, but named by `origin` in errors, and
+    /// with [`StateMeta::path`] `None`, as [`GraphBuilder::add_state_bytes`] gives.
+    ///
+    /// # Errors
+    /// [`Error::Read`] naming `path` when the copy cannot be opened; otherwise as
+    /// [`GraphBuilder::add_state_bytes`] (naming `origin`).
+    pub fn add_state_copy(
+        &mut self,
+        workspace: &str,
+        origin: &str,
+        path: &Path,
+    ) -> Result<StateMeta> {
+        if self.by_workspace.contains_key(workspace) {
+            return Err(Error::DuplicateWorkspace(workspace.to_owned()));
+        }
+        let file = std::fs::File::open(path).map_err(|source| Error::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let size = file.metadata().ok().map(|m| m.len());
+        self.add_state(workspace, origin, None, file, size)
+    }
+
     /// Adds a state from bytes already in memory (Terraform state format version 4
     /// JSON); `origin` names it in errors.
     ///

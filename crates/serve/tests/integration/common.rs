@@ -181,6 +181,8 @@ impl Model for TestModel {
 /// Loads [`TestModel`] from the config's workspaces (real state files, format v4).
 pub struct TestLoader {
     pub workspaces: Vec<(String, PathBuf)>,
+    /// Every state it was handed, in order (workspace, input).
+    pub loads: std::sync::Mutex<Vec<(String, driftreactor_pipeline::estate::StateInput)>>,
 }
 
 impl TestLoader {
@@ -191,31 +193,45 @@ impl TestLoader {
                 .iter()
                 .map(|w| (w.name.clone(), w.state.clone()))
                 .collect(),
+            loads: std::sync::Mutex::default(),
         }
     }
 }
 
 impl ModelLoader for TestLoader {
     /// Builds from the bytes the service read through each workspace's state source.
-    fn load(&self, inputs: &[driftreactor_pipeline::StateBytes]) -> Result<Loaded, LoadError> {
+    fn load(
+        &self,
+        inputs: &[driftreactor_pipeline::estate::StateInput],
+    ) -> Result<Loaded, LoadError> {
         let mut resources = Vec::new();
         let mut states = Vec::new();
         let mut graph =
             driftreactor_tfgraph::GraphBuilder::new(driftreactor_pipeline::identities());
         for input in inputs {
-            let ws = &input.workspace;
+            let ws = input.workspace().to_owned();
+            let origin = input.origin();
             let failed = |e: String| LoadError::State {
                 workspace: ws.clone(),
                 source: e.into(),
             };
-            let v: Value = serde_json::from_slice(&input.bytes)
-                .map_err(|e| failed(format!("{}: {e}", input.origin)))?;
+            // (Test states are small: read whole.)
+            let bytes = match input {
+                driftreactor_pipeline::estate::StateInput::Bytes(b) => b.bytes.to_vec(),
+                driftreactor_pipeline::estate::StateInput::Spooled(s) => {
+                    std::fs::read(&s.path).map_err(|e| failed(format!("{origin}: {e}")))?
+                }
+                other => return Err(failed(format!("unexpected input {other:?}"))),
+            };
+            self.loads.lock().unwrap().push((ws.clone(), input.clone()));
+            let v: Value =
+                serde_json::from_slice(&bytes).map_err(|e| failed(format!("{origin}: {e}")))?;
             graph
-                .add_state_bytes(ws, &input.origin, &input.bytes)
+                .add_state_bytes(&ws, origin, &bytes)
                 .map_err(|e| failed(e.to_string()))?;
             states.push(StateInfo {
                 workspace: ws.clone(),
-                path: PathBuf::from(&input.origin),
+                path: PathBuf::from(origin),
                 serial: v["serial"]
                     .as_u64()
                     .ok_or_else(|| failed("no serial".into()))?,
@@ -305,6 +321,8 @@ secret_file = "{}"
 
 pub struct Harness {
     pub running: Option<Running>,
+    /// The model loader serve was started with.
+    pub loader: Arc<TestLoader>,
     pub dir: tempfile::TempDir,
     pub base: String,
     pub client: reqwest::Client,
@@ -353,7 +371,7 @@ impl Harness {
         let loader = Arc::new(TestLoader::from_config(&config));
         let running = driftreactor_serve::start(ServeOptions {
             config,
-            loader,
+            loader: loader.clone(),
             registry,
             listen: Some("127.0.0.1:0".parse().unwrap()),
             after_commit,
@@ -366,6 +384,7 @@ impl Harness {
         let base = format!("http://{}", running.local_addr());
         Self {
             running: Some(running),
+            loader,
             dir,
             base,
             client: reqwest::Client::builder()

@@ -1,5 +1,7 @@
 //! State reload: a new serial is picked up, atomically, and routing follows it.
 
+use driftreactor_serve::SourceRegistry;
+
 use crate::common::*;
 
 #[tokio::test]
@@ -102,4 +104,141 @@ async fn a_state_file_that_stays_unreadable_is_reported() {
         "serial 2 loaded and state_error cleared within 15 s"
     );
     h.stop().await;
+}
+
+/// The files of the spool folder in `parent` (the one folder serve made there).
+fn spooled(parent: &std::path::Path) -> (std::path::PathBuf, Vec<std::path::PathBuf>) {
+    let folders: Vec<_> = std::fs::read_dir(parent)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(folders.len(), 1, "one spool folder: {folders:?}");
+    let folder = folders[0].clone();
+    assert!(
+        folder
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("driftreactor-states-"),
+        "{folder:?}"
+    );
+    let mut files: Vec<_> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "tfstate"))
+        .collect();
+    files.sort();
+    (folder, files)
+}
+
+/// The local copy the loader was last handed for `prod` (it must be a spooled file,
+/// named by the workspace's location).
+fn last_input(h: &Harness) -> std::path::PathBuf {
+    let loads = h.loader.loads.lock().unwrap();
+    let (ws, input) = loads.last().expect("a load");
+    assert_eq!(ws, "prod");
+    match input {
+        driftreactor_pipeline::estate::StateInput::Spooled(s) => {
+            assert!(s.origin.ends_with("prod.tfstate"), "{}", s.origin);
+            s.path.clone()
+        }
+        other => panic!("not a spooled state: {other:?}"),
+    }
+}
+
+/// Each workspace's last good state is a file in the spool (`[server]
+/// state_spool_dir`), not bytes in memory: the rebuild after a change reads the new
+/// spool file and the superseded one is removed; a rewrite of the same bytes is
+/// compared (length and SHA-256), not parsed again, and leaves no file; a state that
+/// is not a state keeps the last good file; the folder goes at shutdown.
+#[tokio::test]
+async fn states_are_spooled_to_files_and_superseded_files_are_removed() {
+    let spool = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("prod.tfstate"), state(1, false)).unwrap();
+    let text = config_text(dir.path(), "").replace(
+        "[server]\n",
+        &format!(
+            "[server]\nstate_spool_dir = {:?}\n",
+            spool.path().display().to_string()
+        ),
+    );
+    std::fs::write(dir.path().join("driftreactor.toml"), text).unwrap();
+    let h = Harness::start_in(dir, SourceRegistry::new(), None).await;
+
+    let (folder, files) = spooled(spool.path());
+    assert_eq!(files.len(), 1, "{files:?}");
+    let first = last_input(&h);
+    assert_eq!(
+        files,
+        std::slice::from_ref(&first),
+        "built from its spool file"
+    );
+    assert_eq!(std::fs::read_to_string(&first).unwrap(), state(1, false));
+
+    // An apply: serial 2 is read into a new file, built from it, the old file goes.
+    let path = h.dir.path().join("prod.tfstate");
+    std::fs::write(&path, state(2, true)).unwrap();
+    let mut reloaded = false;
+    for _ in 0..100 {
+        let (_, ready) = h.get_json("/readyz").await;
+        if ready["states"][0]["serial"] == 2 {
+            reloaded = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(reloaded, "serial 2 was not loaded within 10 s");
+    let second = last_input(&h);
+    assert_ne!(second, first);
+    assert!(!first.exists(), "the superseded spool file is removed");
+    assert_eq!(spooled(spool.path()).1, std::slice::from_ref(&second));
+    assert_eq!(std::fs::read_to_string(&second).unwrap(), state(2, true));
+
+    // The same bytes with a new modification time (a new version): read, compared,
+    // not parsed again; the state in use keeps its file, the copy goes.
+    let loads = h.loader.loads.lock().unwrap().len();
+    let file = std::fs::File::options().write(true).open(&path).unwrap();
+    file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(60))
+        .unwrap();
+    drop(file);
+    // Two ticks later (`last_check` moves every tick) the touch was seen.
+    let check = |ready: &serde_json::Value| ready["states"][0]["last_check"].clone();
+    let (_, ready) = h.get_json("/readyz").await;
+    let mut seen = vec![check(&ready)];
+    for _ in 0..100 {
+        let (_, ready) = h.get_json("/readyz").await;
+        let now = check(&ready);
+        if seen.last() != Some(&now) {
+            seen.push(now);
+        }
+        if seen.len() == 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(seen.len(), 3, "two reload ticks within 10 s: {seen:?}");
+    assert_eq!(
+        h.loader.loads.lock().unwrap().len(),
+        loads,
+        "the same bytes are not parsed again"
+    );
+    assert_eq!(spooled(spool.path()).1, std::slice::from_ref(&second));
+
+    // Not a state: the last good file stays, the bad copy goes.
+    std::fs::write(&path, "<html>").unwrap();
+    let mut refused = false;
+    for _ in 0..100 {
+        let (_, ready) = h.get_json("/readyz").await;
+        if ready["states"][0]["error"].is_string() {
+            refused = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(refused, "the bad state was reported within 10 s");
+    assert_eq!(spooled(spool.path()).1, std::slice::from_ref(&second));
+
+    h.stop().await;
+    assert!(!folder.exists(), "the spool folder is removed at shutdown");
 }
