@@ -24,6 +24,18 @@
 //!   the same file read again: the work and memory are those of any changed state of
 //!   this size.)
 //!
+//! Then, when a release `driftreactor` binary is at `target/release/driftreactor`
+//! (`cargo build --release -p driftreactor-cli`) or named by
+//! `DRIFTREACTOR_BENCH_SERVE_BIN`, two rows of the real `serve` with this state as its
+//! one workspace (a local file: streamed into serve's state spool, the graph built from
+//! the spool, no state bytes kept in memory):
+//!
+//! * **serve: start-up**: process start → `/readyz` answers 200; the peak is the
+//!   process's `VmHWM` then;
+//! * **serve: reload of a changed state**: a newline appended to the state file (new
+//!   bytes, the same resources), then the time until `state_reloads_total{result="ok"}`
+//!   counts it, and the peak `VmHWM` of the whole run.
+//!
 //! `DRIFTREACTOR_BENCH_WORKERS=N` sets [`GraphBuilder::worker_threads`] for every
 //! row (the "one worker thread" row keeps its one).
 //!
@@ -291,4 +303,157 @@ fn main() {
             "| {row} | {shown} | {seconds:.3} | {cpu:.2} | {peak:.0} | {after:.0} | {targets} | {note} |"
         );
     }
+    serve_rows(&path);
+}
+
+/// The `serve` rows (see the module docs), printed as table rows; a note instead when
+/// no release binary is found or serve fails.
+fn serve_rows(state: &Path) {
+    use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+    use std::net::TcpStream;
+    use std::process::Stdio;
+    use std::time::Duration;
+
+    let exe = std::env::current_exe().expect("bench executable");
+    let bin = std::env::var_os("DRIFTREACTOR_BENCH_SERVE_BIN")
+        .map(PathBuf::from)
+        .or_else(|| {
+            exe.ancestors()
+                .nth(2)
+                .map(|release| release.join("driftreactor"))
+        })
+        .filter(|b| b.exists());
+    let Some(bin) = bin else {
+        println!(
+            "| serve rows | skipped: no release `driftreactor` (cargo build --release -p driftreactor-cli, or DRIFTREACTOR_BENCH_SERVE_BIN) | | | | | | |"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    // A copy the reload row may change: a hard link would change the generated file.
+    let copy = dir.path().join("prod.tfstate");
+    std::fs::copy(state, &copy).expect("copy the state");
+    let config = dir.path().join("driftreactor.toml");
+    std::fs::write(
+        &config,
+        "[[workspaces]]\nname = \"prod\"\nstate = \"prod.tfstate\"\n\n[server]\nstate_reload_secs = 1\n\n[journal]\npath = \"journal.sqlite\"\n",
+    )
+    .expect("write the config");
+    let started = Instant::now();
+    let mut child = Command::new(&bin)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .args(["--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start driftreactor serve");
+    let pid = child.id();
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let addr = lines.by_ref().map_while(Result::ok).find_map(|l| {
+        l.strip_prefix("driftreactor serve: listening on ")
+            .map(|a| a.trim().to_owned())
+    });
+    std::thread::spawn(move || for _ in lines {});
+    let get = |path: &str| -> Option<(u16, String)> {
+        let mut conn = TcpStream::connect(addr.as_deref()?).ok()?;
+        conn.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+        write!(
+            conn,
+            "GET {path} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n"
+        )
+        .ok()?;
+        let mut text = String::new();
+        conn.read_to_string(&mut text).ok()?;
+        let code = text.split_whitespace().nth(1)?.parse().ok()?;
+        Some((code, text))
+    };
+    let hwm = || -> f64 {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            })
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    let rss = || -> f64 {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmRSS:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            })
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let ready = loop {
+        if get("/readyz").is_some_and(|(code, _)| code == 200) {
+            break true;
+        }
+        if Instant::now() > deadline || child.try_wait().ok().flatten().is_some() {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    if !ready {
+        let _ = child.kill();
+        println!("| serve: start-up | failed: not ready within 300 s | | | | | | |");
+        return;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let (peak, after) = (hwm(), rss());
+    let verdict = |s: f64, p: f64| {
+        format!(
+            "{}, {}",
+            if s < TARGET_SECONDS { "met" } else { "NOT MET" },
+            if p < TARGET_PEAK_MB { "met" } else { "NOT MET" }
+        )
+    };
+    println!(
+        "| serve: start-up (file → spool → graph) | — | {seconds:.3} | — | {peak:.0} | {after:.0} | {} | start → /readyz 200 |",
+        verdict(seconds, peak)
+    );
+    let reloads = || -> Option<u64> {
+        let (_, text) = get("/metrics")?;
+        text.lines()
+            .find(|l| l.contains("state_reloads_total") && l.contains("result=\"ok\""))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .map(|v| v as u64)
+    };
+    let before = reloads().unwrap_or(0);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&copy)
+        .expect("open the state copy");
+    f.write_all(b"\n").expect("change the state");
+    drop(f);
+    let changed = Instant::now();
+    let deadline = changed + Duration::from_secs(300);
+    let reloaded = loop {
+        if reloads().is_some_and(|n| n > before) {
+            break true;
+        }
+        if Instant::now() > deadline {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let seconds = changed.elapsed().as_secs_f64();
+    let (peak_all, after) = (hwm(), rss());
+    if reloaded {
+        println!(
+            "| serve: reload of a changed state | — | {seconds:.3} | — | {peak_all:.0} | {after:.0} | — | change → reload counted; peak over the whole run ({:.2}× the start-up RSS) |",
+            peak_all / peak.max(1.0)
+        );
+    } else {
+        println!(
+            "| serve: reload of a changed state | failed: not reloaded within 300 s | | | | | | |"
+        );
+    }
+    let _ = Command::new("kill").arg(pid.to_string()).status();
+    let _ = child.wait();
 }
