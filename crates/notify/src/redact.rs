@@ -78,12 +78,56 @@ struct Known {
     /// Secrets to search for, longest first, each with its JSON-escaped spelling when
     /// that differs.
     needles: Arc<[String]>,
-    /// One automaton over `needles` (pattern `i` is `needles[i]`): a text is scanned
-    /// once for all of them instead of once per secret (a state with thousands of
-    /// sensitive values made every redacted line cost thousands of searches; issue 16).
-    /// `None` when there are no needles (or the automaton could not be built: then
-    /// every needle is searched for on its own, as before).
-    finder: Option<Arc<AhoCorasick>>,
+    /// One automaton over the needles' prefixes ([`Finder`]): a text is scanned once
+    /// for all of them instead of once per secret (a state with thousands of sensitive
+    /// values made every redacted line cost thousands of searches; issue 16). `None`
+    /// when there are no needles (or the automaton could not be built: then every
+    /// needle is searched for on its own, as before).
+    finder: Option<Arc<Finder>>,
+}
+
+/// How many leading bytes of each needle [`Finder`]'s automaton holds.
+///
+/// An automaton over whole secrets has a state per byte of them: 128,000 sensitive
+/// values of 40 bytes (a 1 GB state) made ≈ 10 million states, hundreds of MB and
+/// seconds to build at every start and state reload. Prefixes of 16 bytes bound it to
+/// 16 states a secret (fewer where prefixes are shared), and a prefix that occurs is
+/// confirmed against the whole needles that start with it.
+const FINDER_PREFIX_BYTES: usize = 16;
+
+/// Decides in one scan whether a text holds any needle: an Aho-Corasick automaton
+/// over the distinct needle prefixes ([`FINDER_PREFIX_BYTES`]), and for each prefix
+/// the needles that start with it.
+#[derive(Debug)]
+struct Finder {
+    /// Pattern `p` is the `p`-th distinct prefix.
+    automaton: AhoCorasick,
+    /// The needles of prefix `p`: `members[starts[p]..starts[p + 1]]`, indexes into
+    /// the needles the finder was built from.
+    starts: Vec<u32>,
+    members: Vec<u32>,
+}
+
+impl Finder {
+    /// True when `text` holds one of `needles` (the needles the finder was built from).
+    fn holds_one(&self, text: &str, needles: &[String]) -> bool {
+        let bytes = text.as_bytes();
+        // The common case, no prefix at all, on the automaton's fastest search.
+        if !self.automaton.is_match(bytes) {
+            return false;
+        }
+        self.automaton.find_overlapping_iter(bytes).any(|m| {
+            let p = m.pattern().as_usize();
+            let (Some(&from), Some(&to)) = (self.starts.get(p), self.starts.get(p + 1)) else {
+                return false;
+            };
+            let rest = &bytes[m.start()..];
+            self.members[from as usize..to as usize]
+                .iter()
+                .filter_map(|&i| needles.get(i as usize))
+                .any(|n| rest.starts_with(n.as_bytes()))
+        })
+    }
 }
 
 impl std::fmt::Debug for Redactor {
@@ -112,12 +156,47 @@ fn spellings(raw: &BTreeSet<String>) -> Arc<[String]> {
     needles.into()
 }
 
-/// The automaton of `needles` (see `Known::finder`).
-fn finder(needles: &[String]) -> Option<Arc<AhoCorasick>> {
-    if needles.is_empty() {
+/// The [`Finder`] of `needles` (see `Known::finder`); `None` when there are none or
+/// more than `u32::MAX`.
+fn finder(needles: &[String]) -> Option<Arc<Finder>> {
+    if needles.is_empty() || u32::try_from(needles.len()).is_err() {
         return None;
     }
-    AhoCorasick::new(needles).ok().map(Arc::new)
+    // The distinct prefixes in order of first use, and each needle's prefix number.
+    let mut numbers: std::collections::HashMap<&[u8], u32> = std::collections::HashMap::new();
+    let mut prefixes: Vec<&[u8]> = Vec::new();
+    let mut prefix_of: Vec<u32> = Vec::with_capacity(needles.len());
+    for n in needles {
+        let bytes = n.as_bytes();
+        let prefix = &bytes[..bytes.len().min(FINDER_PREFIX_BYTES)];
+        let next = u32::try_from(prefixes.len()).ok()?;
+        let number = *numbers.entry(prefix).or_insert_with(|| {
+            prefixes.push(prefix);
+            next
+        });
+        prefix_of.push(number);
+    }
+    // Needles grouped by prefix (a counting sort, needle order kept in each group).
+    let mut starts = vec![0u32; prefixes.len() + 1];
+    for &p in &prefix_of {
+        starts[p as usize + 1] += 1;
+    }
+    for i in 1..starts.len() {
+        starts[i] += starts[i - 1];
+    }
+    let mut filled = starts.clone();
+    let mut members = vec![0u32; needles.len()];
+    for (i, &p) in prefix_of.iter().enumerate() {
+        let at = &mut filled[p as usize];
+        members[*at as usize] = u32::try_from(i).ok()?;
+        *at += 1;
+    }
+    let automaton = AhoCorasick::new(&prefixes).ok()?;
+    Some(Arc::new(Finder {
+        automaton,
+        starts,
+        members,
+    }))
 }
 
 impl Redactor {
@@ -146,7 +225,7 @@ impl Redactor {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn needles(&self) -> (Arc<[String]>, Option<Arc<AhoCorasick>>) {
+    fn needles(&self) -> (Arc<[String]>, Option<Arc<Finder>>) {
         let known = self.read();
         (known.needles.clone(), known.finder.clone())
     }
@@ -196,7 +275,7 @@ impl Redactor {
         // way it always was (each secret in turn, longest first, so a longer secret
         // is never left half redacted by a shorter one that overlaps it).
         let holds_one = match &finder {
-            Some(f) => f.is_match(text),
+            Some(f) => f.holds_one(text, &needles),
             None => !needles.is_empty(),
         };
         let mut out = Cow::Borrowed(text);
@@ -378,6 +457,31 @@ mod tests {
         let clone = r.clone();
         r.add_secrets(["late-secret".to_owned()]);
         assert_eq!(clone.text("x late-secret y"), format!("x {REDACTED} y"));
+    }
+
+    /// The automaton holds only each secret's first bytes: secrets sharing a long
+    /// prefix (PEM keys, tokens of one issuer) are each confirmed whole, and a text
+    /// holding only the shared prefix, or a secret cut short, is left as it is.
+    #[test]
+    fn secrets_sharing_a_long_prefix_are_each_found_whole() {
+        let shared = "-----BEGIN RSA PRIVATE KEY-----\nMIIE";
+        let a = format!("{shared}AAAA-first");
+        let b = format!("{shared}BBBB-second");
+        let r = Redactor::new([a.clone(), b.clone(), "short1".to_owned()]);
+        let only_prefix = format!("x {shared}CCCC y");
+        assert!(matches!(r.text(&only_prefix), Cow::Borrowed(_)));
+        let cut = format!("x {shared}BBBB-secon");
+        assert_eq!(r.text(&cut), cut);
+        assert_eq!(r.text(&format!("x {b} y")), format!("x {REDACTED} y"));
+        assert_eq!(
+            r.text(&format!("{a}{b} short1")),
+            format!("{REDACTED}{REDACTED} {REDACTED}")
+        );
+        // A prefix match that overlaps the real one (`-----B…` inside `--------B…`).
+        assert_eq!(r.text(&format!("--{a}")), format!("--{REDACTED}"));
+        // The JSON spelling (the newline escaped) is found whole too.
+        let json = serde_json::to_string(&a).unwrap();
+        assert_eq!(r.text(&json), format!("\"{REDACTED}\""));
     }
 
     use super::*;
