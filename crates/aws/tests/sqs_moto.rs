@@ -101,25 +101,36 @@ async fn visibility_lapsed(
         if Instant::now() > deadline {
             return false;
         }
-        let out = sqs
-            .receive_message()
-            .queue_url(&url)
-            .wait_time_seconds(1)
-            .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
-            .send()
-            .await
-            .unwrap();
-        for message in out.messages() {
-            let count: u32 = message
-                .attributes()
-                .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
-                .and_then(|c| c.parse().ok())
-                .unwrap_or(0);
+        for count in receive_counts(sqs, &url).await {
             assert_eq!(count, received + 1, "the canary's receive count");
             received = count;
         }
     }
     true
+}
+
+/// One bare `ReceiveMessage` (a 1 s long poll) on `url`: the
+/// `ApproximateReceiveCount` of each message received (0 when unreadable); the
+/// messages are left alone.
+async fn receive_counts(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<u32> {
+    let out = sqs
+        .receive_message()
+        .queue_url(url)
+        .wait_time_seconds(1)
+        .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
+        .send()
+        .await
+        .unwrap();
+    out.messages()
+        .iter()
+        .map(|message| {
+            message
+                .attributes()
+                .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0)
+        })
+        .collect()
 }
 
 fn config(queue_name: &str, visibility_secs: u32) -> SqsSourceConfig {
@@ -513,28 +524,13 @@ async fn a_message_received_by_the_poll_in_flight_at_shutdown_is_released_at_onc
     // Visible again at once (not after 120 s), received a second time.
     let deadline = Instant::now() + Duration::from_secs(20);
     let count = loop {
-        let out = sqs
-            .receive_message()
-            .queue_url(&url)
-            .wait_time_seconds(1)
-            .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
-            .send()
-            .await
-            .unwrap();
-        if let Some(message) = out.messages().first() {
-            break message
-                .attributes()
-                .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
-                .cloned();
+        if let Some(&count) = receive_counts(&sqs, &url).await.first() {
+            break count;
         }
         assert!(
             Instant::now() < deadline,
             "the message received at shutdown is still invisible"
         );
     };
-    assert_eq!(
-        count.as_deref(),
-        Some("2"),
-        "received by the source's poll, then released"
-    );
+    assert_eq!(count, 2, "received by the source's poll, then released");
 }

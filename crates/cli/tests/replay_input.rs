@@ -38,14 +38,13 @@ impl Run {
 /// `driftreactor replay --format json --config fixtures/driftreactor.toml ARGS`, which
 /// must end within 60 s (a blocked read would hang it).
 fn replay(args: &[&str]) -> Run {
+    replay_with("fixtures/driftreactor.toml", args)
+}
+
+/// [`replay`] with the config file `config` (a path, or relative to the repository).
+fn replay_with(config: &str, args: &[&str]) -> Run {
     let mut child = Command::new(env!("CARGO_BIN_EXE_driftreactor"))
-        .args([
-            "replay",
-            "--format",
-            "json",
-            "--config",
-            "fixtures/driftreactor.toml",
-        ])
+        .args(["replay", "--format", "json", "--config", config])
         .args(args)
         .current_dir(repo())
         .stdin(Stdio::null())
@@ -70,6 +69,17 @@ fn replay(args: &[&str]) -> Run {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
+}
+
+/// The demo config (`fixtures/driftreactor.toml`) with its state paths made absolute,
+/// to be written elsewhere with more settings.
+fn demo_config() -> String {
+    let root = repo().display().to_string();
+    std::fs::read_to_string(repo().join("fixtures/driftreactor.toml"))
+        .unwrap()
+        .replace("\"aws/", &format!("\"{root}/fixtures/aws/"))
+        .replace("\"azure/", &format!("\"{root}/fixtures/azure/"))
+        .replace("\"gcp/", &format!("\"{root}/fixtures/gcp/"))
 }
 
 fn write(dir: &Path, name: &str, bytes: impl AsRef<[u8]>) -> String {
@@ -196,14 +206,7 @@ fn an_event_file_over_the_size_cap_is_rejected() {
     let run = replay(&["--max-event-file-bytes", &event.len().to_string(), &f]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     // The config key, with the demo config's workspaces.
-    let cfg = std::fs::read_to_string(repo().join("fixtures/driftreactor.toml"))
-        .unwrap()
-        .replace("\"aws/", &format!("\"{}/fixtures/aws/", repo().display()))
-        .replace(
-            "\"azure/",
-            &format!("\"{}/fixtures/azure/", repo().display()),
-        )
-        .replace("\"gcp/", &format!("\"{}/fixtures/gcp/", repo().display()));
+    let cfg = demo_config();
     let cfg_path = write(
         dir.path(),
         "capped.toml",
@@ -598,35 +601,17 @@ fn the_dedupe_window_comes_from_the_flag_or_the_config() {
         "outside a window of 1 the event is reported again"
     );
     // The config key, with the demo config's workspaces; the flag wins over it.
-    let cfg = std::fs::read_to_string(repo().join("fixtures/driftreactor.toml"))
-        .unwrap()
-        .replace("\"aws/", &format!("\"{}/fixtures/aws/", repo().display()))
-        .replace(
-            "\"azure/",
-            &format!("\"{}/fixtures/azure/", repo().display()),
-        )
-        .replace("\"gcp/", &format!("\"{}/fixtures/gcp/", repo().display()));
     let cfg_path = write(
         dir.path(),
         "window.toml",
-        format!("{cfg}\n[replay]\ndedupe_window = 1\n"),
+        format!("{}\n[replay]\ndedupe_window = 1\n", demo_config()),
     );
-    let with_config = |extra: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_driftreactor"))
-            .args(["replay", "--format", "json", "--config", &cfg_path])
-            .args(extra)
-            .arg(&f)
-            .output()
-            .unwrap();
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
-    };
-    assert_ne!(third(with_config(&[])).as_deref(), Some("duplicate"));
+    assert_ne!(
+        third(replay_with(&cfg_path, &[&f])).as_deref(),
+        Some("duplicate")
+    );
     assert_eq!(
-        third(with_config(&["--dedupe-window", "0"])).as_deref(),
+        third(replay_with(&cfg_path, &["--dedupe-window", "0", &f])).as_deref(),
         Some("duplicate")
     );
 }

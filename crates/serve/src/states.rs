@@ -218,6 +218,26 @@ impl Workspace {
             source,
         }
     }
+
+    /// The outcome of an unconditional read of this workspace's state (`None`: the
+    /// store answered "not modified", which only a conditional read may get), errors
+    /// naming the workspace, the field and the location.
+    fn unconditional<T>(&self, read: Result<Option<T>, SourceError>) -> Result<T, Error> {
+        match read {
+            Ok(Some(got)) => Ok(got),
+            Ok(None) => Err(self.error(SourceError {
+                kind: ErrorKind::Other,
+                location: self.location().to_owned(),
+                message: "the store answered `not modified` to an unconditional read".into(),
+            })),
+            Err(mut e) => {
+                if e.location.is_empty() {
+                    e.location = self.location().to_owned();
+                }
+                Err(self.error(e))
+            }
+        }
+    }
 }
 
 /// A `[[workspace_sets]]` entry with its lister.
@@ -405,23 +425,14 @@ pub async fn fetch(workspaces: &[Workspace]) -> Result<Vec<Fetched>, Error> {
     workspaces
         .iter()
         .zip(reads)
-        .map(|(ws, read)| match read {
-            Ok(Fetch::Changed { bytes, version }) => Ok(Fetched {
-                state: StateBytes::new(ws.name(), ws.location(), bytes),
-                version,
-            }),
-            // Only a source that was asked with a version answers this.
-            Ok(Fetch::Unchanged) => Err(ws.error(SourceError {
-                kind: ErrorKind::Other,
-                location: ws.location().to_owned(),
-                message: "the store answered `not modified` to an unconditional read".into(),
-            })),
-            Err(mut e) => {
-                if e.location.is_empty() {
-                    e.location = ws.location().to_owned();
-                }
-                Err(ws.error(e))
-            }
+        .map(|(ws, read)| {
+            ws.unconditional(read.map(|fetch| match fetch {
+                Fetch::Changed { bytes, version } => Some(Fetched {
+                    state: StateBytes::new(ws.name(), ws.location(), bytes),
+                    version,
+                }),
+                Fetch::Unchanged => None,
+            }))
         })
         .collect()
 }
@@ -1228,21 +1239,7 @@ async fn fetch_into(
     workspaces
         .iter()
         .zip(reads)
-        .map(|(ws, read)| match read {
-            Ok(Some(got)) => Ok(got),
-            // Only a source that was asked with a version answers this.
-            Ok(None) => Err(ws.error(SourceError {
-                kind: ErrorKind::Other,
-                location: ws.location().to_owned(),
-                message: "the store answered `not modified` to an unconditional read".into(),
-            })),
-            Err(mut e) => {
-                if e.location.is_empty() {
-                    e.location = ws.location().to_owned();
-                }
-                Err(ws.error(e))
-            }
-        })
+        .map(|(ws, read)| ws.unconditional(read))
         .collect()
 }
 

@@ -66,7 +66,12 @@ const ROWS: [&str; 6] = [
 ];
 
 fn status_mb(field: &str) -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    process_status_mb("self", field)
+}
+
+/// `field` (`VmHWM:`, `VmRSS:`) of `/proc/{process}/status` in MB, 0 when unreadable.
+fn process_status_mb(process: &str, field: &str) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{process}/status")).unwrap_or_default();
     status
         .lines()
         .find(|l| l.starts_with(field))
@@ -368,26 +373,9 @@ fn serve_rows(state: &Path) {
         let code = text.split_whitespace().nth(1)?.parse().ok()?;
         Some((code, text))
     };
-    let hwm = || -> f64 {
-        std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("VmHWM:"))
-                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-            })
-            .map_or(0.0, |kb| kb / 1024.0)
-    };
-    let rss = || -> f64 {
-        std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("VmRSS:"))
-                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-            })
-            .map_or(0.0, |kb| kb / 1024.0)
-    };
+    let process = pid.to_string();
+    let hwm = || process_status_mb(&process, "VmHWM:");
+    let rss = || process_status_mb(&process, "VmRSS:");
     let deadline = Instant::now() + Duration::from_secs(300);
     let ready = loop {
         if get("/readyz").is_some_and(|(code, _)| code == 200) {

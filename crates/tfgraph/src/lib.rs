@@ -311,16 +311,8 @@ impl GraphBuilder {
     /// a format version other than 4, [`Error::DuplicateWorkspace`] when the name is
     /// taken.
     pub fn add_state_file(&mut self, workspace: &str, path: &Path) -> Result<StateMeta> {
-        if self.by_workspace.contains_key(workspace) {
-            return Err(Error::DuplicateWorkspace(workspace.to_owned()));
-        }
-        let file = std::fs::File::open(path).map_err(|source| Error::Read {
-            path: path.to_owned(),
-            source,
-        })?;
         let origin = path.display().to_string();
-        let size = file.metadata().ok().map(|m| m.len());
-        let mut meta = self.add_state(workspace, &origin, Some(path), file, size)?;
+        let mut meta = self.add_opened(workspace, &origin, Some(path), path)?;
         meta.path = Some(path.to_owned());
         if let Some(last) = self.states.last_mut() {
             last.path = Some(path.to_owned());
@@ -342,6 +334,18 @@ impl GraphBuilder {
         origin: &str,
         path: &Path,
     ) -> Result<StateMeta> {
+        self.add_opened(workspace, origin, None, path)
+    }
+
+    /// Opens the file at `path` and adds the state it holds, named `origin` (and
+    /// `file_name`, when given, as [`GraphBuilder::add_state_file`] names it) in errors.
+    fn add_opened(
+        &mut self,
+        workspace: &str,
+        origin: &str,
+        file_name: Option<&Path>,
+        path: &Path,
+    ) -> Result<StateMeta> {
         if self.by_workspace.contains_key(workspace) {
             return Err(Error::DuplicateWorkspace(workspace.to_owned()));
         }
@@ -350,7 +354,7 @@ impl GraphBuilder {
             source,
         })?;
         let size = file.metadata().ok().map(|m| m.len());
-        self.add_state(workspace, origin, None, file, size)
+        self.add_state(workspace, origin, file_name, file, size)
     }
 
     /// Adds a state from bytes already in memory (Terraform state format version 4
