@@ -62,7 +62,7 @@ pub struct Args {
     pub max_event_file_bytes: Option<u64>,
     /// How many distinct event ids the replay remembers to report a redelivered event
     /// as `duplicate` (default 100000; overrides `[replay] dedupe_window`): an event
-    /// whose id was first seen more than that many distinct events earlier is reported
+    /// whose id comes back after that many or more other distinct ids is reported
     /// again. `0` remembers the whole replay (memory then grows with it, about 36 bytes
     /// an event).
     #[arg(long, value_name = "EVENTS")]

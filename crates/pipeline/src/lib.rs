@@ -517,8 +517,8 @@ impl Replay {
 
     /// How many distinct event ids (and, apart, correlation keys) the replay remembers,
     /// the most recently first-seen ones (default [`DEFAULT_DEDUPE_WINDOW`]); an event
-    /// whose id was seen longer ago than that is reported again instead of as
-    /// `duplicate`. `0` remembers every one (memory then grows with the replay, about
+    /// whose id comes back after `window` or more other distinct ids is reported again
+    /// instead of as `duplicate`. `0` remembers every one (memory then grows with the replay, about
     /// 36 bytes an event). After Vector's `dedupe` transform, which keeps a bounded
     /// cache for the same reason: redeliveries come close together.
     pub fn dedupe_window(mut self, window: usize) -> Self {
