@@ -62,9 +62,6 @@ const SQS_BATCH_MAX: usize = 10;
 /// How long a stopping receiver still waits for the pipeline's answers on its batch
 /// before it leaves the messages to their visibility timeout.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
-/// How much longer than its `WaitTimeSeconds` a long poll in flight at shutdown is
-/// awaited for its answer (network and SDK time), so what it received is released.
-const RECEIVE_ANSWER_MARGIN: Duration = Duration::from_secs(5);
 
 /// The `[[sources]]` table of `type = "aws_sqs"`.
 ///
@@ -339,14 +336,11 @@ impl Source for SqsSource {
                     u64::from(self.visibility_timeout_secs.max(2)) / 2,
                 )),
                 shutdown_grace: SHUTDOWN_GRACE,
-                // A message SQS hands to an abandoned long poll stays invisible for the
-                // whole visibility timeout: let the poll answer, then release it.
-                receive_drain: Some(
-                    (Duration::from_secs(u64::from(self.wait_time_secs)) + RECEIVE_ANSWER_MARGIN)
-                        .min(SHUTDOWN_GRACE),
-                ),
                 ..PullOptions::new(SOURCE_NAME)
-            };
+            }
+            // A message SQS hands to an abandoned long poll stays invisible for the
+            // whole visibility timeout: let the poll answer, then release it.
+            .drain_long_polls(Duration::from_secs(u64::from(self.wait_time_secs)));
             let result = run_pull(receivers, self.health.clone(), options, out, shutdown).await;
             info!(queue_url = %self.queue_url, "The SQS source stopped.");
             result

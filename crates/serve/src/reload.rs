@@ -26,7 +26,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use driftreactor_pipeline::estate::{SpooledState, StateInput};
+use driftreactor_pipeline::estate::StateInput;
 use driftreactor_state::Version;
 use tokio_util::sync::CancellationToken;
 
@@ -208,27 +208,18 @@ async fn build(
             // Every changed state was refused: the graph in use is still current.
             return;
         }
-        let inputs: Vec<StateInput> = set
+        // Each workspace's new file, else its last good one. The files are held while
+        // the loader reads them, even when this tick is dropped at shutdown (the
+        // blocking build runs on).
+        let (inputs, held): (Vec<StateInput>, Vec<Arc<SpoolFile>>) = set
             .entries
             .iter()
             .zip(candidates.iter())
-            .filter_map(|(e, c)| match c {
-                Some((file, _)) => Some(StateInput::Spooled(SpooledState::new(
-                    e.ws.name(),
-                    e.ws.location(),
-                    file.path(),
-                ))),
-                None => e.good_state(),
+            .filter_map(|(e, c)| {
+                let (file, _) = c.as_ref().or(e.good.as_ref())?;
+                Some((e.spooled(file), file.clone()))
             })
-            .collect();
-        // The files stay while the loader reads them, even when this tick is dropped
-        // at shutdown (the blocking build runs on).
-        let held: Vec<Arc<SpoolFile>> = set
-            .entries
-            .iter()
-            .zip(candidates.iter())
-            .filter_map(|(e, c)| c.as_ref().or(e.good.as_ref()).map(|(f, _)| f.clone()))
-            .collect();
+            .unzip();
         let loader = ctx.loader.clone();
         let result = tokio::task::spawn_blocking(move || {
             let loaded = loader.load(&inputs);

@@ -636,13 +636,17 @@ impl Entry {
     /// The state the next graph uses for this workspace (its spool file), when it has
     /// any.
     pub fn good_state(&self) -> Option<StateInput> {
-        self.good.as_ref().map(|(file, _)| {
-            StateInput::Spooled(SpooledState::new(
-                self.ws.name(),
-                self.ws.location(),
-                file.path(),
-            ))
-        })
+        self.good.as_ref().map(|(file, _)| self.spooled(file))
+    }
+
+    /// `file` (this workspace's last good state or a new one) as a build input, named
+    /// by the workspace's location.
+    pub(crate) fn spooled(&self, file: &SpoolFile) -> StateInput {
+        StateInput::Spooled(SpooledState::new(
+            self.ws.name(),
+            self.ws.location(),
+            file.path(),
+        ))
     }
 }
 

@@ -243,6 +243,21 @@ impl PullOptions {
     }
 }
 
+/// How much longer than its own server-side wait a long poll in flight at shutdown is
+/// awaited for its answer (network and client time): [`PullOptions::drain_long_polls`].
+pub const RECEIVE_ANSWER_MARGIN: Duration = Duration::from_secs(5);
+
+impl PullOptions {
+    /// Sets [`PullOptions::receive_drain`] for a bus whose receive call is a long poll
+    /// of at most `wait` server-side (SQS `WaitTimeSeconds`, Event Grid `maxWaitTime`):
+    /// the wait plus [`RECEIVE_ANSWER_MARGIN`], never longer than
+    /// [`PullOptions::shutdown_grace`] (so set the grace first).
+    pub fn drain_long_polls(mut self, wait: Duration) -> Self {
+        self.receive_drain = Some((wait + RECEIVE_ANSWER_MARGIN).min(self.shutdown_grace));
+        self
+    }
+}
+
 /// Runs `receivers` (competing consumers of one bus) until `shutdown` fires or one of
 /// them fails permanently, which stops the others too. Every receive outcome is
 /// recorded on `health` (shared by all receivers). Sends messages on `out`; settles

@@ -20,9 +20,6 @@ use super::client::{BrokerProperties, NamespaceClient, ReceivedEvent};
 
 /// How long a stopping receiver still waits for the pipeline's answers.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
-/// How much longer than its `maxWaitTime` a receive in flight at shutdown is awaited
-/// for its answer, so the events it locked are released rather than left locked.
-const RECEIVE_ANSWER_MARGIN: Duration = Duration::from_secs(5);
 
 /// The running `azure_event_grid_namespace` source (see the module docs). Built by
 /// [`NamespaceSourceConfig::build`](super::NamespaceSourceConfig::build) or [`NamespaceSource::new`].
@@ -84,14 +81,11 @@ impl Source for NamespaceSource {
             let options = PullOptions {
                 renew_every: Some((self.lock_duration / 2).max(Duration::from_secs(1))),
                 shutdown_grace: SHUTDOWN_GRACE,
-                // Events locked by an abandoned receive stay locked for the lock
-                // duration: let the receive answer, then release them.
-                receive_drain: Some(
-                    (Duration::from_secs(u64::from(self.max_wait_secs)) + RECEIVE_ANSWER_MARGIN)
-                        .min(SHUTDOWN_GRACE),
-                ),
                 ..PullOptions::new(SOURCE_NAME)
-            };
+            }
+            // Events locked by an abandoned receive stay locked for the lock
+            // duration: let the receive answer, then release them.
+            .drain_long_polls(Duration::from_secs(u64::from(self.max_wait_secs)));
             let result = run_pull(receivers, self.health.clone(), options, out, shutdown).await;
             info!(subscription = %self.client.subscription(), "The Event Grid namespace source stopped.");
             result

@@ -19,15 +19,7 @@ async fn a_new_state_serial_is_loaded_and_events_route_against_it() {
 
     // An `apply` writes serial 2, now managing it.
     std::fs::write(h.dir.path().join("prod.tfstate"), state(2, true)).unwrap();
-    let mut reloaded = false;
-    for _ in 0..100 {
-        let (_, ready) = h.get_json("/readyz").await;
-        if ready["states"][0]["serial"] == 2 {
-            reloaded = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let reloaded = readyz_until(&h, 100, |ready| ready["states"][0]["serial"] == 2).await;
     assert!(reloaded, "serial 2 was not loaded within 10 s");
 
     let (status, body) = h.get_json(addr).await;
@@ -90,15 +82,10 @@ async fn a_state_file_that_stays_unreadable_is_reported() {
     assert_eq!(error_count().await, 1.0);
 
     std::fs::write(h.dir.path().join("prod.tfstate"), state(2, true)).unwrap();
-    let mut cleared = false;
-    for _ in 0..150 {
-        let (_, ready) = h.get_json("/readyz").await;
-        if ready["states"][0]["serial"] == 2 && ready.get("state_error").is_none() {
-            cleared = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let cleared = readyz_until(&h, 150, |ready| {
+        ready["states"][0]["serial"] == 2 && ready.get("state_error").is_none()
+    })
+    .await;
     assert!(
         cleared,
         "serial 2 loaded and state_error cleared within 15 s"
@@ -107,6 +94,19 @@ async fn a_state_file_that_stays_unreadable_is_reported() {
 }
 
 /// The files of the spool folder in `parent` (the one folder serve made there).
+/// Polls `/readyz` every 100 ms, at most `tries` times, until `done` holds of its
+/// answer; false when it never did.
+async fn readyz_until(h: &Harness, tries: u32, done: impl Fn(&serde_json::Value) -> bool) -> bool {
+    for _ in 0..tries {
+        let (_, ready) = h.get_json("/readyz").await;
+        if done(&ready) {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    false
+}
+
 fn spooled(parent: &std::path::Path) -> (std::path::PathBuf, Vec<std::path::PathBuf>) {
     let folders: Vec<_> = std::fs::read_dir(parent)
         .unwrap()
@@ -179,15 +179,7 @@ async fn states_are_spooled_to_files_and_superseded_files_are_removed() {
     // An apply: serial 2 is read into a new file, built from it, the old file goes.
     let path = h.dir.path().join("prod.tfstate");
     std::fs::write(&path, state(2, true)).unwrap();
-    let mut reloaded = false;
-    for _ in 0..100 {
-        let (_, ready) = h.get_json("/readyz").await;
-        if ready["states"][0]["serial"] == 2 {
-            reloaded = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let reloaded = readyz_until(&h, 100, |ready| ready["states"][0]["serial"] == 2).await;
     assert!(reloaded, "serial 2 was not loaded within 10 s");
     let second = last_input(&h);
     assert_ne!(second, first);
