@@ -124,6 +124,12 @@ fn state_identity() {
     );
 }
 
+/// The allocator of the `driftreactor` binary (jemalloc), so the figures are the
+/// product's.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() {
     let path = std::env::args()
         .skip(1)

@@ -57,6 +57,15 @@ enum Command {
     Mcp(mcp::Args),
 }
 
+/// The process's allocator: jemalloc (feature `jemalloc`, on by default; not on MSVC
+/// targets), as Vector ships it. Against glibc's malloc it gives ≈ 1.4× the events/s
+/// on the normalize → route → decide path (README, `throughput`), and memory freed
+/// when a state's graph is replaced goes back to the system instead of staying
+/// resident.
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();

@@ -66,6 +66,12 @@ impl AsRef<[u8]> for Event<'_> {
     }
 }
 
+/// The allocator of the `driftreactor` binary (jemalloc), so the figures are the
+/// product's.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() {
     let started = Instant::now();
     let args: Vec<String> = std::env::args()

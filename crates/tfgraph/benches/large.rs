@@ -227,6 +227,12 @@ fn state_file(instances: usize) -> PathBuf {
     path
 }
 
+/// The allocator of the `driftreactor` binary (jemalloc), so the figures are the
+/// product's.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() {
     let mut instances = 640_000usize;
     let mut row = None;

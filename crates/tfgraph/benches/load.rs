@@ -72,6 +72,12 @@ fn reset_peak() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
+/// The allocator of the `driftreactor` binary (jemalloc), so the figures are the
+/// product's.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() {
     let mut target = 100_000usize;
     let mut args = std::env::args().skip(1);
