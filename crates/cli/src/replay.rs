@@ -73,7 +73,8 @@ pub struct Args {
     #[arg(long)]
     pub stats: bool,
     /// Recorded event files (one event, a JSON array, JSON Lines, a CloudTrail log
-    /// file or a Pub/Sub push envelope), or directories of `*.json` / `*.jsonl` / `*.ndjson` files.
+    /// file or a Pub/Sub push envelope; gzip-compressed or not), or directories of
+    /// `*.json` / `*.jsonl` / `*.ndjson` files (and `*.json.gz`, …).
     #[arg(value_name = "EVENTS", required = true)]
     pub inputs: Vec<PathBuf>,
 }

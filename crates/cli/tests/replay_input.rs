@@ -265,6 +265,64 @@ fn a_leading_bom_is_skipped() {
     );
 }
 
+/// CloudTrail delivers its log files to S3 gzip-compressed (`…_CloudTrail_….json.gz`):
+/// a synced `AWSLogs/` folder replays as the plain files would, and a plain file
+/// beside it still reads.
+#[test]
+fn gzipped_cloudtrail_log_files_replay_like_plain_ones() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let sg = fixture("aws/events/01_sg_open_ssh_console.json");
+    let records: Vec<Value> = (0..35)
+        .map(|i| {
+            let mut r = sg["detail"].clone();
+            r["eventID"] = json!(format!("gz-{i}"));
+            r
+        })
+        .collect();
+    let log = json!({ "Records": records }).to_string();
+    let plain = write(dir.path(), "plain.json", &log);
+    let folder = dir
+        .path()
+        .join("AWSLogs/111122223333/CloudTrail/eu-west-1/2026/12/04");
+    std::fs::create_dir_all(&folder).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(log.as_bytes()).unwrap();
+    write(
+        &folder,
+        "111122223333_CloudTrail_eu-west-1_20261204T1205Z_x1.json.gz",
+        gz.finish().unwrap(),
+    );
+    let without_input = |run: &Run| -> Vec<Value> {
+        run.lines()
+            .into_iter()
+            .map(|mut l| {
+                l.as_object_mut().unwrap().remove("input");
+                l
+            })
+            .collect()
+    };
+    let from_plain = replay(&[&plain]);
+    let from_gz = replay(&[dir.path().join("AWSLogs").to_str().unwrap()]);
+    assert_eq!(from_gz.code, from_plain.code, "{}", from_gz.stderr);
+    let lines = from_gz.lines();
+    assert_eq!(lines.len(), 35, "{}", from_gz.stdout);
+    assert!(
+        lines[0]["input"]
+            .as_str()
+            .unwrap()
+            .ends_with("_x1.json.gz#0"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines.iter().all(|l| l["verdict"] == "drift"),
+        "{}",
+        from_gz.stdout
+    );
+    assert_eq!(without_input(&from_gz), without_input(&from_plain));
+}
+
 /// Item 4: a field present with the wrong type was read as absent: a non-string
 /// `errorCode` was a successful call (drift, revert), a non-string `eventSource` gave
 /// `service: ""`, a non-object `userIdentity` gave `principal: null` and still a

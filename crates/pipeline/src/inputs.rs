@@ -127,7 +127,8 @@ fn state_files(path: &Path) -> Result<Vec<PathBuf>, InputError> {
 }
 
 /// The event files of one input: the file itself, or a folder's `*.json` / `*.jsonl`
-/// / `*.ndjson` files (recursively, sorted by path, hidden entries skipped).
+/// / `*.ndjson` files, gzip-compressed or not (`*.json.gz`, …), recursively, sorted by
+/// path, hidden entries skipped.
 ///
 /// # Errors
 /// [`InputError::NoEventFile`] when the path does not exist, [`InputError::List`]
@@ -141,13 +142,19 @@ pub fn event_files(path: &Path) -> Result<Vec<PathBuf>, InputError> {
     }
     Ok(walk(path)?
         .into_iter()
-        .filter(|f| {
-            matches!(
-                f.extension().and_then(|e| e.to_str()),
-                Some("json" | "jsonl" | "ndjson")
-            )
-        })
+        .filter(|f| is_event_file_name(f))
         .collect())
+}
+
+/// True for a `*.json`, `*.jsonl` or `*.ndjson` name, or one of those with `.gz` after
+/// it (CloudTrail's log files as it delivers them to S3: `…_CloudTrail_….json.gz`).
+fn is_event_file_name(f: &Path) -> bool {
+    let name = f.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let name = name.strip_suffix(".gz").unwrap_or(name);
+    matches!(
+        Path::new(name).extension().and_then(|e| e.to_str()),
+        Some("json" | "jsonl" | "ndjson")
+    )
 }
 
 /// Files under `dir`, recursively (following symbolic links), sorted by path,
@@ -209,6 +216,19 @@ pub enum ReadError {
         /// The cap in bytes.
         cap: u64,
     },
+    /// The gzip file decompresses to more than the cap (a decompression bomb is never
+    /// read past it).
+    #[error(
+        "the gzip file decompresses to more than the {cap}-byte cap \
+         (`[replay] max_event_file_bytes`, `--max-event-file-bytes`)"
+    )]
+    DecompressedTooLarge {
+        /// The cap in bytes.
+        cap: u64,
+    },
+    /// The file starts as gzip (`1f 8b`) but does not decompress.
+    #[error("cannot decompress the gzip file: {0}")]
+    Gzip(std::io::Error),
     /// The file cannot be opened or read.
     #[error("cannot read the file: {0}")]
     Io(#[from] std::io::Error),
@@ -221,15 +241,87 @@ pub enum ReadError {
 ///
 /// # Errors
 /// [`ReadError`] saying why the file is not read.
+///
+/// A gzip file (it starts with the gzip magic `1f 8b`, whatever its name; several
+/// members are read as one stream, as `gzip -d` does) is decompressed, and `cap` bounds
+/// the decompressed bytes.
 pub fn read_event_file(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
     use std::io::Read;
     let (file, opened) = open_event_file(path, cap)?;
+    let mut file = std::io::BufReader::new(file);
+    if is_gzip(&mut file)? {
+        let mut bytes = Vec::new();
+        CappedDecoder::new(file, cap)
+            .read_to_end(&mut bytes)
+            .map_err(|e| gzip_error(e, cap))?;
+        return Ok(bytes);
+    }
     let mut bytes = Vec::with_capacity(usize::try_from(opened.len().min(cap)).unwrap_or(0));
     file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
     if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > cap {
         return Err(ReadError::TooLarge { cap });
     }
     Ok(bytes)
+}
+
+/// The first two bytes of a gzip member (RFC 1952, section 2.3.1).
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// True when what `reader` reads next starts with [`GZIP_MAGIC`] (nothing consumed).
+fn is_gzip(reader: &mut impl std::io::BufRead) -> std::io::Result<bool> {
+    Ok(reader.fill_buf()?.starts_with(&GZIP_MAGIC))
+}
+
+/// Reads at most `cap` bytes of `inner`, then fails with an error saying the gzip file
+/// decompresses to more than the cap (a plain `take` would end the stream there and
+/// leave a cut document).
+/// The decompressed bytes of the gzip file `reader` reads, at most `cap` of them.
+struct CappedDecoder<R: std::io::BufRead> {
+    inner: flate2::bufread::MultiGzDecoder<R>,
+    left: u64,
+    cap: u64,
+}
+
+impl<R: std::io::BufRead> CappedDecoder<R> {
+    fn new(reader: R, cap: u64) -> Self {
+        Self {
+            inner: flate2::bufread::MultiGzDecoder::new(reader),
+            left: cap,
+            cap,
+        }
+    }
+}
+
+/// [`ReadError`] of an error while decompressing: [`ReadError::DecompressedTooLarge`]
+/// for [`CappedDecoder`]'s own, else [`ReadError::Gzip`].
+fn gzip_error(e: std::io::Error, cap: u64) -> ReadError {
+    if e.kind() == std::io::ErrorKind::FileTooLarge {
+        ReadError::DecompressedTooLarge { cap }
+    } else {
+        ReadError::Gzip(e)
+    }
+}
+
+impl<R: std::io::BufRead> std::io::Read for CappedDecoder<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            // One byte more than the cap tells a file of exactly the cap from a bigger one.
+            let mut one = [0u8; 1];
+            return match self.inner.read(&mut one)? {
+                0 => Ok(0),
+                _ => Err(std::io::Error::new(
+                    std::io::ErrorKind::FileTooLarge,
+                    ReadError::DecompressedTooLarge { cap: self.cap }.to_string(),
+                )),
+            };
+        }
+        let room = usize::try_from(self.left)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        let n = self.inner.read(&mut buf[..room])?;
+        self.left -= n as u64;
+        Ok(n)
+    }
 }
 
 /// Opens one event file as [`read_event_file`] checks it: a regular file (before and
@@ -314,6 +406,9 @@ const LINES_PER_PART: usize = 1024;
 
 /// Bytes of whole lines split at once while a JSON Lines file is streamed.
 const LINES_CHUNK_BYTES: usize = 256 * 1024;
+
+/// Read buffer of a streamed event file, and the most of its head [`shape`] looks at.
+const READ_BUFFER_BYTES: usize = 64 * 1024;
 
 /// The shape of a large event file, from its first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -471,6 +566,8 @@ impl Replay {
                 let mut chunk = Vec::with_capacity(LINES_CHUNK_BYTES + 4096);
                 // 1-based line of the chunk's first byte.
                 let mut first_line = 1usize;
+                // Why the read stopped early: one `rejected` line after the lines read.
+                let mut failure: Option<String> = None;
                 loop {
                     chunk.clear();
                     let mut lines = 0usize;
@@ -483,8 +580,11 @@ impl Replay {
                             }
                             Ok(_) => lines += 1,
                             Err(e) => {
-                                let reason = format!("cannot read the file: {e}");
-                                part.push(ReportLine::unreadable(format!("{name}#{n}"), reason));
+                                // The whole lines before the error still replay; the cut
+                                // one does not.
+                                let whole = chunk.iter().rposition(|&b| b == b'\n');
+                                chunk.truncate(whole.map_or(0, |i| i + 1));
+                                failure = Some(format!("cannot read the file: {e}"));
                                 eof = true;
                                 break;
                             }
@@ -526,9 +626,60 @@ impl Replay {
                         break;
                     }
                 }
+                if let Some(reason) = failure {
+                    part.push(ReportLine::unreadable(format!("{name}#{n}"), reason));
+                }
             }
         }
         flush(&mut part, true);
+    }
+
+    /// Replays one gzip file (see [`read_event_file`]): decompressed as it is read, at
+    /// most `cap` bytes of it; a file that decompresses to at most
+    /// [`STREAM_ABOVE_BYTES`] is processed whole, as a small file, a larger one streamed
+    /// as a large file of its shape. A file that does not decompress, or decompresses
+    /// past the cap, ends with one `rejected` line saying so (after the lines of the
+    /// records read before, when it was streamed).
+    fn replay_gzip(
+        &mut self,
+        name: &str,
+        reader: impl std::io::BufRead,
+        cap: u64,
+        each: &mut impl FnMut(Vec<ReportLine>, bool),
+    ) {
+        use std::io::Read;
+        let mut decoded = CappedDecoder::new(reader, cap);
+        let mut head = Vec::new();
+        if let Err(e) = (&mut decoded)
+            .take(STREAM_ABOVE_BYTES + 1)
+            .read_to_end(&mut head)
+        {
+            let reason = gzip_error(e, cap).to_string();
+            each(vec![ReportLine::unreadable(name.to_owned(), reason)], true);
+            return;
+        }
+        if u64::try_from(head.len()).unwrap_or(u64::MAX) <= STREAM_ABOVE_BYTES {
+            each(self.process_input(name, &head), true);
+            return;
+        }
+        let shape = shape(&head[..head.len().min(READ_BUFFER_BYTES)]);
+        let mut rest = std::io::BufReader::with_capacity(
+            READ_BUFFER_BYTES,
+            std::io::Cursor::new(head).chain(decoded),
+        );
+        if shape == Shape::Other {
+            // Read whole (at most the cap), as a small file.
+            let mut bytes = Vec::new();
+            match rest.read_to_end(&mut bytes) {
+                Ok(_) => each(self.process_input(name, &bytes), true),
+                Err(e) => {
+                    let reason = gzip_error(e, cap).to_string();
+                    each(vec![ReportLine::unreadable(name.to_owned(), reason)], true);
+                }
+            }
+        } else {
+            self.stream_file(name, rest, shape, each);
+        }
     }
 
     /// Processes one input as given on the command line: a file, or a folder of event
@@ -561,8 +712,10 @@ impl Replay {
     /// [`STREAM_ABOVE_BYTES`] in one call, a larger CloudTrail log file or JSON Lines
     /// file streamed (read record by record or a few hundred KiB of lines at a time,
     /// its lines handed over 1,024 at a time), so memory stays the same
-    /// whatever the size and number of the files. One call with one `rejected` line
-    /// for an input that cannot be listed or a file that cannot be read.
+    /// whatever the size and number of the files. A gzip file is decompressed as it is
+    /// read (the cap bounds its decompressed bytes) and then treated the same way by its
+    /// decompressed size. One call with one `rejected` line for an input that cannot be
+    /// listed or a file that cannot be read.
     pub fn for_each_part(&mut self, input: &Path, mut each: impl FnMut(Vec<ReportLine>, bool)) {
         let cap = self.max_file_bytes;
         let files = match event_files(input) {
@@ -578,11 +731,17 @@ impl Replay {
         };
         for f in files {
             let name = f.display().to_string();
-            match open_event_file(&f, cap) {
+            let opened = open_event_file(&f, cap).and_then(|(file, meta)| {
+                let mut reader = std::io::BufReader::with_capacity(READ_BUFFER_BYTES, file);
+                let gzip = is_gzip(&mut reader)?;
+                Ok((reader, meta, gzip))
+            });
+            match opened {
                 Err(e) => each(vec![ReportLine::unreadable(name, e.to_string())], true),
-                Ok((file, meta)) if meta.len() > STREAM_ABOVE_BYTES => {
+                Ok((reader, _, true)) => self.replay_gzip(&name, reader, cap, &mut each),
+                Ok((reader, meta, false)) if meta.len() > STREAM_ABOVE_BYTES => {
                     use std::io::{BufRead, Read};
-                    let mut reader = std::io::BufReader::with_capacity(64 * 1024, file.take(cap));
+                    let mut reader = reader.take(cap);
                     let shape = match reader.fill_buf() {
                         Ok(head) => shape(head),
                         Err(_) => Shape::Other,

@@ -2,7 +2,8 @@
 //! file record by record, JSON Lines a chunk of lines at a time. The report lines are
 //! those of the whole-file path, handed over in parts; a truncated log file keeps the
 //! records before the cut and adds one `rejected` line naming the file, the record and
-//! the JSON position; the files after it still replay.
+//! the JSON position; the files after it still replay. Gzip files (CloudTrail's log
+//! files as delivered to S3) replay as their decompressed bytes would.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -158,5 +159,142 @@ fn the_dedupe_window_bounds_what_replay_remembers() {
         verdicts(driftreactor_pipeline::DEFAULT_DEDUPE_WINDOW),
         verdicts(0),
         "the default window holds far more than this replay"
+    );
+}
+
+/// `bytes` gzip-compressed, as one member.
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+/// Every report line `for_each_part` makes for `path`.
+fn all_lines(replay: &mut Replay, path: &Path) -> Vec<ReportLine> {
+    parts(replay, path)
+        .into_iter()
+        .flat_map(|(l, _)| l)
+        .collect()
+}
+
+#[test]
+fn gzipped_log_files_and_json_lines_replay_as_their_decompressed_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let small_log = serde_json::to_vec(&serde_json::json!({ "Records": records(3) })).unwrap();
+    let n = 1_500;
+    let mut lines = Vec::new();
+    for r in records(n) {
+        lines.extend(serde_json::to_vec(&r).unwrap());
+        lines.push(b'\n');
+    }
+    assert!(lines.len() as u64 > inputs::STREAM_ABOVE_BYTES);
+    // CloudTrail's own naming; a large JSON Lines file; two gzip members in one file
+    // (`cat a.gz b.gz`), read as one stream as `gzip -d` does.
+    let log_gz = dir
+        .path()
+        .join("111122223333_CloudTrail_eu-west-1_20261204T1200Z_abc.json.gz");
+    std::fs::write(&log_gz, gzip(&small_log)).unwrap();
+    let jsonl_gz = dir.path().join("events.jsonl.gz");
+    std::fs::write(&jsonl_gz, gzip(&lines)).unwrap();
+    let (first, second) = lines.split_at(lines.len() / 2 + 1);
+    let cut = first.iter().rposition(|&b| b == b'\n').unwrap() + 1;
+    let (first, second) = (&lines[..cut], [&first[cut..], second].concat());
+    let members = dir.path().join("members.ndjson.gz");
+    std::fs::write(&members, [gzip(first), gzip(&second)].concat()).unwrap();
+
+    for (path, plain) in [
+        (&log_gz, &small_log),
+        (&jsonl_gz, &lines),
+        (&members, &lines),
+    ] {
+        let name = path.display().to_string();
+        let expected = replay().process_input(&name, plain);
+        assert!(!expected.is_empty());
+        assert!(
+            expected.iter().all(|l| l.verdict != Verdict::Rejected),
+            "{name}"
+        );
+        let got = parts(&mut replay(), path);
+        if plain.len() as u64 > inputs::STREAM_ABOVE_BYTES {
+            assert!(got.len() > 1, "{name} was not streamed");
+        }
+        let got: Vec<ReportLine> = got.into_iter().flat_map(|(l, _)| l).collect();
+        assert_eq!(got, expected, "{name}");
+        assert_eq!(
+            inputs::read_event_file(path, inputs::DEFAULT_MAX_EVENT_FILE_BYTES).unwrap(),
+            *plain,
+            "{name}"
+        );
+    }
+    // A folder lists the gzip files by their inner extension, not other `.gz` files.
+    std::fs::write(dir.path().join("notes.txt.gz"), gzip(b"not events")).unwrap();
+    let listed = inputs::event_files(dir.path()).unwrap();
+    assert_eq!(listed, [log_gz.clone(), jsonl_gz.clone(), members.clone()]);
+    assert_eq!(all_lines(&mut replay(), dir.path()).len(), 3 + n + n);
+}
+
+#[test]
+fn a_gzip_file_that_decompresses_past_the_cap_or_not_at_all_is_rejected_saying_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines = Vec::new();
+    for r in records(1_500) {
+        lines.extend(serde_json::to_vec(&r).unwrap());
+        lines.push(b'\n');
+    }
+    let bomb = dir.path().join("bomb.jsonl.gz");
+    let packed = gzip(&lines);
+    std::fs::write(&bomb, &packed).unwrap();
+    // The compressed file is far below the cap; what it decompresses to is not.
+    let cap = lines.len() as u64 / 2;
+    assert!(
+        (packed.len() as u64) < cap,
+        "{} compressed bytes",
+        packed.len()
+    );
+    let got = all_lines(&mut replay().max_event_file_bytes(cap), &bomb);
+    let last = got.last().unwrap();
+    assert_eq!(last.verdict, Verdict::Rejected);
+    let reason = last.reason.as_deref().unwrap_or_default();
+    assert!(
+        reason.contains(&format!("decompresses to more than the {cap}-byte cap")),
+        "{reason}"
+    );
+    assert!(got.len() < 1_500, "stopped at the cap: {} lines", got.len());
+    let err = inputs::read_event_file(&bomb, cap).unwrap_err();
+    assert!(
+        matches!(err, inputs::ReadError::DecompressedTooLarge { cap: c } if c == cap),
+        "{err}"
+    );
+    // Below the streaming size: the whole-file path says the same, in one line.
+    let small_cap = 100_000;
+    let small_bomb = dir.path().join("small-bomb.jsonl.gz");
+    let packed_small = gzip(&lines[..lines.len() / 3]);
+    assert!((packed_small.len() as u64) < small_cap);
+    std::fs::write(&small_bomb, &packed_small).unwrap();
+    let small = all_lines(&mut replay().max_event_file_bytes(small_cap), &small_bomb);
+    assert_eq!(small.len(), 1, "{small:?}");
+    assert!(
+        small[0]
+            .reason
+            .as_deref()
+            .unwrap_or_default()
+            .contains("decompresses to more than the 100000-byte cap"),
+        "{:?}",
+        small[0].reason
+    );
+
+    // The gzip magic, then not a deflate stream.
+    let broken = dir.path().join("broken.json.gz");
+    let mut bad = packed[..packed.len() / 2].to_vec();
+    bad[20..40].fill(0xff);
+    std::fs::write(&broken, &bad).unwrap();
+    let got = all_lines(&mut replay(), &broken);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].verdict, Verdict::Rejected);
+    let reason = got[0].reason.as_deref().unwrap_or_default();
+    assert!(
+        reason.contains("cannot decompress the gzip file"),
+        "{reason}"
     );
 }
