@@ -1,6 +1,7 @@
 //! Replay memory benchmark (issue 16, item 4): `driftreactor replay` (the release
 //! binary) over 100,000 and 1,000,000 CloudTrail records, half in CloudTrail log files
-//! (`{"Records": [...]}`, 1,000 records each, ≈ 1.5 MB: streamed record by record) and
+//! (`{"Records": [...]}`, 1,000 records each, ≈ 1.5 MB: streamed record by record; every
+//! other one gzip-compressed, `.json.gz`, as CloudTrail delivers them to S3) and
 //! half in JSON Lines files of EventBridge envelopes (50,000 lines each: streamed a few
 //! hundred KiB at a time), with the peak RSS and events/s of each run. Constant memory
 //! means the two peaks are within a few MB.
@@ -8,7 +9,7 @@
 //! Run with `DRIFTREACTOR_CORPUS=/path/to/corpus cargo bench -p driftreactor-cli --bench
 //! replay_memory`; `-- --before PATH` adds the rows of another `driftreactor` binary
 //! (e.g. main's) run alternately with this one. The inputs are generated once under
-//! `target/bench-data/replay/` from the corpus's CloudTrail records (each copy with a
+//! `target/bench-data/replay-gz/` from the corpus's CloudTrail records (each copy with a
 //! fresh `eventID`, so none is a duplicate) and reused; the 100 k set is hard links to
 //! the first files of the 1 M set.
 //!
@@ -122,9 +123,17 @@ fn inputs(dir: &Path) -> (PathBuf, PathBuf) {
                 record(&templates, i)
             })
             .collect();
-        let path = big.join(format!("cloudtrail-{f:04}.json"));
         let body = serde_json::to_vec(&serde_json::json!({ "Records": records })).unwrap();
-        std::fs::write(&path, body).expect("write a log file");
+        // Every other log file as CloudTrail delivers it: gzip-compressed.
+        let (path, bytes) = if f % 2 == 0 {
+            (big.join(format!("cloudtrail-{f:04}.json")), body)
+        } else {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            gz.write_all(&body).unwrap();
+            let path = big.join(format!("cloudtrail-{f:04}.json.gz"));
+            (path, gz.finish().unwrap())
+        };
+        std::fs::write(&path, bytes).expect("write a log file");
         if f < 50 {
             std::fs::hard_link(&path, small.join(path.file_name().unwrap())).unwrap();
         }
@@ -187,7 +196,7 @@ fn main() {
         .ancestors()
         .nth(3)
         .map_or_else(|| PathBuf::from("target"), Path::to_path_buf);
-    let data = target.join("bench-data").join("replay");
+    let data = target.join("bench-data").join("replay-gz");
     let (small, big) = inputs(&data);
     let state = data.join("state.tfstate");
     if !state.exists() {
