@@ -1,0 +1,564 @@
+//! The typed, borrowing read of one Event Grid / CloudEvents event: just the envelope
+//! and `data` fields [`crate::normalize`] uses, in one pass, strings borrowed from the
+//! input (copied only when they hold escapes), every other value skipped without
+//! allocation. No `serde_json::Value` tree except for the objects older events encode
+//! in strings (`claims`, `authorization`, `httpRequest`), read as before.
+//!
+//! What it accepts and what each field reads as are exactly those of the generic reader
+//! ([`driftreactor_event::lazy`]) with the expand set [`EXPAND`] the normalizer used:
+//! the values of the keys of [`EXPAND`] (and the elements of the arrays among them) are
+//! read with `deserialize_any` (numbers range-checked), all others are checked as that
+//! reader checks a value it keeps as text; the last of duplicate keys wins. A payload
+//! this reader rejects is reported by the generic reader, with its messages.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+use driftreactor_event::NormalizeError;
+use driftreactor_event::lazy::{Expand, Val};
+use serde::de::{
+    Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
+};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+/// The keys the generic reader read in the same pass (at any depth): `data` and the
+/// caller's token claims. `httpRequest` stays JSON text (kept as the event's request
+/// as the event wrote it) until its client address is read.
+pub(crate) const EXPAND: Expand = &["data", "claims", "authorization", "evidence"];
+
+/// The JSON type of a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    String,
+    Object,
+    Array,
+    Number,
+    Boolean,
+    Null,
+}
+
+impl Kind {
+    /// The type of the JSON text `raw` (a valid value), from its first character.
+    fn of_raw(raw: &str) -> Self {
+        match raw.as_bytes().first() {
+            Some(b'{') => Kind::Object,
+            Some(b'[') => Kind::Array,
+            Some(b'"') => Kind::String,
+            Some(b't' | b'f') => Kind::Boolean,
+            Some(b'n') => Kind::Null,
+            _ => Kind::Number,
+        }
+    }
+
+    fn of_value(v: &Value) -> Self {
+        match v {
+            Value::Null => Kind::Null,
+            Value::Bool(_) => Kind::Boolean,
+            Value::Number(_) => Kind::Number,
+            Value::String(_) => Kind::String,
+            Value::Array(_) => Kind::Array,
+            Value::Object(_) => Kind::Object,
+        }
+    }
+
+    /// The type with its article ("an object", "null").
+    pub(crate) const fn describe(self) -> &'static str {
+        match self {
+            Kind::String => "a string",
+            Kind::Object => "an object",
+            Kind::Array => "an array",
+            Kind::Number => "a number",
+            Kind::Boolean => "a boolean",
+            Kind::Null => "null",
+        }
+    }
+}
+
+/// A value read as text (a key outside [`EXPAND`]): a string, unescaped, or the type
+/// of anything else (a string whose escapes do not decode counts as "anything else").
+#[derive(Debug, Clone)]
+pub(crate) enum Scalar<'a> {
+    Str(Cow<'a, str>),
+    Other(Kind),
+}
+
+impl<'a> Scalar<'a> {
+    fn from_raw(raw: &'a RawValue) -> Self {
+        match unescape(raw) {
+            Some(s) => Scalar::Str(s),
+            None => Scalar::Other(Kind::of_raw(raw.get())),
+        }
+    }
+
+    fn from_value(v: &Value) -> Scalar<'static> {
+        match v {
+            Value::String(s) => Scalar::Str(Cow::Owned(s.clone())),
+            other => Scalar::Other(Kind::of_value(other)),
+        }
+    }
+
+    /// The string, if this is one.
+    pub(crate) fn as_str(&self) -> Option<&str> {
+        match self {
+            Scalar::Str(s) => Some(s),
+            Scalar::Other(_) => None,
+        }
+    }
+
+    pub(crate) fn is_null(&self) -> bool {
+        matches!(self, Scalar::Other(Kind::Null))
+    }
+
+    pub(crate) fn describe(&self) -> &'static str {
+        match self {
+            Scalar::Str(_) => Kind::String.describe(),
+            Scalar::Other(k) => k.describe(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Scalar<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'de RawValue>::deserialize(d).map(Scalar::from_raw)
+    }
+}
+
+/// A string kept as text, unescaped: borrowed when it has no backslash (as the generic
+/// reader does it).
+fn unescape(raw: &RawValue) -> Option<Cow<'_, str>> {
+    let text = raw.get();
+    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+    if inner.contains('\\') {
+        serde_json::from_str::<String>(text).ok().map(Cow::Owned)
+    } else {
+        Some(Cow::Borrowed(inner))
+    }
+}
+
+/// A value read in the same pass (a key of [`EXPAND`]): the object, typed as `T`, a
+/// string, or the type of anything else.
+#[derive(Debug)]
+pub(crate) enum Expanded<'a, T> {
+    Obj(T),
+    Str(Cow<'a, str>),
+    Other(Kind),
+}
+
+impl<T> Expanded<'_, T> {
+    pub(crate) fn is_null(&self) -> bool {
+        matches!(self, Expanded::Other(Kind::Null))
+    }
+
+    pub(crate) fn describe(&self) -> &'static str {
+        match self {
+            Expanded::Obj(_) => Kind::Object.describe(),
+            Expanded::Str(_) => Kind::String.describe(),
+            Expanded::Other(k) => k.describe(),
+        }
+    }
+
+    /// The object, if this is one.
+    pub(crate) fn as_obj(&self) -> Option<&T> {
+        match self {
+            Expanded::Obj(o) => Some(o),
+            _ => None,
+        }
+    }
+}
+
+/// The fields of one typed object: each key is handed to [`Fields::field`], which reads
+/// its value or [`skip`]s it.
+pub(crate) trait Fields<'de>: Default {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error>;
+}
+
+/// Skips the value of `key` as the generic reader checks it.
+fn skip<'de, A: MapAccess<'de>>(key: &str, map: &mut A) -> Result<(), A::Error> {
+    if EXPAND.contains(&key) {
+        map.next_value_seed(Strict)
+    } else {
+        map.next_value::<IgnoredAny>().map(drop)
+    }
+}
+
+impl<'de, T: Fields<'de>> Deserialize<'de> for Expanded<'de, T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ExpandedVisitor(PhantomData))
+    }
+}
+
+struct ExpandedVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Fields<'de>> Visitor<'de> for ExpandedVisitor<T> {
+    type Value = Expanded<'de, T>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Expanded::Str(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Expanded::Str(Cow::Owned(v.to_owned())))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Expanded::Str(Cow::Owned(v)))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Expanded::Other(Kind::Boolean))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Expanded::Other(Kind::Number))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Expanded::Other(Kind::Number))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Expanded::Other(Kind::Number))
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Expanded::Other(Kind::Null))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Self::Value, A::Error> {
+        while s.next_element_seed(Strict)?.is_some() {}
+        Ok(Expanded::Other(Kind::Array))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+        let mut out = T::default();
+        while let Some(Key(k)) = m.next_key::<Key<'de>>()? {
+            out.field(&k, &mut m)?;
+        }
+        Ok(Expanded::Obj(out))
+    }
+}
+
+/// Checks one value read in the same pass by the generic reader, keeping nothing.
+#[derive(Clone, Copy)]
+struct Strict;
+
+impl<'de> DeserializeSeed<'de> for Strict {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Strict {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
+        while s.next_element_seed(self)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+        while let Some(Key(k)) = m.next_key::<Key<'de>>()? {
+            skip(&k, &mut m)?;
+        }
+        Ok(())
+    }
+}
+
+/// A key, borrowed when it has no escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// The envelope fields of both schemas (the schema is told by `specversion`).
+#[derive(Debug, Default)]
+pub(crate) struct Event<'a> {
+    /// Some `specversion` key is present (CloudEvents).
+    pub specversion: bool,
+    pub id: Option<Scalar<'a>>,
+    /// Event Grid `eventType`.
+    pub event_type: Option<Scalar<'a>>,
+    /// CloudEvents `type`.
+    pub ty: Option<Scalar<'a>>,
+    pub event_time: Option<Scalar<'a>>,
+    pub time: Option<Scalar<'a>>,
+    pub topic: Option<Scalar<'a>>,
+    pub source: Option<Scalar<'a>>,
+    pub subject: Option<Scalar<'a>>,
+    pub data: Option<Expanded<'a, Data<'a>>>,
+}
+
+impl<'de> Fields<'de> for Event<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        let slot = match key {
+            "data" => {
+                self.data = Some(map.next_value()?);
+                return Ok(());
+            }
+            "specversion" => {
+                self.specversion = true;
+                return skip(key, map);
+            }
+            "id" => &mut self.id,
+            "eventType" => &mut self.event_type,
+            "type" => &mut self.ty,
+            "eventTime" => &mut self.event_time,
+            "time" => &mut self.time,
+            "topic" => &mut self.topic,
+            "source" => &mut self.source,
+            "subject" => &mut self.subject,
+            _ => return skip(key, map),
+        };
+        *slot = Some(map.next_value()?);
+        Ok(())
+    }
+}
+
+/// The `data` fields of an ARM event.
+#[derive(Debug, Default)]
+pub(crate) struct Data<'a> {
+    pub resource_uri: Option<Scalar<'a>>,
+    pub operation_name: Option<Scalar<'a>>,
+    pub resource_provider: Option<Scalar<'a>>,
+    pub subscription_id: Option<Scalar<'a>>,
+    pub status: Option<Scalar<'a>>,
+    pub claims: Option<Expanded<'a, Claims<'a>>>,
+    pub authorization: Option<Expanded<'a, Authorization<'a>>>,
+    /// Kept as the event wrote it.
+    pub http_request: Option<&'a RawValue>,
+}
+
+impl<'de> Fields<'de> for Data<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        let slot = match key {
+            "claims" => {
+                self.claims = Some(map.next_value()?);
+                return Ok(());
+            }
+            "authorization" => {
+                self.authorization = Some(map.next_value()?);
+                return Ok(());
+            }
+            "httpRequest" => {
+                self.http_request = Some(map.next_value()?);
+                return Ok(());
+            }
+            "resourceUri" => &mut self.resource_uri,
+            "operationName" => &mut self.operation_name,
+            "resourceProvider" => &mut self.resource_provider,
+            "subscriptionId" => &mut self.subscription_id,
+            "status" => &mut self.status,
+            _ => return skip(key, map),
+        };
+        *slot = Some(map.next_value()?);
+        Ok(())
+    }
+}
+
+/// The token claims read (see [`Claims::get`]).
+pub(crate) const CLAIM_KEYS: [&str; 8] = [
+    "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/upn",
+    "upn",
+    "unique_name",
+    "appid",
+    "azp",
+    "http://schemas.microsoft.com/identity/claims/objectidentifier",
+    "oid",
+    "ipaddr",
+];
+
+/// The caller's token claims of [`CLAIM_KEYS`].
+#[derive(Debug, Default)]
+pub(crate) struct Claims<'a>([Option<Scalar<'a>>; CLAIM_KEYS.len()]);
+
+impl<'a> Claims<'a> {
+    /// The value of `key`, one of [`CLAIM_KEYS`] (`None` for any other key).
+    pub(crate) fn get(&self, key: &str) -> Option<&Scalar<'a>> {
+        let i = CLAIM_KEYS.iter().position(|k| *k == key)?;
+        self.0.get(i)?.as_ref()
+    }
+
+    /// The claims of an object decoded from a string.
+    pub(crate) fn from_map(m: &Map<String, Value>) -> Self {
+        Claims(CLAIM_KEYS.map(|k| m.get(k).map(Scalar::from_value)))
+    }
+}
+
+impl<'de> Fields<'de> for Claims<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match CLAIM_KEYS.iter().position(|k| *k == key) {
+            Some(i) => {
+                let v = map.next_value()?;
+                if let Some(slot) = self.0.get_mut(i) {
+                    *slot = Some(v);
+                }
+                Ok(())
+            }
+            None => skip(key, map),
+        }
+    }
+}
+
+/// `data.authorization`: its `evidence`.
+#[derive(Debug, Default)]
+pub(crate) struct Authorization<'a> {
+    pub evidence: Option<Expanded<'a, Evidence<'a>>>,
+}
+
+impl Authorization<'_> {
+    /// The authorization of an object decoded from a string.
+    pub(crate) fn from_map(m: &Map<String, Value>) -> Authorization<'static> {
+        Authorization {
+            evidence: m.get("evidence").map(|v| match v {
+                Value::Object(e) => Expanded::Obj(Evidence {
+                    principal_id: e.get("principalId").map(Scalar::from_value),
+                }),
+                other => Expanded::Other(Kind::of_value(other)),
+            }),
+        }
+    }
+}
+
+impl<'de> Fields<'de> for Authorization<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        if key == "evidence" {
+            self.evidence = Some(map.next_value()?);
+            Ok(())
+        } else {
+            skip(key, map)
+        }
+    }
+}
+
+/// `data.authorization.evidence`: its `principalId`.
+#[derive(Debug, Default)]
+pub(crate) struct Evidence<'a> {
+    pub principal_id: Option<Scalar<'a>>,
+}
+
+impl<'de> Fields<'de> for Evidence<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        if key == "principalId" {
+            self.principal_id = Some(map.next_value()?);
+            Ok(())
+        } else {
+            skip(key, map)
+        }
+    }
+}
+
+/// `data.httpRequest`: its `clientIpAddress`.
+#[derive(Debug, Default)]
+pub(crate) struct Http<'a> {
+    pub client_ip: Option<Scalar<'a>>,
+}
+
+impl<'de> Fields<'de> for Http<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        if key == "clientIpAddress" {
+            self.client_ip = Some(map.next_value()?);
+            Ok(())
+        } else {
+            skip(key, map)
+        }
+    }
+}
+
+impl<'a> Http<'a> {
+    /// The request of the JSON text `raw` (the `httpRequest` value as written), when
+    /// it is an object, read with the expand set, as the generic reader reads a kept
+    /// object.
+    pub(crate) fn from_raw(raw: &'a RawValue) -> Option<Self> {
+        if !raw.get().starts_with('{') {
+            return None;
+        }
+        let mut de = serde_json::Deserializer::from_str(raw.get());
+        match Expanded::<Http<'a>>::deserialize(&mut de).ok()? {
+            Expanded::Obj(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// The request of an object decoded from a string.
+    pub(crate) fn from_map(m: &Map<String, Value>) -> Http<'static> {
+        Http {
+            client_ip: m.get("clientIpAddress").map(Scalar::from_value),
+        }
+    }
+}
+
+/// The object a string value encodes (older events stringify `claims`,
+/// `authorization`, `httpRequest`); `None` when it does not decode to one.
+pub(crate) fn decoded_object(s: &str) -> Option<Map<String, Value>> {
+    match serde_json::from_str::<Value>(s) {
+        Ok(Value::Object(m)) => Some(m),
+        _ => None,
+    }
+}
+
+/// The string a kept value holds, unescaped, if it is one.
+pub(crate) fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    unescape(raw)
+}
+
+/// Reads one event (a leading UTF-8 byte-order mark is skipped).
+///
+/// # Errors
+/// The generic reader's ([`Val::parse`]) error for a payload that is not one JSON
+/// value: [`NormalizeError::Empty`] or [`NormalizeError::Json`] with line and column.
+pub(crate) fn read(payload: &[u8]) -> Result<Expanded<'_, Event<'_>>, NormalizeError> {
+    let body = payload.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(payload);
+    let text = std::str::from_utf8(body).ok();
+    let read = text.map(|text| {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let v = Expanded::<Event<'_>>::deserialize(&mut de)?;
+        de.end()?;
+        Ok::<_, serde_json::Error>(v)
+    });
+    match read {
+        Some(Ok(v)) => Ok(v),
+        // Rejected: the generic reader, which accepts the same payloads, says why with
+        // its messages (this reader's own error only if it did not reject it).
+        other => Err(match Val::parse(payload, EXPAND) {
+            Err(e) => e,
+            Ok(_) => match other {
+                Some(Err(e)) => NormalizeError::json(&e),
+                _ => NormalizeError::UnknownFormat("not UTF-8".into()),
+            },
+        }),
+    }
+}
