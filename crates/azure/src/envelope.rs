@@ -13,7 +13,6 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::marker::PhantomData;
 
 use driftreactor_event::NormalizeError;
 use driftreactor_event::lazy::{Expand, Val};
@@ -137,34 +136,56 @@ fn unescape(raw: &RawValue) -> Option<Cow<'_, str>> {
     }
 }
 
-/// A value read in the same pass (a key of [`EXPAND`]): the object, typed as `T`, a
-/// string, or the type of anything else.
+/// What a value read in the same pass (a key of [`EXPAND`]) is.
 #[derive(Debug)]
-pub(crate) enum Expanded<'a, T> {
-    Obj(T),
+pub(crate) enum Shape<'a> {
+    Obj,
     Str(Cow<'a, str>),
     Other(Kind),
 }
 
-impl<T> Expanded<'_, T> {
+/// A value read in the same pass (a key of [`EXPAND`]): its shape (`None` when the
+/// key is absent) and, when it is an object, its fields, read in place (no copy of
+/// the struct per level).
+#[derive(Debug, Default)]
+pub(crate) struct Expanded<'a, T> {
+    pub shape: Option<Shape<'a>>,
+    pub fields: T,
+}
+
+impl<'a, T> Expanded<'a, T> {
     pub(crate) fn is_null(&self) -> bool {
-        matches!(self, Expanded::Other(Kind::Null))
+        matches!(self.shape, Some(Shape::Other(Kind::Null)))
     }
 
+    /// The type of a present value with its article ("an object", "null").
     pub(crate) fn describe(&self) -> &'static str {
-        match self {
-            Expanded::Obj(_) => Kind::Object.describe(),
-            Expanded::Str(_) => Kind::String.describe(),
-            Expanded::Other(k) => k.describe(),
+        match &self.shape {
+            Some(Shape::Obj) => Kind::Object.describe(),
+            Some(Shape::Str(_)) => Kind::String.describe(),
+            Some(Shape::Other(k)) => k.describe(),
+            None => "absent",
         }
     }
 
-    /// The object, if this is one.
+    /// The fields, if the value is an object.
     pub(crate) fn as_obj(&self) -> Option<&T> {
-        match self {
-            Expanded::Obj(o) => Some(o),
+        matches!(self.shape, Some(Shape::Obj)).then_some(&self.fields)
+    }
+
+    /// The string, if the value is one.
+    pub(crate) fn as_str(&self) -> Option<&str> {
+        match &self.shape {
+            Some(Shape::Str(s)) => Some(s),
             _ => None,
         }
+    }
+}
+
+impl<'de, T: Fields<'de>> Expanded<'de, T> {
+    /// Reads the value of the current key into `self` (the last of duplicate keys wins).
+    fn read<A: MapAccess<'de>>(&mut self, map: &mut A) -> Result<(), A::Error> {
+        map.next_value_seed(InPlace(self))
     }
 }
 
@@ -183,53 +204,68 @@ fn skip<'de, A: MapAccess<'de>>(key: &str, map: &mut A) -> Result<(), A::Error> 
     }
 }
 
-impl<'de, T: Fields<'de>> Deserialize<'de> for Expanded<'de, T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(ExpandedVisitor(PhantomData))
+/// Reads one value into an [`Expanded`].
+struct InPlace<'s, 'de, T>(&'s mut Expanded<'de, T>);
+
+impl<'de, T: Fields<'de>> DeserializeSeed<'de> for InPlace<'_, 'de, T> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
     }
 }
 
-struct ExpandedVisitor<T>(PhantomData<T>);
-
-impl<'de, T: Fields<'de>> Visitor<'de> for ExpandedVisitor<T> {
-    type Value = Expanded<'de, T>;
+impl<'de, T: Fields<'de>> Visitor<'de> for InPlace<'_, 'de, T> {
+    type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok(Expanded::Str(Cow::Borrowed(v)))
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<(), E> {
+        self.0.shape = Some(Shape::Str(Cow::Borrowed(v)));
+        Ok(())
     }
-    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Expanded::Str(Cow::Owned(v.to_owned())))
+    fn visit_str<E>(self, v: &str) -> Result<(), E> {
+        self.0.shape = Some(Shape::Str(Cow::Owned(v.to_owned())));
+        Ok(())
     }
-    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-        Ok(Expanded::Str(Cow::Owned(v)))
+    fn visit_string<E>(self, v: String) -> Result<(), E> {
+        self.0.shape = Some(Shape::Str(Cow::Owned(v)));
+        Ok(())
     }
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(Expanded::Other(Kind::Boolean))
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        self.0.shape = Some(Shape::Other(Kind::Boolean));
+        Ok(())
     }
-    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(Expanded::Other(Kind::Number))
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        self.0.shape = Some(Shape::Other(Kind::Number));
+        Ok(())
     }
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(Expanded::Other(Kind::Number))
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        self.0.shape = Some(Shape::Other(Kind::Number));
+        Ok(())
     }
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(Expanded::Other(Kind::Number))
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        self.0.shape = Some(Shape::Other(Kind::Number));
+        Ok(())
     }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(Expanded::Other(Kind::Null))
+    fn visit_unit<E>(self) -> Result<(), E> {
+        self.0.shape = Some(Shape::Other(Kind::Null));
+        Ok(())
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Self::Value, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
         while s.next_element_seed(Strict)?.is_some() {}
-        Ok(Expanded::Other(Kind::Array))
+        self.0.shape = Some(Shape::Other(Kind::Array));
+        Ok(())
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
-        let mut out = T::default();
-        while let Some(Key(k)) = m.next_key::<Key<'de>>()? {
-            out.field(&k, &mut m)?;
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+        if self.0.shape.is_some() {
+            // A repeated key: the last object alone.
+            self.0.fields = T::default();
         }
-        Ok(Expanded::Obj(out))
+        while let Some(Key(k)) = m.next_key::<Key<'de>>()? {
+            self.0.fields.field(&k, &mut m)?;
+        }
+        self.0.shape = Some(Shape::Obj);
+        Ok(())
     }
 }
 
@@ -319,16 +355,13 @@ pub(crate) struct Event<'a> {
     pub topic: Option<Scalar<'a>>,
     pub source: Option<Scalar<'a>>,
     pub subject: Option<Scalar<'a>>,
-    pub data: Option<Expanded<'a, Data<'a>>>,
+    pub data: Expanded<'a, Data<'a>>,
 }
 
 impl<'de> Fields<'de> for Event<'de> {
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         let slot = match key {
-            "data" => {
-                self.data = Some(map.next_value()?);
-                return Ok(());
-            }
+            "data" => return self.data.read(map),
             "specversion" => {
                 self.specversion = true;
                 return skip(key, map);
@@ -356,8 +389,8 @@ pub(crate) struct Data<'a> {
     pub resource_provider: Option<Scalar<'a>>,
     pub subscription_id: Option<Scalar<'a>>,
     pub status: Option<Scalar<'a>>,
-    pub claims: Option<Expanded<'a, Claims<'a>>>,
-    pub authorization: Option<Expanded<'a, Authorization<'a>>>,
+    pub claims: Expanded<'a, Claims<'a>>,
+    pub authorization: Expanded<'a, Authorization<'a>>,
     /// Kept as the event wrote it.
     pub http_request: Option<&'a RawValue>,
 }
@@ -365,14 +398,8 @@ pub(crate) struct Data<'a> {
 impl<'de> Fields<'de> for Data<'de> {
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         let slot = match key {
-            "claims" => {
-                self.claims = Some(map.next_value()?);
-                return Ok(());
-            }
-            "authorization" => {
-                self.authorization = Some(map.next_value()?);
-                return Ok(());
-            }
+            "claims" => return self.claims.read(map),
+            "authorization" => return self.authorization.read(map),
             "httpRequest" => {
                 self.http_request = Some(map.next_value()?);
                 return Ok(());
@@ -436,19 +463,25 @@ impl<'de> Fields<'de> for Claims<'de> {
 /// `data.authorization`: its `evidence`.
 #[derive(Debug, Default)]
 pub(crate) struct Authorization<'a> {
-    pub evidence: Option<Expanded<'a, Evidence<'a>>>,
+    pub evidence: Expanded<'a, Evidence<'a>>,
 }
 
 impl Authorization<'_> {
     /// The authorization of an object decoded from a string.
     pub(crate) fn from_map(m: &Map<String, Value>) -> Authorization<'static> {
         Authorization {
-            evidence: m.get("evidence").map(|v| match v {
-                Value::Object(e) => Expanded::Obj(Evidence {
-                    principal_id: e.get("principalId").map(Scalar::from_value),
-                }),
-                other => Expanded::Other(Kind::of_value(other)),
-            }),
+            evidence: match m.get("evidence") {
+                Some(Value::Object(e)) => Expanded {
+                    shape: Some(Shape::Obj),
+                    fields: Evidence {
+                        principal_id: e.get("principalId").map(Scalar::from_value),
+                    },
+                },
+                other => Expanded {
+                    shape: other.map(|v| Shape::Other(Kind::of_value(v))),
+                    fields: Evidence::default(),
+                },
+            },
         }
     }
 }
@@ -456,8 +489,7 @@ impl Authorization<'_> {
 impl<'de> Fields<'de> for Authorization<'de> {
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         if key == "evidence" {
-            self.evidence = Some(map.next_value()?);
-            Ok(())
+            self.evidence.read(map)
         } else {
             skip(key, map)
         }
@@ -507,8 +539,10 @@ impl<'a> Http<'a> {
             return None;
         }
         let mut de = serde_json::Deserializer::from_str(raw.get());
-        match Expanded::<Http<'a>>::deserialize(&mut de).ok()? {
-            Expanded::Obj(h) => Some(h),
+        let mut http = Expanded::default();
+        InPlace(&mut http).deserialize(&mut de).ok()?;
+        match http.shape {
+            Some(Shape::Obj) => Some(http.fields),
             _ => None,
         }
     }
@@ -545,9 +579,10 @@ pub(crate) fn read(payload: &[u8]) -> Result<Expanded<'_, Event<'_>>, NormalizeE
     let text = std::str::from_utf8(body).ok();
     let read = text.map(|text| {
         let mut de = serde_json::Deserializer::from_str(text);
-        let v = Expanded::<Event<'_>>::deserialize(&mut de)?;
+        let mut event = Expanded::default();
+        InPlace(&mut event).deserialize(&mut de)?;
         de.end()?;
-        Ok::<_, serde_json::Error>(v)
+        Ok::<_, serde_json::Error>(event)
     });
     match read {
         Some(Ok(v)) => Ok(v),

@@ -6,7 +6,7 @@ use driftreactor_event::{
     Change, DriftEvent, NormalizeError, NotAChange, Outcome, Principal, Provider, ResourceRef, Via,
 };
 
-use crate::envelope::{self, Authorization, Claims, Data, Event, Expanded, Http, Scalar};
+use crate::envelope::{self, Authorization, Claims, Data, Event, Expanded, Http, Scalar, Shape};
 use crate::{actions, arm_id};
 
 /// Event type of the Event Grid subscription handshake.
@@ -108,15 +108,13 @@ pub(crate) fn parse_time(s: Option<&str>) -> Option<DateTime<Utc>> {
 
 /// See [`crate::normalize`].
 pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
-    let obj = match envelope::read(payload)? {
-        Expanded::Obj(obj) => obj,
-        other => {
-            return Err(NormalizeError::UnknownFormat(format!(
-                "expected one Event Grid or CloudEvents event (a JSON object), got {}; \
-                 batches are split by the caller",
-                other.describe()
-            )));
-        }
+    let top = envelope::read(payload)?;
+    let Some(obj) = top.as_obj() else {
+        return Err(NormalizeError::UnknownFormat(format!(
+            "expected one Event Grid or CloudEvents event (a JSON object), got {}; \
+             batches are split by the caller",
+            top.describe()
+        )));
     };
     let schema = if obj.specversion {
         Schema::CloudEvents
@@ -148,18 +146,20 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
     }
 
     let Some(arm) = ArmEventType::parse(event_type) else {
-        return Ok(notification(ev, event_type, &obj, schema));
+        return Ok(notification(ev, event_type, obj, schema));
     };
 
-    let data = match &obj.data {
+    let data = match &obj.data.shape {
         None => return Err(NormalizeError::missing(schema.format(), "data")),
-        Some(v) if v.is_null() => return Err(NormalizeError::missing(schema.format(), "data")),
-        Some(Expanded::Obj(data)) => data,
-        Some(v) => {
+        Some(Shape::Obj) => &obj.data.fields,
+        Some(_) if obj.data.is_null() => {
+            return Err(NormalizeError::missing(schema.format(), "data"));
+        }
+        Some(_) => {
             return Err(NormalizeError::Field {
                 format: schema.format(),
                 field: "data".into(),
-                problem: format!("is {}, expected an object", v.describe()),
+                problem: format!("is {}, expected an object", obj.data.describe()),
             });
         }
     };
@@ -262,23 +262,20 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
     // `claims`, `authorization` and `httpRequest` may be objects or JSON-encoded
     // strings of one (older events and SDK fixtures stringify them); anything else,
     // including a string that does not decode to an object, is absent.
-    let claims_decoded = match &data.claims {
-        Some(Expanded::Str(s)) => envelope::decoded_object(s).map(|m| Claims::from_map(&m)),
-        _ => None,
-    };
-    let claims = data
+    let claims_decoded = data
         .claims
-        .as_ref()
-        .and_then(Expanded::as_obj)
-        .or(claims_decoded.as_ref());
-    let authorization_decoded = match &data.authorization {
-        Some(Expanded::Str(s)) => envelope::decoded_object(s).map(|m| Authorization::from_map(&m)),
-        _ => None,
-    };
+        .as_str()
+        .and_then(envelope::decoded_object)
+        .map(|m| Claims::from_map(&m));
+    let claims = data.claims.as_obj().or(claims_decoded.as_ref());
+    let authorization_decoded = data
+        .authorization
+        .as_str()
+        .and_then(envelope::decoded_object)
+        .map(|m| Authorization::from_map(&m));
     let authorization = data
         .authorization
-        .as_ref()
-        .and_then(Expanded::as_obj)
+        .as_obj()
         .or(authorization_decoded.as_ref());
     ev.principal_unreadable = unreadable_caller(data, claims, authorization.is_some());
     let (principal, app_id) = principal(claims, authorization);
@@ -367,11 +364,9 @@ fn unreadable_caller(
     claims: Option<&Claims<'_>>,
     authorization_read: bool,
 ) -> Option<String> {
-    let problem = unread(data.claims.as_ref(), claims.is_some())
+    let problem = unread(&data.claims, claims.is_some())
         .map(|p| ("claims", p))
-        .or_else(|| {
-            unread(data.authorization.as_ref(), authorization_read).map(|p| ("authorization", p))
-        });
+        .or_else(|| unread(&data.authorization, authorization_read).map(|p| ("authorization", p)));
     if let Some((key, problem)) = problem {
         return Some(format!("data.{key} is {problem}, expected an object"));
     }
@@ -389,11 +384,11 @@ fn unreadable_caller(
 
 /// What the member `v` (an object or a string encoding one) is when present, not
 /// `null` and not `read` as an object.
-fn unread<T>(v: Option<&Expanded<'_, T>>, read: bool) -> Option<&'static str> {
-    match v? {
-        v if read || v.is_null() => None,
-        Expanded::Str(_) => Some("a string that is not a JSON object"),
-        other => Some(other.describe()),
+fn unread<T>(v: &Expanded<'_, T>, read: bool) -> Option<&'static str> {
+    match v.shape.as_ref()? {
+        _ if read || v.is_null() => None,
+        Shape::Str(_) => Some("a string that is not a JSON object"),
+        _ => Some(v.describe()),
     }
 }
 
@@ -423,8 +418,7 @@ fn principal<'c>(
     let app = first(APPID_CLAIMS);
     let oid = first(OID_CLAIMS).or_else(|| {
         authorization
-            .and_then(|a| a.evidence.as_ref())
-            .and_then(Expanded::as_obj)
+            .and_then(|a| a.evidence.as_obj())
             .and_then(|e| str_field(e.principal_id.as_ref()))
             .filter(|s| !s.is_empty())
     });
