@@ -45,18 +45,25 @@ pub fn canonical(raw: &str) -> Option<String> {
         s = &s[..i];
     }
     let mut out = String::with_capacity(s.len() + 1);
-    let ascii = s.is_ascii();
-    for seg in s.split('/').filter(|seg| !seg.is_empty()) {
-        out.push('/');
-        if ascii {
-            out.push_str(seg);
-        } else {
+    if s.is_ascii() {
+        // The common case, one byte at a time: `/` before each non-empty segment.
+        let mut at_segment_start = true;
+        for b in s.bytes() {
+            if b == b'/' {
+                at_segment_start = true;
+            } else {
+                if at_segment_start {
+                    out.push('/');
+                    at_segment_start = false;
+                }
+                out.push(char::from(b.to_ascii_lowercase()));
+            }
+        }
+    } else {
+        for seg in s.split('/').filter(|seg| !seg.is_empty()) {
+            out.push('/');
             out.push_str(&seg.to_lowercase());
         }
-    }
-    if ascii {
-        // The common case, lowercased in place once (no string per segment).
-        out.make_ascii_lowercase();
     }
     let first = out.get(1..)?.split('/').next()?;
     (first == "subscriptions" || first == "providers").then_some(out)
@@ -166,6 +173,10 @@ pub fn last_namespace(canonical: &str) -> Option<&str> {
 /// True when the ID names an ARM deployment (`Microsoft.Resources/deployments/…`) or
 /// anything below one: a deployment record, not infrastructure.
 pub fn is_deployment(canonical: &str) -> bool {
+    // The one segment that must be there, looked for first (most IDs have none).
+    if !canonical.contains("microsoft.resources") {
+        return false;
+    }
     with_segments(canonical, |segs| {
         segs.windows(3)
             .any(|w| w[0] == "providers" && w[1] == "microsoft.resources" && w[2] == "deployments")
