@@ -45,24 +45,22 @@ pub fn canonical(raw: &str) -> Option<String> {
         s = &s[..i];
     }
     let mut out = String::with_capacity(s.len() + 1);
-    if s.is_ascii() {
-        // The common case, one byte at a time: `/` before each non-empty segment.
-        let mut at_segment_start = true;
-        for b in s.bytes() {
-            if b == b'/' {
-                at_segment_start = true;
-            } else {
-                if at_segment_start {
-                    out.push('/');
-                    at_segment_start = false;
-                }
-                out.push(char::from(b.to_ascii_lowercase()));
-            }
-        }
+    if s.is_ascii() && s.starts_with('/') && !s.ends_with('/') && !s.contains("//") {
+        // The common case, already in shape: copied and lowercased in place.
+        out.push_str(s);
+        out.make_ascii_lowercase();
     } else {
         for seg in s.split('/').filter(|seg| !seg.is_empty()) {
             out.push('/');
-            out.push_str(&seg.to_lowercase());
+            if seg.is_ascii() {
+                let at = out.len();
+                out.push_str(seg);
+                if let Some(tail) = out.get_mut(at..) {
+                    tail.make_ascii_lowercase();
+                }
+            } else {
+                out.push_str(&seg.to_lowercase());
+            }
         }
     }
     let first = out.get(1..)?.split('/').next()?;
@@ -79,12 +77,20 @@ fn segments(canonical: &str) -> Vec<&str> {
 fn with_segments<'a, R>(canonical: &'a str, f: impl FnOnce(&[&'a str]) -> R) -> R {
     let mut buf = [""; 32];
     let mut n = 0;
-    for seg in canonical.split('/').filter(|s| !s.is_empty()) {
-        match buf.get_mut(n) {
-            Some(slot) => *slot = seg,
-            None => return f(&segments(canonical)),
+    // The non-empty parts between `/`s (an ASCII byte: every cut is a char boundary).
+    let mut start = 0;
+    for (i, b) in canonical.bytes().chain([b'/']).enumerate() {
+        if b != b'/' {
+            continue;
         }
-        n += 1;
+        if let Some(seg) = canonical.get(start..i).filter(|s| !s.is_empty()) {
+            match buf.get_mut(n) {
+                Some(slot) => *slot = seg,
+                None => return f(&segments(canonical)),
+            }
+            n += 1;
+        }
+        start = i + 1;
     }
     f(buf.get(..n).unwrap_or_default())
 }
