@@ -40,10 +40,7 @@ pub fn canonical(raw: &str) -> Option<String> {
     {
         s = rest.find('/').map_or("", |i| &rest[i..]);
     }
-    // `?` and `#` are ASCII: a byte search finds the same place as a char search.
-    if let Some(i) = s.bytes().position(|b| b == b'?' || b == b'#') {
-        s = &s[..i];
-    }
+    s = before_query(s);
     let mut out = String::with_capacity(s.len() + 1);
     if s.is_ascii() && s.starts_with('/') && !s.ends_with('/') && !s.contains("//") {
         // The common case, already in shape: copied and lowercased in place.
@@ -65,6 +62,17 @@ pub fn canonical(raw: &str) -> Option<String> {
     }
     let first = out.get(1..)?.split('/').next()?;
     (first == "subscriptions" || first == "providers").then_some(out)
+}
+
+/// `s` up to its first `?` or `#` (the path of a URL), all of it when it has none.
+pub(crate) fn before_query(s: &str) -> &str {
+    // Two single-byte searches (memchr) rather than one char-class scan.
+    let end = [s.find('?'), s.find('#')]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(s.len());
+    s.get(..end).unwrap_or(s)
 }
 
 /// The segments of a canonical ID (without the leading empty one).

@@ -235,12 +235,7 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
     } else if !ev.read_only {
         // As `arm_id::canonical` compares it (query dropped, case ignored), no copy.
         let tags_api = raw_uri.is_some_and(|r| {
-            // `?` and `#` are ASCII: a byte search finds the same place as a char search.
-            let path = r
-                .bytes()
-                .position(|b| b == b'?' || b == b'#')
-                .and_then(|end| r.get(..end))
-                .unwrap_or(r);
+            let path = arm_id::before_query(r);
             ends_with_ignore_case(path.trim().trim_end_matches('/'), TAGS_SUFFIX)
         });
         ev.change = Some(match arm.family {
