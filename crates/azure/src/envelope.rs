@@ -576,8 +576,9 @@ pub(crate) fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
 /// value: [`NormalizeError::Empty`] or [`NormalizeError::Json`] with line and column.
 pub(crate) fn read(payload: &[u8]) -> Result<Expanded<'_, Event<'_>>, NormalizeError> {
     let body = payload.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(payload);
-    let text = std::str::from_utf8(body).ok();
-    let read = text.map(|text| {
+    // UTF-8 checked once for the whole payload (the values skipped are not read as
+    // text, so nothing else would check them).
+    let read = std::str::from_utf8(body).map(|text| {
         let mut de = serde_json::Deserializer::from_str(text);
         let mut event = Expanded::default();
         InPlace(&mut event).deserialize(&mut de)?;
@@ -585,15 +586,72 @@ pub(crate) fn read(payload: &[u8]) -> Result<Expanded<'_, Event<'_>>, NormalizeE
         Ok::<_, serde_json::Error>(event)
     });
     match read {
-        Some(Ok(v)) => Ok(v),
-        // Rejected: the generic reader, which accepts the same payloads, says why with
-        // its messages (this reader's own error only if it did not reject it).
+        Ok(Ok(event)) => Ok(event),
+        // Rejected: the generic reader, which rejects the same payloads, says why with
+        // its messages (this reader's own words only if it did not reject it).
         other => Err(match Val::parse(payload, EXPAND) {
             Err(e) => e,
             Ok(_) => match other {
-                Some(Err(e)) => NormalizeError::json(&e),
-                _ => NormalizeError::UnknownFormat("not UTF-8".into()),
+                Ok(Err(e)) => NormalizeError::json(&e),
+                _ => NormalizeError::UnknownFormat("the payload is not UTF-8".into()),
             },
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reader accepts exactly what the generic reader with [`EXPAND`] accepts
+    /// (numbers range-checked only where that reader reads values in the same pass,
+    /// invalid UTF-8 anywhere rejected), and reads the last of duplicate keys.
+    #[test]
+    fn accepts_what_the_generic_reader_accepts() {
+        let cases: &[&[u8]] = &[
+            br#"{"id":"a","data":{"x":1e400}}"#,
+            br#"{"id":"a","data":{"claims":1e400}}"#,
+            br#"{"id":"a","data":{"claims":{"upn":1e400}}}"#,
+            br#"{"id":"a","data":{"claims":{"data":[1e400]}}}"#,
+            br#"{"id":"a","data":{"httpRequest":{"data":1e400}}}"#,
+            br#"{"id":1e400}"#,
+            br#"{"id":"a","data":[1,{"evidence":1e400}]}"#,
+            br#"{"id":"a","data":[1,{"other":1e400}]}"#,
+            b"{\"id\":\"a\",\"skipped\":\"\xff\"}",
+            b"{\"id\":\"a\",\"data\":{\"claims\":{\"other\":\"\xc3\"}}}",
+            br#"{"id":"\ud800"}"#,
+            br#"{"id":"a"} x"#,
+            b"\xEF\xBB\xBF{}",
+            b"\xEF\xBB\xBF\xEF\xBB\xBF{}",
+            b"  ",
+            b"",
+            br#"[{"id":"a"}]"#,
+            br#""text""#,
+        ];
+        for &payload in cases {
+            let generic = Val::parse(payload, EXPAND)
+                .map(|_| ())
+                .map_err(|e| e.to_string());
+            let typed = read(payload).map(|_| ()).map_err(|e| e.to_string());
+            assert_eq!(typed, generic, "{}", String::from_utf8_lossy(payload));
+        }
+    }
+
+    #[test]
+    fn the_last_of_duplicate_keys_wins_and_escaped_keys_are_read() {
+        let top = read(
+            br#"{"id":"1","d\u0061ta":{"resourceUri":"a","claims":{"upn":"x"}},"id":"2",
+                "data":{"operationName":"op"}}"#,
+        )
+        .unwrap();
+        let ev = top.as_obj().unwrap();
+        assert_eq!(ev.id.as_ref().and_then(Scalar::as_str), Some("2"));
+        let data = ev.data.as_obj().unwrap();
+        assert!(data.resource_uri.is_none(), "the last `data` object alone");
+        assert!(data.claims.shape.is_none());
+        assert_eq!(
+            data.operation_name.as_ref().and_then(Scalar::as_str),
+            Some("op")
+        );
     }
 }

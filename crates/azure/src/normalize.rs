@@ -653,6 +653,19 @@ mod tests {
         assert!(err.to_string().contains("data.operationName"), "{err}");
     }
 
+    /// The event reader keeps every claim this module reads (and no other).
+    #[test]
+    fn the_reader_keeps_the_claims_read_here() {
+        let read: Vec<&str> = UPN_CLAIMS
+            .iter()
+            .chain(APPID_CLAIMS)
+            .chain(OID_CLAIMS)
+            .chain(&["ipaddr"])
+            .copied()
+            .collect();
+        assert_eq!(read, envelope::CLAIM_KEYS);
+    }
+
     #[test]
     fn read_only_verbs() {
         for op in [
