@@ -12,6 +12,7 @@
 //! this reader rejects is reported by the generic reader, with its messages.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::fmt;
 
 use driftreactor_event::NormalizeError;
@@ -75,25 +76,23 @@ impl Kind {
     }
 }
 
-/// A value read as text (a key outside [`EXPAND`]): a string, unescaped, or the type
-/// of anything else (a string whose escapes do not decode counts as "anything else").
+/// A value read as text (a key outside [`EXPAND`]): a string, unescaped when first
+/// asked for (most strings read are never used), or the type of anything else (a
+/// string whose escapes do not decode counts as "anything else").
 #[derive(Debug, Clone)]
 pub(crate) enum Scalar<'a> {
-    Str(Cow<'a, str>),
+    /// The JSON text of a value read from the event, and its string once asked for.
+    Raw(&'a RawValue, OnceCell<Option<Cow<'a, str>>>),
+    /// A string of an object decoded from a string.
+    Str(String),
+    /// Anything else of an object decoded from a string.
     Other(Kind),
 }
 
 impl<'a> Scalar<'a> {
-    fn from_raw(raw: &'a RawValue) -> Self {
-        match unescape(raw) {
-            Some(s) => Scalar::Str(s),
-            None => Scalar::Other(Kind::of_raw(raw.get())),
-        }
-    }
-
-    fn from_value(v: &Value) -> Scalar<'static> {
+    fn from_value(v: &Value) -> Self {
         match v {
-            Value::String(s) => Scalar::Str(Cow::Owned(s.clone())),
+            Value::String(s) => Scalar::Str(s.clone()),
             other => Scalar::Other(Kind::of_value(other)),
         }
     }
@@ -101,17 +100,23 @@ impl<'a> Scalar<'a> {
     /// The string, if this is one.
     pub(crate) fn as_str(&self) -> Option<&str> {
         match self {
+            Scalar::Raw(raw, text) => text.get_or_init(|| unescape(raw)).as_deref(),
             Scalar::Str(s) => Some(s),
             Scalar::Other(_) => None,
         }
     }
 
     pub(crate) fn is_null(&self) -> bool {
-        matches!(self, Scalar::Other(Kind::Null))
+        match self {
+            Scalar::Raw(raw, _) => raw.get() == "null",
+            Scalar::Str(_) => false,
+            Scalar::Other(k) => *k == Kind::Null,
+        }
     }
 
     pub(crate) fn describe(&self) -> &'static str {
         match self {
+            Scalar::Raw(raw, _) => Kind::of_raw(raw.get()).describe(),
             Scalar::Str(_) => Kind::String.describe(),
             Scalar::Other(k) => k.describe(),
         }
@@ -120,7 +125,7 @@ impl<'a> Scalar<'a> {
 
 impl<'de> Deserialize<'de> for Scalar<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        <&'de RawValue>::deserialize(d).map(Scalar::from_raw)
+        <&'de RawValue>::deserialize(d).map(|raw| Scalar::Raw(raw, OnceCell::new()))
     }
 }
 
@@ -468,7 +473,7 @@ pub(crate) struct Authorization<'a> {
 
 impl Authorization<'_> {
     /// The authorization of an object decoded from a string.
-    pub(crate) fn from_map(m: &Map<String, Value>) -> Authorization<'static> {
+    pub(crate) fn from_map(m: &Map<String, Value>) -> Self {
         Authorization {
             evidence: match m.get("evidence") {
                 Some(Value::Object(e)) => Expanded {
@@ -548,7 +553,7 @@ impl<'a> Http<'a> {
     }
 
     /// The request of an object decoded from a string.
-    pub(crate) fn from_map(m: &Map<String, Value>) -> Http<'static> {
+    pub(crate) fn from_map(m: &Map<String, Value>) -> Self {
         Http {
             client_ip: m.get("clientIpAddress").map(Scalar::from_value),
         }

@@ -65,11 +65,11 @@ fn required_str<'o>(
     schema: Schema,
     key: &str,
 ) -> Result<&'o str, NormalizeError> {
-    match v {
-        Some(Scalar::Str(s)) => Ok(s),
+    match v.map(|v| (v, v.as_str())) {
+        Some((_, Some(s))) => Ok(s),
         None => Err(NormalizeError::missing(schema.format(), key)),
-        Some(v) if v.is_null() => Err(NormalizeError::missing(schema.format(), key)),
-        Some(other) => Err(NormalizeError::Field {
+        Some((v, None)) if v.is_null() => Err(NormalizeError::missing(schema.format(), key)),
+        Some((other, None)) => Err(NormalizeError::Field {
             format: schema.format(),
             field: key.to_owned(),
             problem: format!("is {}, expected a string", other.describe()),
@@ -177,11 +177,11 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
         }
     };
 
-    let operation = match &data.operation_name {
+    let operation = match data.operation_name.as_ref().map(|v| (v, v.as_str())) {
         None => "",
-        Some(v) if v.is_null() => "",
-        Some(Scalar::Str(s)) => s,
-        Some(other) => {
+        Some((_, Some(s))) => s,
+        Some((v, None)) if v.is_null() => "",
+        Some((other, None)) => {
             return Err(NormalizeError::Field {
                 format: schema.format(),
                 field: "data.operationName".into(),
@@ -346,13 +346,14 @@ fn notification(
 /// `Failed` / `Canceled`, or a status of another type than a string (a wrong type is
 /// never read as "succeeded"). `None` when absent, `null` or another string.
 fn failed_status(data: &Data<'_>) -> Option<String> {
-    match data.status.as_ref()? {
-        v if v.is_null() => None,
-        Scalar::Str(s) => ["Failed", "Canceled"]
+    let status = data.status.as_ref()?;
+    match status.as_str() {
+        Some(s) => ["Failed", "Canceled"]
             .iter()
             .any(|f| s.trim().eq_ignore_ascii_case(f))
             .then(|| s.trim().to_owned()),
-        other => Some(format!("data.status is {}", other.describe())),
+        None if status.is_null() => None,
+        None => Some(format!("data.status is {}", status.describe())),
     }
 }
 
