@@ -633,7 +633,27 @@ mod tests {
             br#"[{"id":"a"}]"#,
             br#""text""#,
         ];
-        for &payload in cases {
+        let deep = |key: &str, depth: usize| {
+            format!(
+                r#"{{"id":"a","{key}":{}1{}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            )
+        };
+        let nested: Vec<String> = [
+            ("data", 100),
+            ("data", 200),
+            ("other", 200),
+            ("other", 5000),
+        ]
+        .iter()
+        .map(|&(key, depth)| deep(key, depth))
+        .collect();
+        let cases = cases
+            .iter()
+            .copied()
+            .chain(nested.iter().map(|s| s.as_bytes()));
+        for payload in cases {
             let generic = Val::parse(payload, EXPAND)
                 .map(|_| ())
                 .map_err(|e| e.to_string());
