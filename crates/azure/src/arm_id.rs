@@ -40,25 +40,39 @@ pub fn canonical(raw: &str) -> Option<String> {
     {
         s = rest.find('/').map_or("", |i| &rest[i..]);
     }
-    if let Some(i) = s.find(['?', '#']) {
-        s = &s[..i];
-    }
+    s = before_query(s);
     let mut out = String::with_capacity(s.len() + 1);
-    for seg in s.split('/').filter(|seg| !seg.is_empty()) {
-        out.push('/');
-        if seg.is_ascii() {
-            // The common case, lowercased in place (no string per segment).
-            let at = out.len();
-            out.push_str(seg);
-            if let Some(tail) = out.get_mut(at..) {
-                tail.make_ascii_lowercase();
+    if s.is_ascii() && s.starts_with('/') && !s.ends_with('/') && !s.contains("//") {
+        // The common case, already in shape: copied and lowercased in place.
+        out.push_str(s);
+        out.make_ascii_lowercase();
+    } else {
+        for seg in s.split('/').filter(|seg| !seg.is_empty()) {
+            out.push('/');
+            if seg.is_ascii() {
+                let at = out.len();
+                out.push_str(seg);
+                if let Some(tail) = out.get_mut(at..) {
+                    tail.make_ascii_lowercase();
+                }
+            } else {
+                out.push_str(&seg.to_lowercase());
             }
-        } else {
-            out.push_str(&seg.to_lowercase());
         }
     }
-    let first = out.split('/').nth(1)?;
+    let first = out.get(1..)?.split('/').next()?;
     (first == "subscriptions" || first == "providers").then_some(out)
+}
+
+/// `s` up to its first `?` or `#` (the path of a URL), all of it when it has none.
+pub(crate) fn before_query(s: &str) -> &str {
+    // Two single-byte searches (memchr) rather than one char-class scan.
+    let end = [s.find('?'), s.find('#')]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(s.len());
+    s.get(..end).unwrap_or(s)
 }
 
 /// The segments of a canonical ID (without the leading empty one).
@@ -66,36 +80,61 @@ fn segments(canonical: &str) -> Vec<&str> {
     canonical.split('/').filter(|s| !s.is_empty()).collect()
 }
 
+/// Calls `f` with the segments of `canonical` (see [`segments`]), held on the stack
+/// for the IDs of up to 32 segments (no allocation).
+fn with_segments<'a, R>(canonical: &'a str, f: impl FnOnce(&[&'a str]) -> R) -> R {
+    let mut buf = [""; 32];
+    let mut n = 0;
+    // The non-empty parts between `/`s (an ASCII byte: every cut is a char boundary).
+    let mut start = 0;
+    for (i, b) in canonical.bytes().chain([b'/']).enumerate() {
+        if b != b'/' {
+            continue;
+        }
+        if let Some(seg) = canonical.get(start..i).filter(|s| !s.is_empty()) {
+            match buf.get_mut(n) {
+                Some(slot) => *slot = seg,
+                None => return f(&segments(canonical)),
+            }
+            n += 1;
+        }
+        start = i + 1;
+    }
+    f(buf.get(..n).unwrap_or_default())
+}
+
 /// Resource ancestors of a *canonical* ID, nearest first (see the module docs).
 pub fn ancestors(canonical: &str) -> Vec<String> {
-    let segs = segments(canonical);
-    let mut out = Vec::new();
-    // Each ancestor is a prefix of the segments that ends on the name of a
-    // type/name pair of some `providers/{namespace}` section.
-    let mut ends = Vec::new();
-    let mut i = 0;
-    while i < segs.len() {
-        if segs[i] == "providers" && i + 1 < segs.len() {
-            // pairs start after the namespace
-            let mut j = i + 2;
-            while j + 1 < segs.len() && segs[j] != "providers" {
-                ends.push(j + 2); // prefix length including this pair
-                j += 2;
+    with_segments(canonical, |segs| {
+        let mut out = Vec::new();
+        // Each ancestor is a prefix of the segments that ends on the name of a
+        // type/name pair of some `providers/{namespace}` section; they are found
+        // farthest first and reversed at the end.
+        let mut i = 0;
+        while i < segs.len() {
+            if segs[i] == "providers" && i + 1 < segs.len() {
+                // pairs start after the namespace
+                let mut j = i + 2;
+                while j + 1 < segs.len() && segs[j] != "providers" {
+                    let len = j + 2; // prefix length including this pair
+                    if len < segs.len() && ancestors_end(&segs[..len]) != 0 {
+                        let mut prefix = String::with_capacity(canonical.len());
+                        for seg in &segs[..len] {
+                            prefix.push('/');
+                            prefix.push_str(seg);
+                        }
+                        out.push(prefix);
+                    }
+                    j += 2;
+                }
+                i = j;
+            } else {
+                i += 1;
             }
-            i = j;
-        } else {
-            i += 1;
         }
-    }
-    for &len in ends.iter().rev() {
-        if len < segs.len() {
-            let prefix = format!("/{}", segs[..len].join("/"));
-            if !is_container(&prefix) {
-                out.push(prefix);
-            }
-        }
-    }
-    out
+        out.reverse();
+        out
+    })
 }
 
 /// The subscription id (lowercase) of a canonical ID, when it has one.
@@ -110,12 +149,11 @@ pub fn subscription(canonical: &str) -> Option<&str> {
 /// True when the canonical ID is a subscription, resource group or tenant-level
 /// container rather than a resource (it has no `providers/{ns}/{type}/{name}` part).
 pub fn is_container(canonical: &str) -> bool {
-    ancestors_end(canonical) == 0
+    with_segments(canonical, ancestors_end) == 0
 }
 
-/// Length of the longest resource prefix (0 when there is none).
-fn ancestors_end(canonical: &str) -> usize {
-    let segs = segments(canonical);
+/// Length of the longest resource prefix of the segments (0 when there is none).
+fn ancestors_end(segs: &[&str]) -> usize {
     let mut best = 0;
     let mut i = 0;
     while i < segs.len() {
@@ -139,18 +177,24 @@ fn ancestors_end(canonical: &str) -> usize {
 /// The namespace of the last `providers/{namespace}` section (`microsoft.network`),
 /// lowercase, when the ID has one.
 pub fn last_namespace(canonical: &str) -> Option<&str> {
-    let segs = segments(canonical);
-    segs.iter()
-        .rposition(|s| *s == "providers")
-        .and_then(|i| segs.get(i + 1).copied())
+    with_segments(canonical, |segs| {
+        segs.iter()
+            .rposition(|s| *s == "providers")
+            .and_then(|i| segs.get(i + 1).copied())
+    })
 }
 
 /// True when the ID names an ARM deployment (`Microsoft.Resources/deployments/…`) or
 /// anything below one: a deployment record, not infrastructure.
 pub fn is_deployment(canonical: &str) -> bool {
-    let segs = segments(canonical);
-    segs.windows(3)
-        .any(|w| w[0] == "providers" && w[1] == "microsoft.resources" && w[2] == "deployments")
+    // The one segment that must be there, looked for first (most IDs have none).
+    if !canonical.contains("microsoft.resources") {
+        return false;
+    }
+    with_segments(canonical, |segs| {
+        segs.windows(3)
+            .any(|w| w[0] == "providers" && w[1] == "microsoft.resources" && w[2] == "deployments")
+    })
 }
 
 /// Builds `/subscriptions/{sub}/resourceGroups/{rg}/providers/{ns}/{type}/{name}`

@@ -40,6 +40,7 @@
 
 pub mod actions;
 pub mod arm_id;
+mod envelope;
 mod identity;
 #[cfg(feature = "namespace")]
 pub mod namespace;

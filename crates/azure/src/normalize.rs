@@ -1,14 +1,12 @@
 //! Event Grid schema and CloudEvents 1.0 events → [`DriftEvent`].
 
-use std::borrow::Cow;
-
 use chrono::{DateTime, Utc};
-use driftreactor_event::lazy::{Expand, Obj, Val};
+use driftreactor_event::lazy::Val;
 use driftreactor_event::{
     Change, DriftEvent, NormalizeError, NotAChange, Outcome, Principal, Provider, ResourceRef, Via,
 };
-use serde_json::Value;
 
+use crate::envelope::{self, Authorization, Claims, Data, Event, Expanded, Http, Scalar, Shape};
 use crate::{actions, arm_id};
 
 /// Event type of the Event Grid subscription handshake.
@@ -56,39 +54,22 @@ impl Schema {
             Schema::CloudEvents => "type",
         }
     }
-    const fn time_field(self) -> &'static str {
-        match self {
-            Schema::EventGrid => "eventTime",
-            Schema::CloudEvents => "time",
-        }
-    }
-    const fn topic_field(self) -> &'static str {
-        match self {
-            Schema::EventGrid => "topic",
-            Schema::CloudEvents => "source",
-        }
-    }
 }
 
-/// The objects read in the same pass as the event (see [`driftreactor_event::lazy`]):
-/// `data` and the caller's token claims. `httpRequest` stays JSON text (kept as the
-/// event's request as the event wrote it) until its client address is read.
-const EXPAND: Expand = &["data", "claims", "authorization", "evidence"];
-
-fn str_field<'o>(obj: &'o Obj<'_>, key: &str) -> Option<&'o str> {
-    obj.str(key)
+fn str_field<'o>(v: Option<&'o Scalar<'_>>) -> Option<&'o str> {
+    v.and_then(Scalar::as_str)
 }
 
 fn required_str<'o>(
-    obj: &'o Obj<'_>,
+    v: Option<&'o Scalar<'_>>,
     schema: Schema,
     key: &str,
 ) -> Result<&'o str, NormalizeError> {
-    match obj.get(key) {
-        Some(Val::Str(s)) => Ok(s),
+    match v.map(|v| (v, v.as_str())) {
+        Some((_, Some(s))) => Ok(s),
         None => Err(NormalizeError::missing(schema.format(), key)),
-        Some(v) if v.is_null() => Err(NormalizeError::missing(schema.format(), key)),
-        Some(other) => Err(NormalizeError::Field {
+        Some((v, None)) if v.is_null() => Err(NormalizeError::missing(schema.format(), key)),
+        Some((other, None)) => Err(NormalizeError::Field {
             format: schema.format(),
             field: key.to_owned(),
             problem: format!("is {}, expected a string", other.describe()),
@@ -96,16 +77,24 @@ fn required_str<'o>(
     }
 }
 
-/// An ARM `data` member that may be an object or a JSON-encoded string of one
-/// (older events and SDK fixtures stringify `claims`, `authorization`, `httpRequest`).
-/// Anything else, including a string that does not decode to an object, is absent.
-fn object_or_encoded<'o, 'a>(v: Option<&'o Val<'a>>) -> Option<Cow<'o, Obj<'a>>> {
-    match v? {
-        Val::Str(s) => match serde_json::from_str::<Value>(s) {
-            Ok(Value::Object(m)) => Some(Cow::Owned(Obj::from_map(m))),
-            _ => None,
-        },
-        v => v.as_object_with(EXPAND),
+impl<'a> Event<'a> {
+    fn type_field(&self, schema: Schema) -> Option<&Scalar<'a>> {
+        match schema {
+            Schema::EventGrid => self.event_type.as_ref(),
+            Schema::CloudEvents => self.ty.as_ref(),
+        }
+    }
+    fn time_field(&self, schema: Schema) -> Option<&Scalar<'a>> {
+        match schema {
+            Schema::EventGrid => self.event_time.as_ref(),
+            Schema::CloudEvents => self.time.as_ref(),
+        }
+    }
+    fn topic_field(&self, schema: Schema) -> Option<&Scalar<'a>> {
+        match schema {
+            Schema::EventGrid => self.topic.as_ref(),
+            Schema::CloudEvents => self.source.as_ref(),
+        }
     }
 }
 
@@ -119,17 +108,17 @@ pub(crate) fn parse_time(s: Option<&str>) -> Option<DateTime<Utc>> {
 
 /// See [`crate::normalize`].
 pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
-    let value = Val::parse(payload, EXPAND)?;
-    let Some(obj) = value.as_object() else {
+    let top = envelope::read(payload)?;
+    let Some(obj) = top.as_obj() else {
         return Err(NormalizeError::UnknownFormat(format!(
             "expected one Event Grid or CloudEvents event (a JSON object), got {}; \
              batches are split by the caller",
-            value.describe()
+            top.describe()
         )));
     };
-    let schema = if obj.contains_key("specversion") {
+    let schema = if obj.specversion {
         Schema::CloudEvents
-    } else if obj.contains_key("eventType") {
+    } else if obj.event_type.is_some() {
         Schema::EventGrid
     } else {
         return Err(NormalizeError::UnknownFormat(
@@ -138,12 +127,12 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
                 .into(),
         ));
     };
-    let id = required_str(&obj, schema, "id")?;
-    let event_type = required_str(&obj, schema, schema.type_field())?;
+    let id = required_str(obj.id.as_ref(), schema, "id")?;
+    let event_type = required_str(obj.type_field(schema), schema, schema.type_field())?;
     let mut ev = DriftEvent::new(Provider::Azure, id);
-    ev.occurred_at = parse_time(str_field(&obj, schema.time_field()));
+    ev.occurred_at = parse_time(str_field(obj.time_field(schema)));
     // Only read when needed (a handshake, an event naming no subscription).
-    let topic = || str_field(&obj, schema.topic_field()).and_then(arm_id::canonical);
+    let topic = || str_field(obj.topic_field(schema)).and_then(arm_id::canonical);
 
     if event_type == VALIDATION_EVENT {
         ev.service = "Microsoft.EventGrid".into();
@@ -157,42 +146,42 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
     }
 
     let Some(arm) = ArmEventType::parse(event_type) else {
-        return Ok(notification(ev, event_type, &obj, schema));
+        return Ok(notification(ev, event_type, obj, schema));
     };
 
-    let data = match obj.get("data") {
+    let data = match &obj.data.shape {
         None => return Err(NormalizeError::missing(schema.format(), "data")),
-        Some(v) if v.is_null() => return Err(NormalizeError::missing(schema.format(), "data")),
-        Some(v) => match v.as_object_with(EXPAND) {
-            Some(m) => m,
-            None => {
-                return Err(NormalizeError::Field {
-                    format: schema.format(),
-                    field: "data".into(),
-                    problem: format!("is {}, expected an object", v.describe()),
-                });
-            }
-        },
+        Some(Shape::Obj) => &obj.data.fields,
+        Some(_) if obj.data.is_null() => {
+            return Err(NormalizeError::missing(schema.format(), "data"));
+        }
+        Some(_) => {
+            return Err(NormalizeError::Field {
+                format: schema.format(),
+                field: "data".into(),
+                problem: format!("is {}, expected an object", obj.data.describe()),
+            });
+        }
     };
-    let data = &*data;
 
     // The changed resource: data.resourceUri, else the subject.
     // (`changed_resource` is `None` exactly when the text is no ARM ID: one canonical
     // form built per event.)
-    let (raw_uri, resource) =
-        match str_field(data, "resourceUri").and_then(|u| changed_resource(u).map(|r| (u, r))) {
-            Some((u, r)) => (Some(u), Some(r)),
-            None => {
-                let subject = str_field(&obj, "subject");
-                (subject, subject.and_then(changed_resource))
-            }
-        };
+    let (raw_uri, resource) = match str_field(data.resource_uri.as_ref())
+        .and_then(|u| changed_resource(u).map(|r| (u, r)))
+    {
+        Some((u, r)) => (Some(u), Some(r)),
+        None => {
+            let subject = str_field(obj.subject.as_ref());
+            (subject, subject.and_then(changed_resource))
+        }
+    };
 
-    let operation = match data.get("operationName") {
+    let operation = match data.operation_name.as_ref().map(|v| (v, v.as_str())) {
         None => "",
-        Some(v) if v.is_null() => "",
-        Some(Val::Str(s)) => s,
-        Some(other) => {
+        Some((_, Some(s))) => s,
+        Some((v, None)) if v.is_null() => "",
+        Some((other, None)) => {
             return Err(NormalizeError::Field {
                 format: schema.format(),
                 field: "data.operationName".into(),
@@ -201,7 +190,7 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
         }
     };
     ev.operation = operation.to_owned();
-    ev.service = str_field(data, "resourceProvider")
+    ev.service = str_field(data.resource_provider.as_ref())
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
         .or_else(|| {
@@ -217,7 +206,7 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
         })
         .unwrap_or_default();
 
-    ev.account = str_field(data, "subscriptionId")
+    ev.account = str_field(data.subscription_id.as_ref())
         .map(|s| s.trim().to_lowercase())
         .filter(|s| !s.is_empty())
         .or_else(|| {
@@ -246,7 +235,7 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
     } else if !ev.read_only {
         // As `arm_id::canonical` compares it (query dropped, case ignored), no copy.
         let tags_api = raw_uri.is_some_and(|r| {
-            let path = r.split(['?', '#']).next().unwrap_or_default();
+            let path = arm_id::before_query(r);
             ends_with_ignore_case(path.trim().trim_end_matches('/'), TAGS_SUFFIX)
         });
         ev.change = Some(match arm.family {
@@ -270,47 +259,77 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
         ev.outcome = Outcome::Failed { code };
     }
 
-    let claims_read = object_or_encoded(data.get("claims"));
-    let authorization = object_or_encoded(data.get("authorization"));
-    ev.principal_unreadable =
-        unreadable_caller(data, claims_read.as_deref(), authorization.is_some());
-    let claims = claims_read.unwrap_or_default();
-    let http = object_or_encoded(data.get("httpRequest"));
-    let (principal, app_id) = principal(&claims, authorization.as_deref());
+    // `claims`, `authorization` and `httpRequest` may be objects or JSON-encoded
+    // strings of one (older events and SDK fixtures stringify them); anything else,
+    // including a string that does not decode to an object, is absent.
+    let claims_decoded = data
+        .claims
+        .as_str()
+        .and_then(envelope::decoded_object)
+        .map(|m| Claims::from_map(&m));
+    let claims = data.claims.as_obj().or(claims_decoded.as_ref());
+    let authorization_decoded = data
+        .authorization
+        .as_str()
+        .and_then(envelope::decoded_object)
+        .map(|m| Authorization::from_map(&m));
+    let authorization = data
+        .authorization
+        .as_obj()
+        .or(authorization_decoded.as_ref());
+    ev.principal_unreadable = unreadable_caller(data, claims, authorization.is_some());
+    let (principal, app_id) = principal(claims, authorization);
     ev.principal = principal;
     ev.via = app_id
         .and_then(|app| {
             APP_VIA
                 .iter()
-                .find(|(known, _)| known.eq_ignore_ascii_case(&app))
+                .find(|(known, _)| known.eq_ignore_ascii_case(app))
                 .map(|(_, via)| *via)
         })
         .unwrap_or(Via::Unknown);
+    // The request as the event wrote it (the JSON text, not re-serialized) when it is
+    // an object; re-serialized when it is a string encoding one.
+    let (http, request) = match data.http_request {
+        Some(raw) if raw.get().starts_with('{') => match Http::from_raw(raw) {
+            Some(h) => (Some(h), Some(raw.to_owned())),
+            None => (None, None),
+        },
+        Some(raw) => match envelope::raw_str(raw).and_then(|s| envelope::decoded_object(&s)) {
+            Some(m) => (
+                Some(Http::from_map(&m)),
+                serde_json::value::to_raw_value(&m).ok(),
+            ),
+            None => (None, None),
+        },
+        None => (None, None),
+    };
     ev.source_ip = http
         .as_ref()
-        .and_then(|h| str_field(h, "clientIpAddress"))
-        .or_else(|| str_field(&claims, "ipaddr"))
+        .and_then(|h| str_field(h.client_ip.as_ref()))
+        .or_else(|| str_field(claims.and_then(|c| c.get("ipaddr"))))
         .filter(|s| !s.is_empty())
         .map(str::to_owned);
-    // As the event wrote it (the JSON text, not re-serialized) when it is an object.
-    ev.request = match data.get("httpRequest") {
-        Some(raw @ Val::Raw(_)) if http.is_some() => raw.to_raw(),
-        _ => http.and_then(|h| serde_json::value::to_raw_value(&h.to_map()).ok()),
-    };
+    ev.request = request;
     ev.resources.extend(resource);
     Ok(ev)
 }
 
 /// Any other well-formed event (Storage, Service Bus, custom topics): reported as a
 /// notification, never rejected.
-fn notification(mut ev: DriftEvent, event_type: &str, obj: &Obj<'_>, schema: Schema) -> DriftEvent {
+fn notification(
+    mut ev: DriftEvent,
+    event_type: &str,
+    obj: &Event<'_>,
+    schema: Schema,
+) -> DriftEvent {
     ev.service = event_type
         .rsplit_once('.')
         .map_or(event_type, |(svc, _)| svc)
         .to_owned();
     ev.operation = event_type.to_owned();
     ev.not_a_change = Some(NotAChange::Notification);
-    if let Some(raw) = str_field(obj, schema.topic_field())
+    if let Some(raw) = str_field(obj.topic_field(schema))
         && let Some(id) = arm_id::canonical(raw)
     {
         ev.account = arm_id::subscription(&id).map(str::to_owned);
@@ -323,18 +342,18 @@ fn notification(mut ev: DriftEvent, event_type: &str, obj: &Obj<'_>, schema: Sch
     ev
 }
 
-/// `Microsoft.Network` from an original-spelling ARM ID (last provider namespace).
 /// The failure an ARM event's `data.status` states although its type says success:
 /// `Failed` / `Canceled`, or a status of another type than a string (a wrong type is
 /// never read as "succeeded"). `None` when absent, `null` or another string.
-fn failed_status(data: &Obj<'_>) -> Option<String> {
-    match data.get("status")? {
-        v if v.is_null() => None,
-        Val::Str(s) => ["Failed", "Canceled"]
+fn failed_status(data: &Data<'_>) -> Option<String> {
+    let status = data.status.as_ref()?;
+    match status.as_str() {
+        Some(s) => ["Failed", "Canceled"]
             .iter()
             .any(|f| s.trim().eq_ignore_ascii_case(f))
             .then(|| s.trim().to_owned()),
-        other => Some(format!("data.status is {}", other.describe())),
+        None if status.is_null() => None,
+        None => Some(format!("data.status is {}", status.describe())),
     }
 }
 
@@ -342,28 +361,15 @@ fn failed_status(data: &Obj<'_>) -> Option<String> {
 /// `data.authorization` present but neither an object nor a string holding one, or an
 /// identity claim that is not a string. Absent is an unknown caller, not unreadable.
 fn unreadable_caller(
-    data: &Obj<'_>,
-    claims: Option<&Obj<'_>>,
+    data: &Data<'_>,
+    claims: Option<&Claims<'_>>,
     authorization_read: bool,
 ) -> Option<String> {
-    for (key, read) in [
-        ("claims", claims.is_some()),
-        ("authorization", authorization_read),
-    ] {
-        match data.get(key) {
-            None => continue,
-            Some(v) if v.is_null() => continue,
-            Some(v) if !read => {
-                return Some(format!(
-                    "data.{key} is {}, expected an object",
-                    match v {
-                        Val::Str(_) => "a string that is not a JSON object",
-                        other => other.describe(),
-                    }
-                ));
-            }
-            Some(_) => {}
-        }
+    let problem = unread(&data.claims, claims.is_some())
+        .map(|p| ("claims", p))
+        .or_else(|| unread(&data.authorization, authorization_read).map(|p| ("authorization", p)));
+    if let Some((key, problem)) = problem {
+        return Some(format!("data.{key} is {problem}, expected an object"));
     }
     let obj = claims?;
     UPN_CLAIMS
@@ -372,11 +378,22 @@ fn unreadable_caller(
         .chain(OID_CLAIMS)
         .find(|k| {
             obj.get(k)
-                .is_some_and(|c| !matches!(c, Val::Str(_)) && !c.is_null())
+                .is_some_and(|c| c.as_str().is_none() && !c.is_null())
         })
         .map(|k| format!("data.claims.{k} is not a string"))
 }
 
+/// What the member `v` (an object or a string encoding one) is when present, not
+/// `null` and not `read` as an object.
+fn unread<T>(v: &Expanded<'_, T>, read: bool) -> Option<&'static str> {
+    match v.shape.as_ref()? {
+        _ if read || v.is_null() => None,
+        Shape::Str(_) => Some("a string that is not a JSON object"),
+        _ => Some(v.describe()),
+    }
+}
+
+/// `Microsoft.Network` from an original-spelling ARM ID (last provider namespace).
 fn namespace_display(raw: &str) -> Option<String> {
     let segs: Vec<&str> = raw.split('/').filter(|s| !s.is_empty()).collect();
     let i = segs
@@ -388,34 +405,36 @@ fn namespace_display(raw: &str) -> Option<String> {
 /// Picks the caller identity from the token claims: the UPN when present, else the
 /// application id, else the object id; the others go to `also`. Returns the app id
 /// too, for the `via` hint.
-fn principal(claims: &Obj<'_>, authorization: Option<&Obj<'_>>) -> (Principal, Option<String>) {
+fn principal<'c>(
+    claims: Option<&'c Claims<'_>>,
+    authorization: Option<&'c Authorization<'_>>,
+) -> (Principal, Option<&'c str>) {
     let first = |keys: &[&str]| {
         keys.iter()
-            .find_map(|k| str_field(claims, k))
+            .find_map(|k| str_field(claims.and_then(|c| c.get(k))))
             .map(str::trim)
             .filter(|s| !s.is_empty())
-            .map(str::to_owned)
     };
     let upn = first(UPN_CLAIMS);
     let app = first(APPID_CLAIMS);
     let oid = first(OID_CLAIMS).or_else(|| {
         authorization
-            .and_then(|a| a.obj("evidence"))
-            .and_then(|e| str_field(&e, "principalId").map(str::to_owned))
+            .and_then(|a| a.evidence.as_obj())
+            .and_then(|e| str_field(e.principal_id.as_ref()))
             .filter(|s| !s.is_empty())
     });
-    let mut all: Vec<String> = Vec::new();
-    for s in [upn, app.clone(), oid].into_iter().flatten() {
+    let mut all: Vec<&str> = Vec::with_capacity(3);
+    for s in [upn, app, oid].into_iter().flatten() {
         if !all.contains(&s) {
             all.push(s);
         }
     }
     let mut it = all.into_iter();
-    let id = it.next().unwrap_or_default();
+    let id = it.next().map(str::to_owned).unwrap_or_default();
     (
         Principal {
             id,
-            also: it.collect(),
+            also: it.map(str::to_owned).collect(),
         },
         app,
     )
@@ -555,6 +574,8 @@ pub(crate) fn validation_code(event: &[u8]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
 
     /// Moved from the serve crate's push endpoint, which now uses this parser.
@@ -631,6 +652,19 @@ mod tests {
         }
         let err = with(&|d| d["operationName"] = serde_json::json!(5)).unwrap_err();
         assert!(err.to_string().contains("data.operationName"), "{err}");
+    }
+
+    /// The event reader keeps every claim this module reads (and no other).
+    #[test]
+    fn the_reader_keeps_the_claims_read_here() {
+        let read: Vec<&str> = UPN_CLAIMS
+            .iter()
+            .chain(APPID_CLAIMS)
+            .chain(OID_CLAIMS)
+            .chain(&["ipaddr"])
+            .copied()
+            .collect();
+        assert_eq!(read, envelope::CLAIM_KEYS);
     }
 
     #[test]

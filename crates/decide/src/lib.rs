@@ -118,15 +118,41 @@ pub struct PolicyConfig {
 
 #[derive(Debug, Clone)]
 struct CompiledRule {
-    workspace: Option<GlobMatcher>,
-    address: Option<GlobMatcher>,
-    resource_type: Option<GlobMatcher>,
+    workspace: Option<RuleGlob>,
+    address: Option<RuleGlob>,
+    resource_type: Option<RuleGlob>,
     action: RuleAction,
+}
+
+/// One glob of a `[[policy]]` rule, with the literal text every string it matches
+/// starts with ([`literal_head`]): most resources do not start with it, and their
+/// regex search is skipped.
+#[derive(Debug, Clone)]
+struct RuleGlob {
+    matcher: GlobMatcher,
+    head: Box<str>,
+}
+
+impl RuleGlob {
+    fn new(glob: &Glob) -> Self {
+        Self {
+            matcher: glob.compile_matcher(),
+            head: literal_head(glob.glob()).into(),
+        }
+    }
+
+    fn is_match(&self, value: &str) -> bool {
+        value.starts_with(&*self.head) && self.matcher.is_match(value)
+    }
+
+    fn glob(&self) -> &Glob {
+        self.matcher.glob()
+    }
 }
 
 impl CompiledRule {
     fn is_match(&self, workspace: &str, address: &str, resource_type: &str) -> bool {
-        let hit = |m: &Option<GlobMatcher>, v: &str| m.as_ref().is_none_or(|m| m.is_match(v));
+        let hit = |m: &Option<RuleGlob>, v: &str| m.as_ref().is_none_or(|m| m.is_match(v));
         hit(&self.workspace, workspace)
             && hit(&self.address, address)
             && hit(&self.resource_type, resource_type)
@@ -208,6 +234,22 @@ impl Principals {
     }
 }
 
+/// The literal text a glob starts with: everything before its first character that
+/// may be syntax (`?*[]{}\,`), cut back to its last `/` when there is such a
+/// character (a `/**` may match nothing: `a/**/b` matches `a/b`); the whole glob when
+/// it has none (it then matches only itself). Every string the glob matches starts
+/// with it (globs are anchored at both ends).
+fn literal_head(pattern: &str) -> &str {
+    match pattern.find(['?', '*', '[', ']', '{', '}', '\\', ',']) {
+        None => pattern,
+        Some(end) => {
+            let head = pattern.get(..end).unwrap_or_default();
+            head.rfind('/')
+                .map_or(head, |i| head.get(..i).unwrap_or_default())
+        }
+    }
+}
+
 /// The literal text a glob ends with: everything after its last character that may be
 /// syntax (`?*[]{}\,`), without a leading `/` (`**/ci` matches `ci`); `None` when
 /// that is empty. Every string the glob matches ends with it (globs are anchored at
@@ -259,11 +301,9 @@ impl Policy {
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                let m = |name: &str, g: &Option<String>| -> Result<Option<GlobMatcher>> {
+                let m = |name: &str, g: &Option<String>| -> Result<Option<RuleGlob>> {
                     g.as_deref()
-                        .map(|p| {
-                            glob(&format!("policy[{i}].{name}"), p).map(|g| g.compile_matcher())
-                        })
+                        .map(|p| glob(&format!("policy[{i}].{name}"), p).map(|g| RuleGlob::new(&g)))
                         .transpose()
                 };
                 Ok(CompiledRule {
@@ -325,7 +365,7 @@ impl Policy {
         address: &str,
         resource_type: &str,
     ) -> Option<RuleMatch> {
-        let glob = |m: &Option<GlobMatcher>| m.as_ref().map(|m| m.glob().glob().to_owned());
+        let glob = |m: &Option<RuleGlob>| m.as_ref().map(|m| m.glob().glob().to_owned());
         self.rules
             .iter()
             .enumerate()
@@ -554,6 +594,64 @@ mod tests {
         assert_eq!(literal_tail("arn:aws:iam::*:role/*"), None);
         assert_eq!(literal_tail("exact"), Some("exact"));
         assert_eq!(literal_tail("**/ci"), Some("ci"));
+    }
+
+    #[test]
+    fn rule_prefilter_agrees_with_the_glob() {
+        let patterns = [
+            "azurerm_network_security_group*",
+            "module.*.aws_iam_*",
+            "aws_cloudwatch_log_group",
+            "prod-*",
+            "*",
+            "**",
+            "a/**",
+            "a/**/b",
+            "**/b",
+            "x{a,b}y",
+            "x[0-9]",
+            "a\\*b",
+            "a,b",
+            "mod/sub/x*",
+            "",
+        ];
+        let values = [
+            "",
+            "azurerm_network_security_group",
+            "azurerm_network_security_group_rule",
+            "azurerm_subnet",
+            "module.net.aws_iam_role.ci",
+            "aws_iam_role.ci",
+            "aws_cloudwatch_log_group",
+            "aws_cloudwatch_log_group2",
+            "prod-eu",
+            "staging",
+            "a",
+            "a/",
+            "a/b",
+            "a/x/b",
+            "b",
+            "/b",
+            "xay",
+            "x7",
+            "a*b",
+            "axb",
+            "a,b",
+            "mod/sub/xy",
+            "mod/x",
+        ];
+        for p in patterns {
+            let g = Glob::new(p).unwrap();
+            let fast = RuleGlob::new(&g);
+            let slow = g.compile_matcher();
+            for v in values {
+                assert_eq!(fast.is_match(v), slow.is_match(v), "{p:?} on {v:?}");
+            }
+        }
+        assert_eq!(literal_head("module.*.aws_iam_*"), "module.");
+        assert_eq!(literal_head("exact"), "exact");
+        assert_eq!(literal_head("a/b/**"), "a/b");
+        assert_eq!(literal_head("**/ci"), "");
     }
 
     /// Plug-in for the decider tests: `id` is the identity.

@@ -366,13 +366,15 @@ pub fn route(graph: &Graph, event: &DriftEvent) -> Routed {
 /// The union of the matches' dependents, in match order, minus the matches, each once,
 /// at most [`MAX_DEPENDENTS`].
 fn dependents_of(graph: &Graph, matches: &[(NodeId, MatchKind)]) -> Vec<Dependent> {
-    let mut seen: HashSet<NodeId> = matches.iter().map(|&(id, _)| id).collect();
+    // Built at the first dependent (most matched nodes have none).
+    let mut seen: Option<HashSet<NodeId>> = None;
     let mut dependents = Vec::new();
     'outer: for &(id, _) in matches {
         for dep in graph.dependents(id) {
             if dependents.len() >= MAX_DEPENDENTS {
                 break 'outer;
             }
+            let seen = seen.get_or_insert_with(|| matches.iter().map(|&(id, _)| id).collect());
             if seen.insert(dep)
                 && let Some(node) = graph.get(dep)
             {

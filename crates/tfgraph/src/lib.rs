@@ -684,7 +684,14 @@ impl Graph {
     /// without `node` itself, at most [`MAX_DEPENDENTS`]. Empty for an unknown id.
     pub fn dependents(&self, node: NodeId) -> Vec<NodeId> {
         let mut out = Vec::new();
-        if node.0 as usize >= self.deps.node_count() {
+        if node.0 as usize >= self.deps.node_count()
+            || self
+                .deps
+                .neighbors_directed(NodeIndex::new(node.0 as usize), Direction::Incoming)
+                .next()
+                .is_none()
+        {
+            // Unknown, or nothing depends on it (most nodes): no walk.
             return out;
         }
         let mut seen = Set::from_iter([node]);

@@ -1,0 +1,682 @@
+//! The typed, borrowing read of one Event Grid / CloudEvents event: just the envelope
+//! and `data` fields [`crate::normalize`] uses, in one pass, strings borrowed from the
+//! input (copied only when they hold escapes), every other value skipped without
+//! allocation. No `serde_json::Value` tree except for the objects older events encode
+//! in strings (`claims`, `authorization`, `httpRequest`), read as before.
+//!
+//! What it accepts and what each field reads as are exactly those of the generic reader
+//! ([`driftreactor_event::lazy`]) with the expand set [`EXPAND`] the normalizer used:
+//! the values of the keys of [`EXPAND`] (and the elements of the arrays among them) are
+//! read with `deserialize_any` (numbers range-checked), all others are checked as that
+//! reader checks a value it keeps as text; the last of duplicate keys wins. A payload
+//! this reader rejects is reported by the generic reader, with its messages.
+
+use std::borrow::Cow;
+use std::cell::OnceCell;
+use std::fmt;
+
+use driftreactor_event::NormalizeError;
+use driftreactor_event::lazy::{Expand, Val};
+use serde::de::{
+    Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
+};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+/// The keys the generic reader read in the same pass (at any depth): `data` and the
+/// caller's token claims. `httpRequest` stays JSON text (kept as the event's request
+/// as the event wrote it) until its client address is read.
+pub(crate) const EXPAND: Expand = &["data", "claims", "authorization", "evidence"];
+
+/// The JSON type of a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    String,
+    Object,
+    Array,
+    Number,
+    Boolean,
+    Null,
+}
+
+impl Kind {
+    /// The type of the JSON text `raw` (a valid value), from its first character.
+    fn of_raw(raw: &str) -> Self {
+        match raw.as_bytes().first() {
+            Some(b'{') => Kind::Object,
+            Some(b'[') => Kind::Array,
+            Some(b'"') => Kind::String,
+            Some(b't' | b'f') => Kind::Boolean,
+            Some(b'n') => Kind::Null,
+            _ => Kind::Number,
+        }
+    }
+
+    fn of_value(v: &Value) -> Self {
+        match v {
+            Value::Null => Kind::Null,
+            Value::Bool(_) => Kind::Boolean,
+            Value::Number(_) => Kind::Number,
+            Value::String(_) => Kind::String,
+            Value::Array(_) => Kind::Array,
+            Value::Object(_) => Kind::Object,
+        }
+    }
+
+    /// The type with its article ("an object", "null").
+    pub(crate) const fn describe(self) -> &'static str {
+        match self {
+            Kind::String => "a string",
+            Kind::Object => "an object",
+            Kind::Array => "an array",
+            Kind::Number => "a number",
+            Kind::Boolean => "a boolean",
+            Kind::Null => "null",
+        }
+    }
+}
+
+/// A value read as text (a key outside [`EXPAND`]): a string, unescaped when first
+/// asked for (most strings read are never used), or the type of anything else (a
+/// string whose escapes do not decode counts as "anything else").
+#[derive(Debug, Clone)]
+pub(crate) enum Scalar<'a> {
+    /// The JSON text of a value read from the event, and its string once asked for.
+    Raw(&'a RawValue, OnceCell<Option<Cow<'a, str>>>),
+    /// A string of an object decoded from a string.
+    Str(String),
+    /// Anything else of an object decoded from a string.
+    Other(Kind),
+}
+
+impl<'a> Scalar<'a> {
+    fn from_value(v: &Value) -> Self {
+        match v {
+            Value::String(s) => Scalar::Str(s.clone()),
+            other => Scalar::Other(Kind::of_value(other)),
+        }
+    }
+
+    /// The string, if this is one.
+    pub(crate) fn as_str(&self) -> Option<&str> {
+        match self {
+            Scalar::Raw(raw, text) => text.get_or_init(|| unescape(raw)).as_deref(),
+            Scalar::Str(s) => Some(s),
+            Scalar::Other(_) => None,
+        }
+    }
+
+    pub(crate) fn is_null(&self) -> bool {
+        match self {
+            Scalar::Raw(raw, _) => raw.get() == "null",
+            Scalar::Str(_) => false,
+            Scalar::Other(k) => *k == Kind::Null,
+        }
+    }
+
+    pub(crate) fn describe(&self) -> &'static str {
+        match self {
+            Scalar::Raw(raw, _) => Kind::of_raw(raw.get()).describe(),
+            Scalar::Str(_) => Kind::String.describe(),
+            Scalar::Other(k) => k.describe(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Scalar<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'de RawValue>::deserialize(d).map(|raw| Scalar::Raw(raw, OnceCell::new()))
+    }
+}
+
+/// A string kept as text, unescaped: borrowed when it has no backslash (as the generic
+/// reader does it).
+fn unescape(raw: &RawValue) -> Option<Cow<'_, str>> {
+    let text = raw.get();
+    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+    if inner.contains('\\') {
+        serde_json::from_str::<String>(text).ok().map(Cow::Owned)
+    } else {
+        Some(Cow::Borrowed(inner))
+    }
+}
+
+/// What a value read in the same pass (a key of [`EXPAND`]) is.
+#[derive(Debug)]
+pub(crate) enum Shape<'a> {
+    Obj,
+    Str(Cow<'a, str>),
+    Other(Kind),
+}
+
+/// A value read in the same pass (a key of [`EXPAND`]): its shape (`None` when the
+/// key is absent) and, when it is an object, its fields, read in place (no copy of
+/// the struct per level).
+#[derive(Debug, Default)]
+pub(crate) struct Expanded<'a, T> {
+    pub shape: Option<Shape<'a>>,
+    pub fields: T,
+}
+
+impl<'a, T> Expanded<'a, T> {
+    pub(crate) fn is_null(&self) -> bool {
+        matches!(self.shape, Some(Shape::Other(Kind::Null)))
+    }
+
+    /// The type of a present value with its article ("an object", "null").
+    pub(crate) fn describe(&self) -> &'static str {
+        match &self.shape {
+            Some(Shape::Obj) => Kind::Object.describe(),
+            Some(Shape::Str(_)) => Kind::String.describe(),
+            Some(Shape::Other(k)) => k.describe(),
+            None => "absent",
+        }
+    }
+
+    /// The fields, if the value is an object.
+    pub(crate) fn as_obj(&self) -> Option<&T> {
+        matches!(self.shape, Some(Shape::Obj)).then_some(&self.fields)
+    }
+
+    /// The string, if the value is one.
+    pub(crate) fn as_str(&self) -> Option<&str> {
+        match &self.shape {
+            Some(Shape::Str(s)) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl<'de, T: Fields<'de>> Expanded<'de, T> {
+    /// Reads the value of the current key into `self` (the last of duplicate keys wins).
+    fn read<A: MapAccess<'de>>(&mut self, map: &mut A) -> Result<(), A::Error> {
+        map.next_value_seed(InPlace(self))
+    }
+}
+
+/// The fields of one typed object: each key is handed to [`Fields::field`], which reads
+/// its value or [`skip`]s it.
+pub(crate) trait Fields<'de>: Default {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error>;
+}
+
+/// Skips the value of `key` as the generic reader checks it.
+fn skip<'de, A: MapAccess<'de>>(key: &str, map: &mut A) -> Result<(), A::Error> {
+    if EXPAND.contains(&key) {
+        map.next_value_seed(Strict)
+    } else {
+        map.next_value::<IgnoredAny>().map(drop)
+    }
+}
+
+/// Reads one value into an [`Expanded`].
+struct InPlace<'s, 'de, T>(&'s mut Expanded<'de, T>);
+
+impl<'de, T: Fields<'de>> DeserializeSeed<'de> for InPlace<'_, 'de, T> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, T: Fields<'de>> Visitor<'de> for InPlace<'_, 'de, T> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<(), E> {
+        self.0.shape = Some(Shape::Str(Cow::Borrowed(v)));
+        Ok(())
+    }
+    fn visit_str<E>(self, v: &str) -> Result<(), E> {
+        self.0.shape = Some(Shape::Str(Cow::Owned(v.to_owned())));
+        Ok(())
+    }
+    fn visit_string<E>(self, v: String) -> Result<(), E> {
+        self.0.shape = Some(Shape::Str(Cow::Owned(v)));
+        Ok(())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        self.0.shape = Some(Shape::Other(Kind::Boolean));
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        self.0.shape = Some(Shape::Other(Kind::Number));
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        self.0.shape = Some(Shape::Other(Kind::Number));
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        self.0.shape = Some(Shape::Other(Kind::Number));
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        self.0.shape = Some(Shape::Other(Kind::Null));
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
+        while s.next_element_seed(Strict)?.is_some() {}
+        self.0.shape = Some(Shape::Other(Kind::Array));
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+        if self.0.shape.is_some() {
+            // A repeated key: the last object alone.
+            self.0.fields = T::default();
+        }
+        while let Some(Key(k)) = m.next_key::<Key<'de>>()? {
+            self.0.fields.field(&k, &mut m)?;
+        }
+        self.0.shape = Some(Shape::Obj);
+        Ok(())
+    }
+}
+
+/// Checks one value read in the same pass by the generic reader, keeping nothing.
+#[derive(Clone, Copy)]
+struct Strict;
+
+impl<'de> DeserializeSeed<'de> for Strict {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Strict {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
+        while s.next_element_seed(self)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+        while let Some(Key(k)) = m.next_key::<Key<'de>>()? {
+            skip(&k, &mut m)?;
+        }
+        Ok(())
+    }
+}
+
+/// A key, borrowed when it has no escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// The envelope fields of both schemas (the schema is told by `specversion`).
+#[derive(Debug, Default)]
+pub(crate) struct Event<'a> {
+    /// Some `specversion` key is present (CloudEvents).
+    pub specversion: bool,
+    pub id: Option<Scalar<'a>>,
+    /// Event Grid `eventType`.
+    pub event_type: Option<Scalar<'a>>,
+    /// CloudEvents `type`.
+    pub ty: Option<Scalar<'a>>,
+    pub event_time: Option<Scalar<'a>>,
+    pub time: Option<Scalar<'a>>,
+    pub topic: Option<Scalar<'a>>,
+    pub source: Option<Scalar<'a>>,
+    pub subject: Option<Scalar<'a>>,
+    pub data: Expanded<'a, Data<'a>>,
+}
+
+impl<'de> Fields<'de> for Event<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        let slot = match key {
+            "data" => return self.data.read(map),
+            "specversion" => {
+                self.specversion = true;
+                return skip(key, map);
+            }
+            "id" => &mut self.id,
+            "eventType" => &mut self.event_type,
+            "type" => &mut self.ty,
+            "eventTime" => &mut self.event_time,
+            "time" => &mut self.time,
+            "topic" => &mut self.topic,
+            "source" => &mut self.source,
+            "subject" => &mut self.subject,
+            _ => return skip(key, map),
+        };
+        *slot = Some(map.next_value()?);
+        Ok(())
+    }
+}
+
+/// The `data` fields of an ARM event.
+#[derive(Debug, Default)]
+pub(crate) struct Data<'a> {
+    pub resource_uri: Option<Scalar<'a>>,
+    pub operation_name: Option<Scalar<'a>>,
+    pub resource_provider: Option<Scalar<'a>>,
+    pub subscription_id: Option<Scalar<'a>>,
+    pub status: Option<Scalar<'a>>,
+    pub claims: Expanded<'a, Claims<'a>>,
+    pub authorization: Expanded<'a, Authorization<'a>>,
+    /// Kept as the event wrote it.
+    pub http_request: Option<&'a RawValue>,
+}
+
+impl<'de> Fields<'de> for Data<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        let slot = match key {
+            "claims" => return self.claims.read(map),
+            "authorization" => return self.authorization.read(map),
+            "httpRequest" => {
+                self.http_request = Some(map.next_value()?);
+                return Ok(());
+            }
+            "resourceUri" => &mut self.resource_uri,
+            "operationName" => &mut self.operation_name,
+            "resourceProvider" => &mut self.resource_provider,
+            "subscriptionId" => &mut self.subscription_id,
+            "status" => &mut self.status,
+            _ => return skip(key, map),
+        };
+        *slot = Some(map.next_value()?);
+        Ok(())
+    }
+}
+
+/// The token claims read (see [`Claims::get`]).
+pub(crate) const CLAIM_KEYS: [&str; 8] = [
+    "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/upn",
+    "upn",
+    "unique_name",
+    "appid",
+    "azp",
+    "http://schemas.microsoft.com/identity/claims/objectidentifier",
+    "oid",
+    "ipaddr",
+];
+
+/// The caller's token claims of [`CLAIM_KEYS`].
+#[derive(Debug, Default)]
+pub(crate) struct Claims<'a>([Option<Scalar<'a>>; CLAIM_KEYS.len()]);
+
+impl<'a> Claims<'a> {
+    /// The value of `key`, one of [`CLAIM_KEYS`] (`None` for any other key).
+    pub(crate) fn get(&self, key: &str) -> Option<&Scalar<'a>> {
+        let i = CLAIM_KEYS.iter().position(|k| *k == key)?;
+        self.0.get(i)?.as_ref()
+    }
+
+    /// The claims of an object decoded from a string.
+    pub(crate) fn from_map(m: &Map<String, Value>) -> Self {
+        Claims(CLAIM_KEYS.map(|k| m.get(k).map(Scalar::from_value)))
+    }
+}
+
+impl<'de> Fields<'de> for Claims<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match CLAIM_KEYS.iter().position(|k| *k == key) {
+            Some(i) => {
+                let v = map.next_value()?;
+                if let Some(slot) = self.0.get_mut(i) {
+                    *slot = Some(v);
+                }
+                Ok(())
+            }
+            None => skip(key, map),
+        }
+    }
+}
+
+/// `data.authorization`: its `evidence`.
+#[derive(Debug, Default)]
+pub(crate) struct Authorization<'a> {
+    pub evidence: Expanded<'a, Evidence<'a>>,
+}
+
+impl Authorization<'_> {
+    /// The authorization of an object decoded from a string.
+    pub(crate) fn from_map(m: &Map<String, Value>) -> Self {
+        Authorization {
+            evidence: match m.get("evidence") {
+                Some(Value::Object(e)) => Expanded {
+                    shape: Some(Shape::Obj),
+                    fields: Evidence {
+                        principal_id: e.get("principalId").map(Scalar::from_value),
+                    },
+                },
+                other => Expanded {
+                    shape: other.map(|v| Shape::Other(Kind::of_value(v))),
+                    fields: Evidence::default(),
+                },
+            },
+        }
+    }
+}
+
+impl<'de> Fields<'de> for Authorization<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        if key == "evidence" {
+            self.evidence.read(map)
+        } else {
+            skip(key, map)
+        }
+    }
+}
+
+/// `data.authorization.evidence`: its `principalId`.
+#[derive(Debug, Default)]
+pub(crate) struct Evidence<'a> {
+    pub principal_id: Option<Scalar<'a>>,
+}
+
+impl<'de> Fields<'de> for Evidence<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        if key == "principalId" {
+            self.principal_id = Some(map.next_value()?);
+            Ok(())
+        } else {
+            skip(key, map)
+        }
+    }
+}
+
+/// `data.httpRequest`: its `clientIpAddress`.
+#[derive(Debug, Default)]
+pub(crate) struct Http<'a> {
+    pub client_ip: Option<Scalar<'a>>,
+}
+
+impl<'de> Fields<'de> for Http<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        if key == "clientIpAddress" {
+            self.client_ip = Some(map.next_value()?);
+            Ok(())
+        } else {
+            skip(key, map)
+        }
+    }
+}
+
+impl<'a> Http<'a> {
+    /// The request of the JSON text `raw` (the `httpRequest` value as written), when
+    /// it is an object, read with the expand set, as the generic reader reads a kept
+    /// object.
+    pub(crate) fn from_raw(raw: &'a RawValue) -> Option<Self> {
+        if !raw.get().starts_with('{') {
+            return None;
+        }
+        let mut de = serde_json::Deserializer::from_str(raw.get());
+        let mut http = Expanded::default();
+        InPlace(&mut http).deserialize(&mut de).ok()?;
+        match http.shape {
+            Some(Shape::Obj) => Some(http.fields),
+            _ => None,
+        }
+    }
+
+    /// The request of an object decoded from a string.
+    pub(crate) fn from_map(m: &Map<String, Value>) -> Self {
+        Http {
+            client_ip: m.get("clientIpAddress").map(Scalar::from_value),
+        }
+    }
+}
+
+/// The object a string value encodes (older events stringify `claims`,
+/// `authorization`, `httpRequest`); `None` when it does not decode to one.
+pub(crate) fn decoded_object(s: &str) -> Option<Map<String, Value>> {
+    match serde_json::from_str::<Value>(s) {
+        Ok(Value::Object(m)) => Some(m),
+        _ => None,
+    }
+}
+
+/// The string a kept value holds, unescaped, if it is one.
+pub(crate) fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    unescape(raw)
+}
+
+/// Reads one event (a leading UTF-8 byte-order mark is skipped).
+///
+/// # Errors
+/// The generic reader's ([`Val::parse`]) error for a payload that is not one JSON
+/// value: [`NormalizeError::Empty`] or [`NormalizeError::Json`] with line and column.
+pub(crate) fn read(payload: &[u8]) -> Result<Expanded<'_, Event<'_>>, NormalizeError> {
+    let body = payload.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(payload);
+    // UTF-8 checked once for the whole payload (the values skipped are not read as
+    // text, so nothing else would check them).
+    let read = std::str::from_utf8(body).map(|text| {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let mut event = Expanded::default();
+        InPlace(&mut event).deserialize(&mut de)?;
+        de.end()?;
+        Ok::<_, serde_json::Error>(event)
+    });
+    match read {
+        Ok(Ok(event)) => Ok(event),
+        // Rejected: the generic reader, which rejects the same payloads, says why with
+        // its messages (this reader's own words only if it did not reject it).
+        other => Err(match Val::parse(payload, EXPAND) {
+            Err(e) => e,
+            Ok(_) => match other {
+                Ok(Err(e)) => NormalizeError::json(&e),
+                _ => NormalizeError::UnknownFormat("the payload is not UTF-8".into()),
+            },
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reader accepts exactly what the generic reader with [`EXPAND`] accepts
+    /// (numbers range-checked only where that reader reads values in the same pass,
+    /// invalid UTF-8 anywhere rejected), and reads the last of duplicate keys.
+    #[test]
+    fn accepts_what_the_generic_reader_accepts() {
+        let cases: &[&[u8]] = &[
+            br#"{"id":"a","data":{"x":1e400}}"#,
+            br#"{"id":"a","data":{"claims":1e400}}"#,
+            br#"{"id":"a","data":{"claims":{"upn":1e400}}}"#,
+            br#"{"id":"a","data":{"claims":{"data":[1e400]}}}"#,
+            br#"{"id":"a","data":{"httpRequest":{"data":1e400}}}"#,
+            br#"{"id":1e400}"#,
+            br#"{"id":"a","data":[1,{"evidence":1e400}]}"#,
+            br#"{"id":"a","data":[1,{"other":1e400}]}"#,
+            b"{\"id\":\"a\",\"skipped\":\"\xff\"}",
+            b"{\"id\":\"a\",\"data\":{\"claims\":{\"other\":\"\xc3\"}}}",
+            br#"{"id":"\ud800"}"#,
+            br#"{"id":"a"} x"#,
+            b"\xEF\xBB\xBF{}",
+            b"\xEF\xBB\xBF\xEF\xBB\xBF{}",
+            b"  ",
+            b"",
+            br#"[{"id":"a"}]"#,
+            br#""text""#,
+        ];
+        let deep = |key: &str, depth: usize| {
+            format!(
+                r#"{{"id":"a","{key}":{}1{}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            )
+        };
+        let nested: Vec<String> = [
+            ("data", 100),
+            ("data", 200),
+            ("other", 200),
+            ("other", 5000),
+        ]
+        .iter()
+        .map(|&(key, depth)| deep(key, depth))
+        .collect();
+        let cases = cases
+            .iter()
+            .copied()
+            .chain(nested.iter().map(|s| s.as_bytes()));
+        for payload in cases {
+            let generic = Val::parse(payload, EXPAND)
+                .map(|_| ())
+                .map_err(|e| e.to_string());
+            let typed = read(payload).map(|_| ()).map_err(|e| e.to_string());
+            assert_eq!(typed, generic, "{}", String::from_utf8_lossy(payload));
+        }
+    }
+
+    #[test]
+    fn the_last_of_duplicate_keys_wins_and_escaped_keys_are_read() {
+        let top = read(
+            br#"{"id":"1","d\u0061ta":{"resourceUri":"a","claims":{"upn":"x"}},"id":"2",
+                "data":{"operationName":"op"}}"#,
+        )
+        .unwrap();
+        let ev = top.as_obj().unwrap();
+        assert_eq!(ev.id.as_ref().and_then(Scalar::as_str), Some("2"));
+        let data = ev.data.as_obj().unwrap();
+        assert!(data.resource_uri.is_none(), "the last `data` object alone");
+        assert!(data.claims.shape.is_none());
+        assert_eq!(
+            data.operation_name.as_ref().and_then(Scalar::as_str),
+            Some("op")
+        );
+    }
+}
