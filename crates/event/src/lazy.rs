@@ -1,5 +1,6 @@
 //! A borrowing, lazily read JSON object for the normalizers that read events by key
-//! (Azure Event Grid / CloudEvents, GCP LogEntries, envelopes and asset feeds),
+//! (GCP LogEntries, envelopes and asset feeds; for Azure Event Grid / CloudEvents the
+//! reference its typed reader must agree with, and the reader that words its errors),
 //! without a `serde_json::Value` tree.
 //!
 //! [`Val::parse`] reads one JSON value in one pass: strings are borrowed from the

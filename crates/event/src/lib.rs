@@ -10,7 +10,8 @@
 //! same canonical identifiers the normalizers emit, and [`lenient`], the forgiving
 //! serde helpers those implementations read state attributes with. [`json`] holds the
 //! payload parsing helpers the normalizers share, and [`lazy`] the borrowing reader the
-//! Azure and GCP normalizers read events with (no `serde_json::Value` tree).
+//! GCP normalizer reads events with (no `serde_json::Value` tree; the Azure normalizer
+//! has a typed reader of its own that accepts exactly what this one accepts).
 //!
 //! No I/O and no cloud SDK lives here.
 
