@@ -34,7 +34,8 @@
 //!   process's `VmHWM` then;
 //! * **serve: reload of a changed state**: a newline appended to the state file (new
 //!   bytes, the same resources), then the time until `state_reloads_total{result="ok"}`
-//!   counts it, and the peak `VmHWM` of the whole run.
+//!   counts it, the peak `VmHWM` of the whole run, and the lowest `VmRSS` over the 5 s
+//!   after (the old graph's memory handed back).
 //!
 //! `DRIFTREACTOR_BENCH_WORKERS=N` sets [`GraphBuilder::worker_threads`] for every
 //! row (the "one worker thread" row keeps its one).
@@ -439,8 +440,16 @@ fn serve_rows(state: &Path) {
     let seconds = changed.elapsed().as_secs_f64();
     let (peak_all, after) = (hwm(), rss());
     if reloaded {
+        // What the old graph's memory becomes: the lowest RSS over the next 5 s (the
+        // allocator hands freed pages back on its own schedule).
+        let settled = (0..50)
+            .map(|_| {
+                std::thread::sleep(Duration::from_millis(100));
+                rss()
+            })
+            .fold(after, f64::min);
         println!(
-            "| serve: reload of a changed state | — | {seconds:.3} | — | {peak_all:.0} | {after:.0} | — | change → reload counted; peak over the whole run ({:.2}× the start-up RSS) |",
+            "| serve: reload of a changed state | — | {seconds:.3} | — | {peak_all:.0} | {after:.0} | — | change → reload counted; peak over the whole run ({:.2}× the start-up RSS); {settled:.0} MB within 5 s after |",
             peak_all / peak.max(1.0)
         );
     } else {
