@@ -288,8 +288,9 @@ impl<'de> DeserializeSeed<'de> for Read {
     }
 }
 
-/// A key, borrowed when it has no escapes.
-struct Key<'de>(Cow<'de, str>);
+/// A JSON object key, borrowed from the input when it has no escapes (unescaped and
+/// owned when it has): what the readers of events by key read keys with.
+pub struct Key<'de>(pub Cow<'de, str>);
 
 impl<'de> serde::Deserialize<'de> for Key<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
