@@ -14,7 +14,7 @@ use super::{Envelope, obj_of, parse_time, str_any, str_of};
 use crate::iam;
 use crate::resource_name::{self as rn, canonical};
 
-const AUDIT_LOG_TYPE: &str = "type.googleapis.com/google.cloud.audit.AuditLog";
+pub(super) const AUDIT_LOG_TYPE: &str = "type.googleapis.com/google.cloud.audit.AuditLog";
 const LOG_ENTRY: &str = "LogEntry";
 
 /// `v1.compute.firewalls.insert` → `compute.firewalls.insert`;
@@ -454,7 +454,7 @@ pub(crate) const DELTA_PATHS: &[&[&str]] = &[
 /// One reference per key of each binding delta of the entry (member, binding, policy
 /// of its role, member and condition on `resource`, see [`crate::iam`]), each id
 /// once; empty when the entry logs no delta with a role and a member.
-fn binding_deltas(p: &Obj<'_>, resource: &ResourceRef) -> Vec<ResourceRef> {
+pub(super) fn binding_deltas(p: &Obj<'_>, resource: &ResourceRef) -> Vec<ResourceRef> {
     let mut out: Vec<ResourceRef> = Vec::new();
     let mut push = |id: String, display: String| {
         if !out.iter().any(|r| r.id == id) {
@@ -522,7 +522,7 @@ fn binding_deltas(p: &Obj<'_>, resource: &ResourceRef) -> Vec<ResourceRef> {
 }
 
 /// `resourceLocation.currentLocations` when it names exactly one location.
-fn single_location(p: &Obj<'_>) -> Option<String> {
+pub(super) fn single_location(p: &Obj<'_>) -> Option<String> {
     let loc = obj_of(p, "resourceLocation")?;
     let locs = loc.get("currentLocations")?.as_array()?;
     match &*locs {
@@ -536,7 +536,7 @@ fn looks_like_name(s: &str) -> bool {
     s.contains('/') && !s.contains(char::is_whitespace)
 }
 
-fn audit_resource(
+pub(super) fn audit_resource(
     p: &Obj<'_>,
     service: &str,
     method: &str,
