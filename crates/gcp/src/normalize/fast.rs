@@ -13,8 +13,8 @@ use driftreactor_event::{Change, DriftEvent, NotAChange, Outcome, Principal, Pro
 
 use super::entry::{self, Expanded, Kind, LABELS, PROTO_REST, Scalar, Top};
 use super::log_entry::{
-    AUDIT_LOG_TYPE, Verb, audit_resource, binding_deltas, classify, operation_name,
-    single_location, via_from_user_agent,
+    AUDIT_LOG_TYPE, Verb, audit_resource, binding_deltas, classify, decode_log_name,
+    operation_name, single_location, via_from_user_agent,
 };
 use super::{EXPAND, parse_time};
 use crate::resource_name as rn;
@@ -193,11 +193,7 @@ fn log_entry(obj: &Top<'_>, message_id: Option<&str>) -> Option<DriftEvent> {
         Some(_) => return None,
     };
     let payload_type = payload.and_then(|p| str_any(&p.ty));
-    let decoded_log: Cow<'_, str> = if log_name.contains('%') {
-        log_name.replace("%2F", "/").replace("%2f", "/").into()
-    } else {
-        log_name.into()
-    };
+    let decoded_log = decode_log_name(log_name);
     let log_id = decoded_log
         .split_once("/logs/")
         .map_or(&*decoded_log, |(_, id)| id)

@@ -254,6 +254,32 @@ fn entry_digest(obj: &Obj<'_>) -> String {
     out
 }
 
+/// `logName` with its `%2F` / `%2f` read as `/` (as two replaces in a row would: a
+/// replaced `/` never forms a new `%2f`), in one pass; borrowed when it has none.
+pub(super) fn decode_log_name(log_name: &str) -> std::borrow::Cow<'_, str> {
+    if !log_name.contains('%') {
+        return log_name.into();
+    }
+    let mut out = String::with_capacity(log_name.len());
+    let mut rest = log_name;
+    while let Some(i) = rest.find('%') {
+        let (head, tail) = rest.split_at(i);
+        out.push_str(head);
+        if let Some(after) = tail
+            .strip_prefix("%2F")
+            .or_else(|| tail.strip_prefix("%2f"))
+        {
+            out.push('/');
+            rest = after;
+        } else {
+            out.push('%');
+            rest = &tail[1..];
+        }
+    }
+    out.push_str(rest);
+    out.into()
+}
+
 /// Normalizes the LogEntry `obj` (inside `env`).
 pub(super) fn log_entry(obj: &Obj<'_>, env: &Envelope<'_>) -> Result<DriftEvent, NormalizeError> {
     // Cloud Logging always sets `insertId`; exports and test data sometimes drop it. A
@@ -295,11 +321,7 @@ pub(super) fn log_entry(obj: &Obj<'_>, env: &Envelope<'_>) -> Result<DriftEvent,
     };
     let payload = payload.as_deref();
     let payload_type = payload.and_then(|p| str_any(p, &["@type", "at_sign_type", "at_type"]));
-    let decoded_log: std::borrow::Cow<'_, str> = if log_name.contains('%') {
-        log_name.replace("%2F", "/").replace("%2f", "/").into()
-    } else {
-        log_name.into()
-    };
+    let decoded_log = decode_log_name(log_name);
     let log_id = decoded_log
         .split_once("/logs/")
         .map_or(&*decoded_log, |(_, id)| id)
@@ -471,6 +493,13 @@ pub(super) fn binding_deltas(p: &Obj<'_>, resource: &ResourceRef) -> Vec<Resourc
         let Some((first, rest)) = objects.split_first() else {
             continue;
         };
+        // A kept object whose text names not every key of the path (and escapes no
+        // key) holds no deltas there: not parsed.
+        if let Some(Val::Raw(r)) = p.get(first)
+            && !may_name(r.get(), path.get(1..).unwrap_or_default())
+        {
+            continue;
+        }
         let mut node = match obj_of(p, first) {
             Some(n) => n.into_owned(),
             None => continue,
@@ -519,6 +548,13 @@ pub(super) fn binding_deltas(p: &Obj<'_>, resource: &ResourceRef) -> Vec<Resourc
         }
     }
     out
+}
+
+/// False when the JSON text `text` cannot have a key of each of `keys` (at any
+/// depth): it holds none of the texts of one of them, and no escape (a key written
+/// with escapes reads as another text).
+fn may_name(text: &str, keys: &[&str]) -> bool {
+    text.contains('\\') || keys.iter().all(|k| text.contains(k))
 }
 
 /// `resourceLocation.currentLocations` when it names exactly one location.
@@ -597,6 +633,12 @@ pub(super) fn audit_resource(
 /// `projects/P/datasets/D[/tables/T]` from a legacy BigQuery `serviceData`
 /// (`…InsertRequest.resource.datasetName` / `tableName`).
 fn bigquery_name(p: &Obj<'_>) -> Option<String> {
+    if let Some(Val::Raw(r)) = p.get("serviceData")
+        && !may_name(r.get(), &["resource", "tableName"])
+        && !may_name(r.get(), &["resource", "datasetName"])
+    {
+        return None;
+    }
     let sd = obj_of(p, "serviceData")?;
     sd.iter()
         .filter_map(|(_, v)| v.as_object())
@@ -649,6 +691,27 @@ mod tests {
             ("v1", "v1"),
         ] {
             assert_eq!(operation_name(m), want);
+        }
+    }
+
+    #[test]
+    fn log_names_decode_as_two_replaces_did() {
+        for name in [
+            "projects/p/logs/cloudaudit.googleapis.com%2Factivity",
+            "projects/p/logs/a%2fb%2Fc",
+            "%%2F2f",
+            "%2%2F%2f%",
+            "%",
+            "100%",
+            "no escapes",
+            "%2F%2F",
+            "é%2Fé%",
+        ] {
+            assert_eq!(
+                decode_log_name(name),
+                name.replace("%2F", "/").replace("%2f", "/"),
+                "{name}"
+            );
         }
     }
 

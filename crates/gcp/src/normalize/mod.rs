@@ -346,6 +346,30 @@ mod tests {
         assert!(same(entry));
     }
 
+    /// The kept objects not parsed for want of a key name (`serviceData`, `metadata`)
+    /// are parsed when a key may be escaped: the same event as the plain spelling.
+    #[test]
+    fn deltas_and_legacy_bigquery_names_read_with_escaped_keys() {
+        let plain = [
+            r#"{"insertId":"a","protoPayload":{"serviceName":"cloudresourcemanager.googleapis.com","methodName":"SetIamPolicy","resourceName":"projects/p","metadata":{"datasetChange":{"bindingDeltas":[{"action":"ADD","role":"roles/x","member":"user:a"}]}},"serviceData":{"policyDelta":{"bindingDeltas":[{"action":"ADD","role":"roles/y","member":"user:a"}]}}}}"#,
+            r#"{"insertId":"a","protoPayload":{"serviceName":"bigquery.googleapis.com","methodName":"datasetservice.insert","resourceName":"projects/p/datasets","serviceData":{"datasetInsertRequest":{"resource":{"datasetName":{"projectId":"p","datasetId":"d"}}}}}}"#,
+            r#"{"insertId":"a","protoPayload":{"serviceName":"bigquery.googleapis.com","methodName":"tableservice.insert","resourceName":"projects/p/datasets/d/tables","serviceData":{"tableInsertRequest":{"resource":{"tableName":{"projectId":"p","datasetId":"d","tableId":"t"}}}}}}"#,
+        ];
+        for text in plain {
+            let escaped = text
+                .replace("bindingDeltas", r"bindingD\u0065ltas")
+                .replace("policyDelta", r"policyD\u0065lta")
+                .replace("datasetChange", r"datasetCh\u0061nge")
+                .replace("Name\":{", "N\\u0061me\":{")
+                .replace("\"resource\":{", "\"r\\u0065source\":{");
+            assert_ne!(escaped, text);
+            let a = format!("{:?}", normalize(text.as_bytes()).unwrap());
+            let b = format!("{:?}", normalize(escaped.as_bytes()).unwrap());
+            assert_eq!(a, b);
+            assert!(a.contains("#iam/roles") || a.contains("datasets/d"), "{a}");
+        }
+    }
+
     #[test]
     fn times() {
         assert!(parse_time(Some("2023-05-23 19:20:00.396")).is_some());
