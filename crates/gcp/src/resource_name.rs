@@ -195,6 +195,11 @@ pub fn ancestors(canonical: &str) -> Vec<String> {
     let Some((svc, path)) = split(canonical) else {
         return Vec::new();
     };
+    // Most names have no ancestor: told from the first segments and the count, no
+    // Vec of segments.
+    if !may_have_ancestors(svc, path) {
+        return Vec::new();
+    }
     let segs: Vec<&str> = path.split('/').collect();
     let mut out = Vec::new();
     if svc == "storage" {
@@ -231,6 +236,33 @@ pub fn ancestors(canonical: &str) -> Vec<String> {
     out
 }
 
+/// False when [`ancestors`] of `gcp:{svc}:{path}` is empty for sure (the same tests
+/// on the segments, read one by one).
+fn may_have_ancestors(svc: &str, path: &str) -> bool {
+    let n = path.split('/').count();
+    let mut it = path.split('/');
+    let first = it.next().unwrap_or_default();
+    if svc == "storage" {
+        return n > 2 && first == "buckets";
+    }
+    let mut start = 0;
+    if n >= 2
+        && matches!(
+            first,
+            "projects" | "folders" | "organizations" | "namespaces"
+        )
+    {
+        start = 2;
+        match it.nth(1) {
+            Some("global") => start = 3,
+            Some("regions" | "zones" | "locations") if n >= 4 => start = 4,
+            _ => {}
+        }
+    }
+    let pairs = n - start;
+    pairs >= 4 && pairs.is_multiple_of(2)
+}
+
 /// The project id of a canonical name (`projects/{id}/…`), when it is an id (not a
 /// number or wildcard).
 pub fn project_of(canonical: &str) -> Option<&str> {
@@ -247,11 +279,14 @@ pub fn project_of(canonical: &str) -> Option<&str> {
 /// The location (zone, region or `locations/x`) of a canonical name, except `global`.
 pub fn location_of(canonical: &str) -> Option<&str> {
     let (_, path) = split(canonical)?;
-    let segs: Vec<&str> = path.split('/').collect();
-    segs.windows(2)
-        .find(|w| matches!(w[0], "zones" | "regions" | "locations"))
-        .map(|w| w[1])
-        .filter(|l| *l != "global" && *l != "-")
+    // The segment after the first `zones` / `regions` / `locations` that has one.
+    let mut it = path.split('/');
+    while let Some(seg) = it.next() {
+        if matches!(seg, "zones" | "regions" | "locations") {
+            return it.next().filter(|l| *l != "global" && *l != "-");
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -390,6 +425,100 @@ mod tests {
             ancestors("gcp:bigquery:projects/p/datasets/d/tables/t"),
             vec!["gcp:bigquery:projects/p/datasets/d"]
         );
+    }
+
+    /// The segment-walking `ancestors` / `location_of` give what the Vec-of-segments
+    /// versions they replaced gave.
+    #[test]
+    fn ancestors_and_locations_as_the_vec_versions() {
+        fn ancestors_vec(canonical: &str) -> Vec<String> {
+            let Some((svc, path)) = split(canonical) else {
+                return Vec::new();
+            };
+            let segs: Vec<&str> = path.split('/').collect();
+            let mut out = Vec::new();
+            if svc == "storage" {
+                if segs.len() > 2 && segs[0] == "buckets" {
+                    out.push(format!("gcp:storage:buckets/{}", segs[1]));
+                }
+                return out;
+            }
+            let mut start = 0;
+            if segs.len() >= 2
+                && matches!(
+                    segs[0],
+                    "projects" | "folders" | "organizations" | "namespaces"
+                )
+            {
+                start = 2;
+                match segs.get(2) {
+                    Some(&"global") => start = 3,
+                    Some(&("regions" | "zones" | "locations")) if segs.len() >= 4 => start = 4,
+                    _ => {}
+                }
+            }
+            let pairs = &segs[start..];
+            if pairs.len() < 4 || !pairs.len().is_multiple_of(2) {
+                return out;
+            }
+            let mut end = segs.len() - 2;
+            while end >= start + 2 {
+                out.push(format!("gcp:{svc}:{}", segs[..end].join("/")));
+                end -= 2;
+            }
+            out
+        }
+        fn location_vec(canonical: &str) -> Option<&str> {
+            let (_, path) = split(canonical)?;
+            let segs: Vec<&str> = path.split('/').collect();
+            segs.windows(2)
+                .find(|w| matches!(w[0], "zones" | "regions" | "locations"))
+                .map(|w| w[1])
+                .filter(|l| *l != "global" && *l != "-")
+        }
+        let heads = [
+            "",
+            "projects/p",
+            "projects/p/global",
+            "projects/p/zones/z",
+            "projects/p/zones",
+            "projects/p/regions/global",
+            "projects/p/locations/-",
+            "folders/f",
+            "organizations/o",
+            "namespaces/n",
+            "buckets/b",
+            "buckets",
+            "zones/z",
+            "x",
+        ];
+        let tails = [
+            "",
+            "/a",
+            "/a/b",
+            "/a/b/c",
+            "/a/b/c/d",
+            "/a/b/c/d/e",
+            "/a/b/c/d/e/f",
+            "/zones/y/a/b",
+            "/regions",
+            "/locations/l/k/r/c/k",
+            "/",
+            "//",
+        ];
+        for svc in ["compute", "storage", "cloudkms", "x"] {
+            for h in heads {
+                for t in tails {
+                    let name = format!("gcp:{svc}:{h}{t}");
+                    assert_eq!(ancestors(&name), ancestors_vec(&name), "{name}");
+                    assert_eq!(location_of(&name), location_vec(&name), "{name}");
+                }
+            }
+        }
+        for bad in ["", "gcp:", "gcp:x", "aws:x:y", "gcp::"] {
+            assert_eq!(ancestors(bad), ancestors_vec(bad));
+            assert_eq!(location_of(bad), location_vec(bad));
+        }
     }
 
     #[test]

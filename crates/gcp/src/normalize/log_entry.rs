@@ -585,10 +585,10 @@ pub(super) fn audit_resource(
     // A create that names only its parent: derive the created object where the
     // request tells (service accounts, legacy BigQuery dataset/table inserts).
     if let Some(r) = raw.as_deref() {
-        let segs: Vec<&str> = r.split('/').collect();
+        let segs = r.split('/').count();
         if method.ends_with("CreateServiceAccount")
-            && let [projects, proj] = segs.as_slice()
-            && *projects == "projects"
+            && segs == 2
+            && let Some(("projects", proj)) = r.split_once('/')
             && let Some(request) = obj_of(p, "request")
             && let Some(account) = str_any(&request, &["account_id", "accountId"])
         {
@@ -598,7 +598,7 @@ pub(super) fn audit_resource(
             raw = Some(format!(
                 "projects/{proj}/serviceAccounts/{account}@{proj}.iam.gserviceaccount.com"
             ));
-        } else if !segs.len().is_multiple_of(2)
+        } else if !segs.is_multiple_of(2)
             && let Some(name) = bigquery_name(p)
         {
             raw = Some(name);
