@@ -5,7 +5,7 @@
 //! allocation: no `Val`/`Obj` tree.
 //!
 //! What it accepts is at most what the generic reader ([`driftreactor_event::lazy`])
-//! accepts with [`EXPAND`]: the values of the keys of [`EXPAND`] (and the elements of
+//! accepts with [`EXPAND`](super::EXPAND): the values of the keys of [`EXPAND`](super::EXPAND) (and the elements of
 //! the arrays among them) are read with `deserialize_any` (numbers range-checked),
 //! all others are checked as that reader checks a value it keeps as text; the last of
 //! duplicate keys wins. A payload it rejects, and any value the fast normalizer is
@@ -21,8 +21,6 @@ use serde::de::{
     Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
 };
 use serde_json::value::RawValue;
-
-use super::EXPAND;
 
 /// The JSON type of a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +59,7 @@ impl Kind {
     }
 }
 
-/// A value kept as text (a key outside [`EXPAND`]), its string unescaped when first
+/// A value kept as text (a key outside [`EXPAND`](super::EXPAND)), its string unescaped when first
 /// asked for.
 #[derive(Debug)]
 pub(super) struct Scalar<'a>(pub(super) &'a RawValue, OnceCell<Option<Cow<'a, str>>>);
@@ -105,7 +103,7 @@ fn unescape(raw: &RawValue) -> Option<Cow<'_, str>> {
     }
 }
 
-/// A value read in the same pass (a key of [`EXPAND`]): its type (`None` when the key
+/// A value read in the same pass (a key of [`EXPAND`](super::EXPAND)): its type (`None` when the key
 /// is absent) and, when it is an object, its fields, read in place.
 #[derive(Debug, Default)]
 pub(super) struct Expanded<T> {
@@ -132,7 +130,7 @@ impl<'de, T: Fields<'de>> Expanded<T> {
     }
 }
 
-/// An array read in the same pass (a key of [`EXPAND`]): its type and, when it is an
+/// An array read in the same pass (a key of [`EXPAND`](super::EXPAND)): its type and, when it is an
 /// array, its elements.
 #[derive(Debug, Default)]
 pub(super) struct List<T> {
@@ -160,11 +158,31 @@ impl<'de> Fields<'de> for () {
 
 /// Skips the value of `key` as the generic reader checks it.
 fn skip<'de, A: MapAccess<'de>>(key: &str, map: &mut A) -> Result<(), A::Error> {
-    if EXPAND.contains(&key) {
+    if expanded(key) {
         map.next_value_seed(Strict)
     } else {
         map.next_value::<IgnoredAny>().map(drop)
     }
+}
+
+/// True for a key of [`EXPAND`](super::EXPAND) (one `match`: no string compare per key of the set).
+fn expanded(key: &str) -> bool {
+    matches!(
+        key,
+        "protoPayload"
+            | "resource"
+            | "labels"
+            | "authenticationInfo"
+            | "serviceAccountDelegationInfo"
+            | "firstPartyPrincipal"
+            | "requestMetadata"
+            | "operation"
+            | "status"
+            | "message"
+            | "attributes"
+            | "window"
+            | "finding"
+    )
 }
 
 /// Reads one value into an [`Expanded`].
@@ -664,4 +682,37 @@ pub(super) fn read(text: &[u8]) -> Option<Expanded<Top<'_>>> {
     InPlace(&mut top).deserialize(&mut de).ok()?;
     de.end().ok()?;
     Some(top)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::EXPAND;
+    use super::*;
+
+    #[test]
+    fn expanded_is_the_expand_set() {
+        for k in EXPAND {
+            assert!(expanded(k), "{k}");
+        }
+        let n = [
+            "protoPayload",
+            "resource",
+            "labels",
+            "authenticationInfo",
+            "serviceAccountDelegationInfo",
+            "firstPartyPrincipal",
+            "requestMetadata",
+            "operation",
+            "status",
+            "message",
+            "attributes",
+            "window",
+            "finding",
+        ];
+        assert_eq!(n.len(), EXPAND.len());
+        assert!(n.iter().all(|k| EXPAND.contains(k)));
+        for k in ["", "Resource", "request", "data", "protopayload"] {
+            assert!(!expanded(k));
+        }
+    }
 }

@@ -18,6 +18,9 @@ use std::collections::BTreeMap;
 
 use std::borrow::Cow;
 
+use std::sync::LazyLock;
+
+use chrono::format::{Item, Parsed, StrftimeItems};
 use chrono::{DateTime, NaiveDateTime, Utc};
 use driftreactor_event::lazy::{Expand, Obj, Val};
 use driftreactor_event::{DriftEvent, NormalizeError};
@@ -75,11 +78,22 @@ fn parse_time(s: Option<&str>) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
         .ok()
         .or_else(|| {
-            NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S%.f")
+            // As `NaiveDateTime::parse_from_str(s, SQL_TIME)`, its format read once.
+            let mut parsed = Parsed::new();
+            chrono::format::parse(&mut parsed, s, SQL_TIME_ITEMS.iter()).ok()?;
+            parsed
+                .to_naive_datetime_with_offset(0)
                 .ok()
-                .map(|t| t.and_utc())
+                .map(|t: NaiveDateTime| t.and_utc())
         })
 }
+
+/// The BigQuery / Panther export time format.
+const SQL_TIME: &str = "%Y-%m-%d %H:%M:%S%.f";
+
+/// [`SQL_TIME`] parsed (it is valid: never the empty default).
+static SQL_TIME_ITEMS: LazyLock<Vec<Item<'static>>> =
+    LazyLock::new(|| StrftimeItems::new(SQL_TIME).parse().unwrap_or_default());
 
 /// Which top-level shape a JSON object has.
 enum Shape {
@@ -375,5 +389,26 @@ mod tests {
         assert!(parse_time(Some("2023-05-23 19:20:00.396")).is_some());
         assert!(parse_time(Some("2020-05-15T17:15:42.415Z")).is_some());
         assert!(parse_time(Some("yesterday")).is_none());
+        for s in [
+            "2023-05-23 19:20:00.396",
+            "2024-02-02 09:36:21.212182000",
+            "2023-05-23 19:20:00",
+            "2023-05-23 19:20",
+            "2023-05-23T19:20:00.1",
+            "2023-02-30 19:20:00",
+            "2023-05-23 19:20:00.",
+            "2023-05-23 19:20:00.396 x",
+            "2023-05-23 24:00:00",
+            "2023-05-23 23:59:60.5",
+            "",
+        ] {
+            assert_eq!(
+                parse_time(Some(s)),
+                NaiveDateTime::parse_from_str(s, SQL_TIME)
+                    .ok()
+                    .map(|t| t.and_utc()),
+                "{s}"
+            );
+        }
     }
 }
