@@ -83,6 +83,26 @@ pub fn canonical(service: Option<&str>, raw: &str, project_id: Option<&str>) -> 
     if s.is_empty() {
         return None;
     }
+    // Most names are relative, of a service without path rewrites, already in shape
+    // (no empty segment, no project number to replace): copied as they are.
+    if let Some(service) = service
+        && !s.starts_with("//")
+        && !s.starts_with("https://")
+        && !s.starts_with("http://")
+    {
+        let svc = short_service(service);
+        if !svc.is_empty()
+            && !matches!(svc, "storage" | "iam" | "container")
+            && in_shape(s, project_id)
+        {
+            let mut out = String::with_capacity(5 + svc.len() + s.len());
+            out.push_str("gcp:");
+            out.push_str(svc);
+            out.push(':');
+            out.push_str(s);
+            return Some(out);
+        }
+    }
     let mut is_url = false;
     let (svc, path): (&str, &str) = if let Some(rest) = s.strip_prefix("//") {
         let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
@@ -142,6 +162,24 @@ pub fn canonical(service: Option<&str>, raw: &str, project_id: Option<&str>) -> 
         out.push_str(seg);
     }
     Some(out)
+}
+
+/// True when the relative name `s` is its own canonical path: no empty segment, and
+/// no `projects/{number}` that `project_id` (a usable id) would replace.
+fn in_shape(s: &str, project_id: Option<&str>) -> bool {
+    if s.starts_with('/') || s.ends_with('/') || s.contains("//") {
+        return false;
+    }
+    if project_id.is_some_and(is_project_id) {
+        let mut prev = "";
+        for seg in s.split('/') {
+            if prev == "projects" && is_project_number(seg) {
+                return false;
+            }
+            prev = seg;
+        }
+    }
+    true
 }
 
 /// Per-service path rewrites (see the table in the module docs).
@@ -518,6 +556,112 @@ mod tests {
         for bad in ["", "gcp:", "gcp:x", "aws:x:y", "gcp::"] {
             assert_eq!(ancestors(bad), ancestors_vec(bad));
             assert_eq!(location_of(bad), location_vec(bad));
+        }
+    }
+
+    /// `canonical` gives what it gave before names in shape were copied as they are.
+    #[test]
+    fn canonical_as_the_segment_version() {
+        fn canonical_vec(
+            service: Option<&str>,
+            raw: &str,
+            project_id: Option<&str>,
+        ) -> Option<String> {
+            let s = raw.trim();
+            if s.is_empty() {
+                return None;
+            }
+            let mut is_url = false;
+            let (svc, path): (&str, &str) = if let Some(rest) = s.strip_prefix("//") {
+                let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+                (short_service(host), path)
+            } else if let Some(rest) = s
+                .strip_prefix("https://")
+                .or_else(|| s.strip_prefix("http://"))
+            {
+                let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+                let path = path.split(['?', '#']).next().unwrap_or_default();
+                is_url = true;
+                if host == "www.googleapis.com" {
+                    let (svc, path) = path.split_once('/').unwrap_or((path, ""));
+                    (short_service(svc), path)
+                } else if host.ends_with(".googleapis.com") {
+                    (short_service(host), path)
+                } else {
+                    return None;
+                }
+            } else {
+                (short_service(service?), s)
+            };
+            if svc.is_empty() {
+                return None;
+            }
+            let mut segs: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+            while let Some(first) = segs.first().filter(|_| is_url) {
+                if is_version(first) || *first == svc || *first == "sql" {
+                    segs.remove(0);
+                } else {
+                    break;
+                }
+            }
+            if let Some(pid) = project_id.filter(|p| is_project_id(p)) {
+                for i in 0..segs.len().saturating_sub(1) {
+                    if segs[i] == "projects" && is_project_number(segs[i + 1]) {
+                        segs[i + 1] = pid;
+                    }
+                }
+            }
+            let segs = service_path(svc, segs);
+            if segs.is_empty() {
+                return None;
+            }
+            Some(format!("gcp:{svc}:{}", segs.join("/")))
+        }
+        let services = [
+            None,
+            Some("compute.googleapis.com"),
+            Some(" run "),
+            Some("sqladmin"),
+            Some("storage"),
+            Some("iam.googleapis.com"),
+            Some("container"),
+            Some(""),
+            Some(".googleapis.com"),
+        ];
+        let raws = [
+            "projects/p/zones/z/instances/i",
+            "projects/123/zones/z/instances/i",
+            "projects/p/projects/123",
+            "projects/123/projects/456",
+            "projects/123",
+            "123/projects",
+            "/projects/p",
+            "projects/p/",
+            "projects//p",
+            " projects/p ",
+            "b",
+            "projects/_/buckets/b/objects/o",
+            "projects/-/serviceAccounts/e",
+            "projects/p/zones/z/clusters/c",
+            "//compute.googleapis.com/projects/p",
+            "https://www.googleapis.com/compute/v1/projects/123/global/x/y",
+            "http://x.googleapis.com/v1/a",
+            "https://example.com/x",
+            "x",
+            "/",
+            "",
+            "é/ü",
+        ];
+        for svc in services {
+            for raw in raws {
+                for pid in [None, Some("p"), Some("123"), Some("projects"), Some("-")] {
+                    assert_eq!(
+                        canonical(svc, raw, pid),
+                        canonical_vec(svc, raw, pid),
+                        "{svc:?} {raw:?} {pid:?}"
+                    );
+                }
+            }
         }
     }
 

@@ -557,8 +557,20 @@ fn may_name(text: &str, keys: &[&str]) -> bool {
     text.contains('\\') || keys.iter().all(|k| text.contains(k))
 }
 
+/// False when `key` of `p` is kept JSON text that cannot have a key of each of
+/// `keys` (see [`may_name`]): not parsed for them.
+fn kept_may_name(p: &Obj<'_>, key: &str, keys: &[&str]) -> bool {
+    match p.get(key) {
+        Some(Val::Raw(r)) => may_name(r.get(), keys),
+        _ => true,
+    }
+}
+
 /// `resourceLocation.currentLocations` when it names exactly one location.
 pub(super) fn single_location(p: &Obj<'_>) -> Option<String> {
+    if !kept_may_name(p, "resourceLocation", &["currentLocations"]) {
+        return None;
+    }
     let loc = obj_of(p, "resourceLocation")?;
     let locs = loc.get("currentLocations")?.as_array()?;
     match &*locs {
@@ -606,9 +618,14 @@ pub(super) fn audit_resource(
     }
     // No usable resourceName: the operation's target, else the first authorized resource.
     if raw.is_none() {
-        raw = obj_of(p, "response")
+        raw = kept_may_name(p, "response", &["targetLink"])
+            .then(|| obj_of(p, "response"))
+            .flatten()
             .and_then(|r| str_of(&r, "targetLink").map(str::to_owned))
             .or_else(|| {
+                if !kept_may_name(p, "authorizationInfo", &["resource"]) {
+                    return None;
+                }
                 p.get("authorizationInfo")?
                     .as_array()?
                     .iter()

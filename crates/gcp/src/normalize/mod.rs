@@ -369,6 +369,28 @@ mod tests {
             r#"{"insertId":"a","protoPayload":{"serviceName":"bigquery.googleapis.com","methodName":"datasetservice.insert","resourceName":"projects/p/datasets","serviceData":{"datasetInsertRequest":{"resource":{"datasetName":{"projectId":"p","datasetId":"d"}}}}}}"#,
             r#"{"insertId":"a","protoPayload":{"serviceName":"bigquery.googleapis.com","methodName":"tableservice.insert","resourceName":"projects/p/datasets/d/tables","serviceData":{"tableInsertRequest":{"resource":{"tableName":{"projectId":"p","datasetId":"d","tableId":"t"}}}}}}"#,
         ];
+        let targets = [
+            r#"{"insertId":"a","protoPayload":{"serviceName":"compute.googleapis.com","resourceName":"x","response":{"targetLink":"https://www.googleapis.com/compute/v1/projects/p/global/networks/n"},"resourceLocation":{"currentLocations":["eu"]}}}"#,
+            r#"{"insertId":"a","protoPayload":{"serviceName":"storage.googleapis.com","resourceName":"x","authorizationInfo":[{"resource":"projects/_/buckets/b"}]}}"#,
+            r#"{"insertId":"a","protoPayload":{"serviceName":"storage.googleapis.com","authorizationInfo":[{"resourceAttributes":{"name":"projects/_/buckets/c"}}]}}"#,
+        ];
+        for text in targets {
+            let escaped = text
+                .replace("targetLink", r"t\u0061rgetLink")
+                .replace("currentLocations", r"currentL\u006fcations")
+                .replace("\"resource\":\"", "\"r\\u0065source\":\"")
+                .replace("resourceAttributes", r"r\u0065sourceAttributes");
+            assert_ne!(escaped, text);
+            let a = format!("{:?}", normalize(text.as_bytes()).unwrap());
+            let b = format!("{:?}", normalize(escaped.as_bytes()).unwrap());
+            assert_eq!(a, b);
+            assert!(
+                a.contains("networks/n") && a.contains("\"eu\"")
+                    || a.contains("buckets/b")
+                    || a.contains("buckets/c"),
+                "{a}"
+            );
+        }
         for text in plain {
             let escaped = text
                 .replace("bindingDeltas", r"bindingD\u0065ltas")
