@@ -167,7 +167,7 @@ pub fn canonical(service: Option<&str>, raw: &str, project_id: Option<&str>) -> 
 /// True when the relative name `s` is its own canonical path: no empty segment, and
 /// no `projects/{number}` that `project_id` (a usable id) would replace.
 fn in_shape(s: &str, project_id: Option<&str>) -> bool {
-    if s.starts_with('/') || s.ends_with('/') || s.contains("//") {
+    if s.starts_with('/') || s.ends_with('/') || s.as_bytes().windows(2).any(|w| w == b"//") {
         return false;
     }
     if project_id.is_some_and(is_project_id) {

@@ -581,7 +581,18 @@ pub(super) fn single_location(p: &Obj<'_>) -> Option<String> {
 
 /// True when `s` looks like a resource name or URL rather than a placeholder.
 fn looks_like_name(s: &str) -> bool {
-    s.contains('/') && !s.contains(char::is_whitespace)
+    s.contains('/') && !has_whitespace(s)
+}
+
+/// `s.contains(char::is_whitespace)`, by bytes for ASCII text (the ASCII white space
+/// of `char::is_whitespace` includes the vertical tab).
+fn has_whitespace(s: &str) -> bool {
+    if s.is_ascii() {
+        s.bytes()
+            .any(|b| matches!(b, b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r'))
+    } else {
+        s.contains(char::is_whitespace)
+    }
 }
 
 pub(super) fn audit_resource(
@@ -729,6 +740,21 @@ mod tests {
                 name.replace("%2F", "/").replace("%2f", "/"),
                 "{name}"
             );
+        }
+    }
+
+    #[test]
+    fn white_space_as_char_is_whitespace() {
+        for b in 0..=0x7Fu8 {
+            let s = format!("a/{}b", char::from(b));
+            assert_eq!(
+                has_whitespace(&s),
+                s.contains(char::is_whitespace),
+                "{b:#x}"
+            );
+        }
+        for s in ["a/\u{85}b", "a/\u{a0}", "é/b", "é/ b", "", "a/b"] {
+            assert_eq!(has_whitespace(s), s.contains(char::is_whitespace), "{s:?}");
         }
     }
 
