@@ -626,7 +626,10 @@ impl<'de> Fields<'de> for Meta<'de> {
 /// `message` of a push envelope.
 #[derive(Debug, Default)]
 pub(super) struct Message<'a> {
-    pub(super) data: Option<Scalar<'a>>,
+    /// Read as a string in one scan (borrowed when it has no escapes); any other
+    /// value, `null` included, or a string whose escapes do not decode rejects the
+    /// payload (the generic path reads it).
+    pub(super) data: Option<Cow<'a, str>>,
     /// `messageId`, `message_id`.
     pub(super) message_id: [Option<Scalar<'a>>; 2],
     /// `publishTime`, `publish_time`.
@@ -637,7 +640,10 @@ pub(super) struct Message<'a> {
 impl<'de> Fields<'de> for Message<'de> {
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         match key {
-            "data" => scalar(&mut self.data, map),
+            "data" => {
+                self.data = Some(map.next_value::<Key<'de>>()?.0);
+                Ok(())
+            }
             "messageId" => scalar(&mut self.message_id[0], map),
             "message_id" => scalar(&mut self.message_id[1], map),
             "publishTime" => scalar(&mut self.publish_time[0], map),

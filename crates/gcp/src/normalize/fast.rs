@@ -50,11 +50,7 @@ pub(super) fn normalize(payload: &[u8]) -> Option<DriftEvent> {
 /// A push envelope (as `super::push_envelope::push` at depth 0).
 fn push(top: &Top<'_>) -> Option<DriftEvent> {
     let message = top.message.as_obj()?;
-    let data = match &message.data {
-        Some(d) if d.is_null() => return None,
-        Some(d) => crate::push::decode_base64(d.as_str()?)?,
-        None => return None,
-    };
+    let data = crate::push::decode_base64(message.data.as_deref()?)?;
     let timestamp = match message.attributes.kind {
         None | Some(Kind::Null) => None,
         Some(Kind::Object) => message.attributes.fields.timestamp.as_ref(),
