@@ -338,6 +338,28 @@ mod tests {
         for case in cases {
             same(case.as_bytes());
         }
+        // Numbers and nesting where the generic reader reads in the same pass (its
+        // recursion limit) and where it keeps text.
+        for (key, depth) in [
+            ("serviceAccountDelegationInfo", 100),
+            ("serviceAccountDelegationInfo", 200),
+            ("request", 200),
+            ("request", 5000),
+            ("status", 200),
+            ("other", 5000),
+        ] {
+            let open = "[".repeat(depth);
+            let close = "]".repeat(depth);
+            let entry = format!(
+                r#"{{"insertId":"a","protoPayload":{{"authenticationInfo":{{"{key}":{open}1{close}}},"{key}":{open}1e400{close}}}}}"#
+            );
+            same(entry.as_bytes());
+            same(&push(entry.as_bytes(), attrs[1]));
+            let entry =
+                format!(r#"{{"insertId":"a","protoPayload":{{"{key}":{open}{{"x":1}}{close}}}}}"#);
+            same(entry.as_bytes());
+            same(&push(entry.as_bytes(), attrs[1]));
+        }
         let entry = br#"{"insertId":"a","protoPayload":{"serviceName":"compute.googleapis.com","methodName":"v1.compute.instances.insert","resourceName":"projects/p/zones/z/instances/i"}}"#;
         for data in [
             &entry[..],
