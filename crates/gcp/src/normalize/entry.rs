@@ -678,16 +678,15 @@ impl<'de> Fields<'de> for Attributes<'de> {
     }
 }
 
-/// Reads one JSON value as a [`Top`] object; `None` when the generic reader must
-/// (the payload is not UTF-8 or not one JSON value; a value that is not an object is
-/// an object-less [`Expanded`]).
-pub(super) fn read(text: &[u8]) -> Option<Expanded<Top<'_>>> {
+/// Reads one JSON value as a [`Top`] object into `top` (a default one: read in place,
+/// the struct is large); `None` when the generic reader must (the payload is not UTF-8
+/// or not one JSON value; a value that is not an object is an object-less
+/// [`Expanded`]).
+pub(super) fn read<'a>(text: &'a [u8], top: &mut Expanded<Top<'a>>) -> Option<()> {
     let text = std::str::from_utf8(text).ok()?;
     let mut de = serde_json::Deserializer::from_str(text);
-    let mut top = Expanded::default();
-    InPlace(&mut top).deserialize(&mut de).ok()?;
-    de.end().ok()?;
-    Some(top)
+    InPlace(top).deserialize(&mut de).ok()?;
+    de.end().ok()
 }
 
 #[cfg(test)]

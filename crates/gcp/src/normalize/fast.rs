@@ -33,7 +33,8 @@ fn str_any<'s>(vs: &'s [Option<Scalar<'_>>]) -> Option<&'s str> {
 /// one that this path reads as the generic one does; else `None`.
 pub(super) fn normalize(payload: &[u8]) -> Option<DriftEvent> {
     let body = payload.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(payload);
-    let top = entry::read(body)?;
+    let mut top = Expanded::default();
+    entry::read(body, &mut top)?;
     let top = top.as_obj()?;
     if top.specversion {
         return None;
@@ -63,7 +64,8 @@ fn push(top: &Top<'_>) -> Option<DriftEvent> {
     if trimmed.first() != Some(&b'{') {
         return None;
     }
-    let inner = entry::read(trimmed)?;
+    let mut inner = Expanded::default();
+    entry::read(trimmed, &mut inner)?;
     let inner = inner.as_obj()?;
     if inner.specversion || inner.message.as_obj().is_some() || !inner.log_entry_key {
         return None;
