@@ -87,6 +87,15 @@ impl<'a> Val<'a> {
         Read { expand }.deserialize(&mut de).ok()
     }
 
+    /// The value of a key outside the expand set, as [`Val::parse`] keeps it: its
+    /// string when it is one (unescaped), else its JSON text.
+    pub fn kept(raw: &'a RawValue) -> Val<'a> {
+        match unescape(raw) {
+            Some(s) => Val::Str(s),
+            None => Val::Raw(raw),
+        }
+    }
+
     /// The string, if this is one.
     pub fn as_str(&self) -> Option<&str> {
         match self {
@@ -254,6 +263,13 @@ impl<'a> Obj<'a> {
         self.fields.iter().map(|(k, v)| (k.as_ref(), v))
     }
 
+    /// The object of `fields` (in document order; a key given twice reads as its last
+    /// value) whose kept objects are read with `expand`: for a typed reader that hands
+    /// the values it kept of one object to code written against [`Obj`].
+    pub fn from_fields(fields: Vec<(Cow<'a, str>, Val<'a>)>, expand: Expand) -> Obj<'a> {
+        Obj { fields, expand }
+    }
+
     /// An object of owned values made of the `serde_json::Value` map `m` (for
     /// rarely taken paths: a JSON object encoded in a string).
     pub fn from_map(m: serde_json::Map<String, Value>) -> Obj<'static> {
@@ -367,11 +383,7 @@ impl<'de> Visitor<'de> for Read {
             let v = if self.expand.contains(&k.as_ref()) {
                 m.next_value_seed(self)?
             } else {
-                let raw: &'de RawValue = m.next_value()?;
-                match unescape(raw) {
-                    Some(s) => Val::Str(s),
-                    None => Val::Raw(raw),
-                }
+                Val::kept(m.next_value()?)
             };
             fields.push((k, v));
         }

@@ -83,6 +83,26 @@ pub fn canonical(service: Option<&str>, raw: &str, project_id: Option<&str>) -> 
     if s.is_empty() {
         return None;
     }
+    // Most names are relative, of a service without path rewrites, already in shape
+    // (no empty segment, no project number to replace): copied as they are.
+    if let Some(service) = service
+        && !s.starts_with("//")
+        && !s.starts_with("https://")
+        && !s.starts_with("http://")
+    {
+        let svc = short_service(service);
+        if !svc.is_empty()
+            && !matches!(svc, "storage" | "iam" | "container")
+            && in_shape(s, project_id)
+        {
+            let mut out = String::with_capacity(5 + svc.len() + s.len());
+            out.push_str("gcp:");
+            out.push_str(svc);
+            out.push(':');
+            out.push_str(s);
+            return Some(out);
+        }
+    }
     let mut is_url = false;
     let (svc, path): (&str, &str) = if let Some(rest) = s.strip_prefix("//") {
         let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
@@ -144,6 +164,24 @@ pub fn canonical(service: Option<&str>, raw: &str, project_id: Option<&str>) -> 
     Some(out)
 }
 
+/// True when the relative name `s` is its own canonical path: no empty segment, and
+/// no `projects/{number}` that `project_id` (a usable id) would replace.
+fn in_shape(s: &str, project_id: Option<&str>) -> bool {
+    if s.starts_with('/') || s.ends_with('/') || s.as_bytes().windows(2).any(|w| w == b"//") {
+        return false;
+    }
+    if project_id.is_some_and(is_project_id) {
+        let mut prev = "";
+        for seg in s.split('/') {
+            if prev == "projects" && is_project_number(seg) {
+                return false;
+            }
+            prev = seg;
+        }
+    }
+    true
+}
+
 /// Per-service path rewrites (see the table in the module docs).
 fn service_path<'s>(svc: &str, mut segs: Vec<&'s str>) -> Vec<&'s str> {
     match svc {
@@ -195,6 +233,11 @@ pub fn ancestors(canonical: &str) -> Vec<String> {
     let Some((svc, path)) = split(canonical) else {
         return Vec::new();
     };
+    // Most names have no ancestor: told from the first segments and the count, no
+    // Vec of segments.
+    if !may_have_ancestors(svc, path) {
+        return Vec::new();
+    }
     let segs: Vec<&str> = path.split('/').collect();
     let mut out = Vec::new();
     if svc == "storage" {
@@ -231,6 +274,33 @@ pub fn ancestors(canonical: &str) -> Vec<String> {
     out
 }
 
+/// False when [`ancestors`] of `gcp:{svc}:{path}` is empty for sure (the same tests
+/// on the segments, read one by one).
+fn may_have_ancestors(svc: &str, path: &str) -> bool {
+    let n = path.split('/').count();
+    let mut it = path.split('/');
+    let first = it.next().unwrap_or_default();
+    if svc == "storage" {
+        return n > 2 && first == "buckets";
+    }
+    let mut start = 0;
+    if n >= 2
+        && matches!(
+            first,
+            "projects" | "folders" | "organizations" | "namespaces"
+        )
+    {
+        start = 2;
+        match it.nth(1) {
+            Some("global") => start = 3,
+            Some("regions" | "zones" | "locations") if n >= 4 => start = 4,
+            _ => {}
+        }
+    }
+    let pairs = n - start;
+    pairs >= 4 && pairs.is_multiple_of(2)
+}
+
 /// The project id of a canonical name (`projects/{id}/…`), when it is an id (not a
 /// number or wildcard).
 pub fn project_of(canonical: &str) -> Option<&str> {
@@ -247,11 +317,14 @@ pub fn project_of(canonical: &str) -> Option<&str> {
 /// The location (zone, region or `locations/x`) of a canonical name, except `global`.
 pub fn location_of(canonical: &str) -> Option<&str> {
     let (_, path) = split(canonical)?;
-    let segs: Vec<&str> = path.split('/').collect();
-    segs.windows(2)
-        .find(|w| matches!(w[0], "zones" | "regions" | "locations"))
-        .map(|w| w[1])
-        .filter(|l| *l != "global" && *l != "-")
+    // The segment after the first `zones` / `regions` / `locations` that has one.
+    let mut it = path.split('/');
+    while let Some(seg) = it.next() {
+        if matches!(seg, "zones" | "regions" | "locations") {
+            return it.next().filter(|l| *l != "global" && *l != "-");
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -390,6 +463,206 @@ mod tests {
             ancestors("gcp:bigquery:projects/p/datasets/d/tables/t"),
             vec!["gcp:bigquery:projects/p/datasets/d"]
         );
+    }
+
+    /// The segment-walking `ancestors` / `location_of` give what the Vec-of-segments
+    /// versions they replaced gave.
+    #[test]
+    fn ancestors_and_locations_as_the_vec_versions() {
+        fn ancestors_vec(canonical: &str) -> Vec<String> {
+            let Some((svc, path)) = split(canonical) else {
+                return Vec::new();
+            };
+            let segs: Vec<&str> = path.split('/').collect();
+            let mut out = Vec::new();
+            if svc == "storage" {
+                if segs.len() > 2 && segs[0] == "buckets" {
+                    out.push(format!("gcp:storage:buckets/{}", segs[1]));
+                }
+                return out;
+            }
+            let mut start = 0;
+            if segs.len() >= 2
+                && matches!(
+                    segs[0],
+                    "projects" | "folders" | "organizations" | "namespaces"
+                )
+            {
+                start = 2;
+                match segs.get(2) {
+                    Some(&"global") => start = 3,
+                    Some(&("regions" | "zones" | "locations")) if segs.len() >= 4 => start = 4,
+                    _ => {}
+                }
+            }
+            let pairs = &segs[start..];
+            if pairs.len() < 4 || !pairs.len().is_multiple_of(2) {
+                return out;
+            }
+            let mut end = segs.len() - 2;
+            while end >= start + 2 {
+                out.push(format!("gcp:{svc}:{}", segs[..end].join("/")));
+                end -= 2;
+            }
+            out
+        }
+        fn location_vec(canonical: &str) -> Option<&str> {
+            let (_, path) = split(canonical)?;
+            let segs: Vec<&str> = path.split('/').collect();
+            segs.windows(2)
+                .find(|w| matches!(w[0], "zones" | "regions" | "locations"))
+                .map(|w| w[1])
+                .filter(|l| *l != "global" && *l != "-")
+        }
+        let heads = [
+            "",
+            "projects/p",
+            "projects/p/global",
+            "projects/p/zones/z",
+            "projects/p/zones",
+            "projects/p/regions/global",
+            "projects/p/locations/-",
+            "folders/f",
+            "organizations/o",
+            "namespaces/n",
+            "buckets/b",
+            "buckets",
+            "zones/z",
+            "x",
+        ];
+        let tails = [
+            "",
+            "/a",
+            "/a/b",
+            "/a/b/c",
+            "/a/b/c/d",
+            "/a/b/c/d/e",
+            "/a/b/c/d/e/f",
+            "/zones/y/a/b",
+            "/regions",
+            "/locations/l/k/r/c/k",
+            "/",
+            "//",
+        ];
+        for svc in ["compute", "storage", "cloudkms", "x"] {
+            for h in heads {
+                for t in tails {
+                    let name = format!("gcp:{svc}:{h}{t}");
+                    assert_eq!(ancestors(&name), ancestors_vec(&name), "{name}");
+                    assert_eq!(location_of(&name), location_vec(&name), "{name}");
+                }
+            }
+        }
+        for bad in ["", "gcp:", "gcp:x", "aws:x:y", "gcp::"] {
+            assert_eq!(ancestors(bad), ancestors_vec(bad));
+            assert_eq!(location_of(bad), location_vec(bad));
+        }
+    }
+
+    /// `canonical` gives what it gave before names in shape were copied as they are.
+    #[test]
+    fn canonical_as_the_segment_version() {
+        fn canonical_vec(
+            service: Option<&str>,
+            raw: &str,
+            project_id: Option<&str>,
+        ) -> Option<String> {
+            let s = raw.trim();
+            if s.is_empty() {
+                return None;
+            }
+            let mut is_url = false;
+            let (svc, path): (&str, &str) = if let Some(rest) = s.strip_prefix("//") {
+                let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+                (short_service(host), path)
+            } else if let Some(rest) = s
+                .strip_prefix("https://")
+                .or_else(|| s.strip_prefix("http://"))
+            {
+                let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+                let path = path.split(['?', '#']).next().unwrap_or_default();
+                is_url = true;
+                if host == "www.googleapis.com" {
+                    let (svc, path) = path.split_once('/').unwrap_or((path, ""));
+                    (short_service(svc), path)
+                } else if host.ends_with(".googleapis.com") {
+                    (short_service(host), path)
+                } else {
+                    return None;
+                }
+            } else {
+                (short_service(service?), s)
+            };
+            if svc.is_empty() {
+                return None;
+            }
+            let mut segs: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+            while let Some(first) = segs.first().filter(|_| is_url) {
+                if is_version(first) || *first == svc || *first == "sql" {
+                    segs.remove(0);
+                } else {
+                    break;
+                }
+            }
+            if let Some(pid) = project_id.filter(|p| is_project_id(p)) {
+                for i in 0..segs.len().saturating_sub(1) {
+                    if segs[i] == "projects" && is_project_number(segs[i + 1]) {
+                        segs[i + 1] = pid;
+                    }
+                }
+            }
+            let segs = service_path(svc, segs);
+            if segs.is_empty() {
+                return None;
+            }
+            Some(format!("gcp:{svc}:{}", segs.join("/")))
+        }
+        let services = [
+            None,
+            Some("compute.googleapis.com"),
+            Some(" run "),
+            Some("sqladmin"),
+            Some("storage"),
+            Some("iam.googleapis.com"),
+            Some("container"),
+            Some(""),
+            Some(".googleapis.com"),
+        ];
+        let raws = [
+            "projects/p/zones/z/instances/i",
+            "projects/123/zones/z/instances/i",
+            "projects/p/projects/123",
+            "projects/123/projects/456",
+            "projects/123",
+            "123/projects",
+            "/projects/p",
+            "projects/p/",
+            "projects//p",
+            " projects/p ",
+            "b",
+            "projects/_/buckets/b/objects/o",
+            "projects/-/serviceAccounts/e",
+            "projects/p/zones/z/clusters/c",
+            "//compute.googleapis.com/projects/p",
+            "https://www.googleapis.com/compute/v1/projects/123/global/x/y",
+            "http://x.googleapis.com/v1/a",
+            "https://example.com/x",
+            "x",
+            "/",
+            "",
+            "é/ü",
+        ];
+        for svc in services {
+            for raw in raws {
+                for pid in [None, Some("p"), Some("123"), Some("projects"), Some("-")] {
+                    assert_eq!(
+                        canonical(svc, raw, pid),
+                        canonical_vec(svc, raw, pid),
+                        "{svc:?} {raw:?} {pid:?}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

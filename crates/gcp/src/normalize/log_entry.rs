@@ -14,7 +14,7 @@ use super::{Envelope, obj_of, parse_time, str_any, str_of};
 use crate::iam;
 use crate::resource_name::{self as rn, canonical};
 
-const AUDIT_LOG_TYPE: &str = "type.googleapis.com/google.cloud.audit.AuditLog";
+pub(super) const AUDIT_LOG_TYPE: &str = "type.googleapis.com/google.cloud.audit.AuditLog";
 const LOG_ENTRY: &str = "LogEntry";
 
 /// `v1.compute.firewalls.insert` → `compute.firewalls.insert`;
@@ -254,6 +254,32 @@ fn entry_digest(obj: &Obj<'_>) -> String {
     out
 }
 
+/// `logName` with its `%2F` / `%2f` read as `/` (as two replaces in a row would: a
+/// replaced `/` never forms a new `%2f`), in one pass; borrowed when it has none.
+pub(super) fn decode_log_name(log_name: &str) -> std::borrow::Cow<'_, str> {
+    if !log_name.contains('%') {
+        return log_name.into();
+    }
+    let mut out = String::with_capacity(log_name.len());
+    let mut rest = log_name;
+    while let Some(i) = rest.find('%') {
+        let (head, tail) = rest.split_at(i);
+        out.push_str(head);
+        if let Some(after) = tail
+            .strip_prefix("%2F")
+            .or_else(|| tail.strip_prefix("%2f"))
+        {
+            out.push('/');
+            rest = after;
+        } else {
+            out.push('%');
+            rest = &tail[1..];
+        }
+    }
+    out.push_str(rest);
+    out.into()
+}
+
 /// Normalizes the LogEntry `obj` (inside `env`).
 pub(super) fn log_entry(obj: &Obj<'_>, env: &Envelope<'_>) -> Result<DriftEvent, NormalizeError> {
     // Cloud Logging always sets `insertId`; exports and test data sometimes drop it. A
@@ -295,11 +321,7 @@ pub(super) fn log_entry(obj: &Obj<'_>, env: &Envelope<'_>) -> Result<DriftEvent,
     };
     let payload = payload.as_deref();
     let payload_type = payload.and_then(|p| str_any(p, &["@type", "at_sign_type", "at_type"]));
-    let decoded_log: std::borrow::Cow<'_, str> = if log_name.contains('%') {
-        log_name.replace("%2F", "/").replace("%2f", "/").into()
-    } else {
-        log_name.into()
-    };
+    let decoded_log = decode_log_name(log_name);
     let log_id = decoded_log
         .split_once("/logs/")
         .map_or(&*decoded_log, |(_, id)| id)
@@ -454,7 +476,7 @@ pub(crate) const DELTA_PATHS: &[&[&str]] = &[
 /// One reference per key of each binding delta of the entry (member, binding, policy
 /// of its role, member and condition on `resource`, see [`crate::iam`]), each id
 /// once; empty when the entry logs no delta with a role and a member.
-fn binding_deltas(p: &Obj<'_>, resource: &ResourceRef) -> Vec<ResourceRef> {
+pub(super) fn binding_deltas(p: &Obj<'_>, resource: &ResourceRef) -> Vec<ResourceRef> {
     let mut out: Vec<ResourceRef> = Vec::new();
     let mut push = |id: String, display: String| {
         if !out.iter().any(|r| r.id == id) {
@@ -471,6 +493,13 @@ fn binding_deltas(p: &Obj<'_>, resource: &ResourceRef) -> Vec<ResourceRef> {
         let Some((first, rest)) = objects.split_first() else {
             continue;
         };
+        // A kept object whose text names not every key of the path (and escapes no
+        // key) holds no deltas there: not parsed.
+        if let Some(Val::Raw(r)) = p.get(first)
+            && !may_name(r.get(), path.get(1..).unwrap_or_default())
+        {
+            continue;
+        }
         let mut node = match obj_of(p, first) {
             Some(n) => n.into_owned(),
             None => continue,
@@ -521,8 +550,27 @@ fn binding_deltas(p: &Obj<'_>, resource: &ResourceRef) -> Vec<ResourceRef> {
     out
 }
 
+/// False when the JSON text `text` cannot have a key of each of `keys` (at any
+/// depth): it holds none of the texts of one of them, and no escape (a key written
+/// with escapes reads as another text).
+fn may_name(text: &str, keys: &[&str]) -> bool {
+    text.contains('\\') || keys.iter().all(|k| text.contains(k))
+}
+
+/// False when `key` of `p` is kept JSON text that cannot have a key of each of
+/// `keys` (see [`may_name`]): not parsed for them.
+fn kept_may_name(p: &Obj<'_>, key: &str, keys: &[&str]) -> bool {
+    match p.get(key) {
+        Some(Val::Raw(r)) => may_name(r.get(), keys),
+        _ => true,
+    }
+}
+
 /// `resourceLocation.currentLocations` when it names exactly one location.
-fn single_location(p: &Obj<'_>) -> Option<String> {
+pub(super) fn single_location(p: &Obj<'_>) -> Option<String> {
+    if !kept_may_name(p, "resourceLocation", &["currentLocations"]) {
+        return None;
+    }
     let loc = obj_of(p, "resourceLocation")?;
     let locs = loc.get("currentLocations")?.as_array()?;
     match &*locs {
@@ -533,10 +581,21 @@ fn single_location(p: &Obj<'_>) -> Option<String> {
 
 /// True when `s` looks like a resource name or URL rather than a placeholder.
 fn looks_like_name(s: &str) -> bool {
-    s.contains('/') && !s.contains(char::is_whitespace)
+    s.contains('/') && !has_whitespace(s)
 }
 
-fn audit_resource(
+/// `s.contains(char::is_whitespace)`, by bytes for ASCII text (the ASCII white space
+/// of `char::is_whitespace` includes the vertical tab).
+fn has_whitespace(s: &str) -> bool {
+    if s.is_ascii() {
+        s.bytes()
+            .any(|b| matches!(b, b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r'))
+    } else {
+        s.contains(char::is_whitespace)
+    }
+}
+
+pub(super) fn audit_resource(
     p: &Obj<'_>,
     service: &str,
     method: &str,
@@ -549,10 +608,10 @@ fn audit_resource(
     // A create that names only its parent: derive the created object where the
     // request tells (service accounts, legacy BigQuery dataset/table inserts).
     if let Some(r) = raw.as_deref() {
-        let segs: Vec<&str> = r.split('/').collect();
+        let segs = r.split('/').count();
         if method.ends_with("CreateServiceAccount")
-            && let [projects, proj] = segs.as_slice()
-            && *projects == "projects"
+            && segs == 2
+            && let Some(("projects", proj)) = r.split_once('/')
             && let Some(request) = obj_of(p, "request")
             && let Some(account) = str_any(&request, &["account_id", "accountId"])
         {
@@ -562,7 +621,7 @@ fn audit_resource(
             raw = Some(format!(
                 "projects/{proj}/serviceAccounts/{account}@{proj}.iam.gserviceaccount.com"
             ));
-        } else if !segs.len().is_multiple_of(2)
+        } else if !segs.is_multiple_of(2)
             && let Some(name) = bigquery_name(p)
         {
             raw = Some(name);
@@ -570,9 +629,14 @@ fn audit_resource(
     }
     // No usable resourceName: the operation's target, else the first authorized resource.
     if raw.is_none() {
-        raw = obj_of(p, "response")
+        raw = kept_may_name(p, "response", &["targetLink"])
+            .then(|| obj_of(p, "response"))
+            .flatten()
             .and_then(|r| str_of(&r, "targetLink").map(str::to_owned))
             .or_else(|| {
+                if !kept_may_name(p, "authorizationInfo", &["resource"]) {
+                    return None;
+                }
                 p.get("authorizationInfo")?
                     .as_array()?
                     .iter()
@@ -597,6 +661,12 @@ fn audit_resource(
 /// `projects/P/datasets/D[/tables/T]` from a legacy BigQuery `serviceData`
 /// (`…InsertRequest.resource.datasetName` / `tableName`).
 fn bigquery_name(p: &Obj<'_>) -> Option<String> {
+    if let Some(Val::Raw(r)) = p.get("serviceData")
+        && !may_name(r.get(), &["resource", "tableName"])
+        && !may_name(r.get(), &["resource", "datasetName"])
+    {
+        return None;
+    }
     let sd = obj_of(p, "serviceData")?;
     sd.iter()
         .filter_map(|(_, v)| v.as_object())
@@ -649,6 +719,42 @@ mod tests {
             ("v1", "v1"),
         ] {
             assert_eq!(operation_name(m), want);
+        }
+    }
+
+    #[test]
+    fn log_names_decode_as_two_replaces_did() {
+        for name in [
+            "projects/p/logs/cloudaudit.googleapis.com%2Factivity",
+            "projects/p/logs/a%2fb%2Fc",
+            "%%2F2f",
+            "%2%2F%2f%",
+            "%",
+            "100%",
+            "no escapes",
+            "%2F%2F",
+            "é%2Fé%",
+        ] {
+            assert_eq!(
+                decode_log_name(name),
+                name.replace("%2F", "/").replace("%2f", "/"),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn white_space_as_char_is_whitespace() {
+        for b in 0..=0x7Fu8 {
+            let s = format!("a/{}b", char::from(b));
+            assert_eq!(
+                has_whitespace(&s),
+                s.contains(char::is_whitespace),
+                "{b:#x}"
+            );
+        }
+        for s in ["a/\u{85}b", "a/\u{a0}", "é/b", "é/ b", "", "a/b"] {
+            assert_eq!(has_whitespace(s), s.contains(char::is_whitespace), "{s:?}");
         }
     }
 

@@ -18,12 +18,17 @@ use std::collections::BTreeMap;
 
 use std::borrow::Cow;
 
+use std::sync::LazyLock;
+
+use chrono::format::{Item, Parsed, StrftimeItems};
 use chrono::{DateTime, NaiveDateTime, Utc};
 use driftreactor_event::lazy::{Expand, Obj, Val};
 use driftreactor_event::{DriftEvent, NormalizeError};
 
 mod asset;
 mod cloud_event;
+mod entry;
+mod fast;
 mod log_entry;
 #[cfg(test)]
 mod optable;
@@ -73,11 +78,22 @@ fn parse_time(s: Option<&str>) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
         .ok()
         .or_else(|| {
-            NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S%.f")
+            // As `NaiveDateTime::parse_from_str(s, SQL_TIME)`, its format read once.
+            let mut parsed = Parsed::new();
+            chrono::format::parse(&mut parsed, s, SQL_TIME_ITEMS.iter()).ok()?;
+            parsed
+                .to_naive_datetime_with_offset(0)
                 .ok()
-                .map(|t| t.and_utc())
+                .map(|t: NaiveDateTime| t.and_utc())
         })
 }
+
+/// The BigQuery / Panther export time format.
+const SQL_TIME: &str = "%Y-%m-%d %H:%M:%S%.f";
+
+/// [`SQL_TIME`] parsed (it is valid: never the empty default).
+static SQL_TIME_ITEMS: LazyLock<Vec<Item<'static>>> =
+    LazyLock::new(|| StrftimeItems::new(SQL_TIME).parse().unwrap_or_default());
 
 /// Which top-level shape a JSON object has.
 enum Shape {
@@ -121,6 +137,16 @@ struct Envelope<'a> {
 
 /// See [`crate::normalize`].
 pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
+    // The hot shapes (an audit LogEntry, a push envelope around one) by the typed
+    // reader; everything else, and whatever it hands back, by the generic reader.
+    if let Some(ev) = fast::normalize(payload) {
+        return Ok(ev);
+    }
+    normalize_generic(payload)
+}
+
+/// [`normalize`] by the generic reader alone: the reference of the typed path.
+fn normalize_generic(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
     let value = match Val::parse(payload, EXPAND) {
         Ok(v) => v,
         Err(err) => {
@@ -180,10 +206,253 @@ fn dispatch(value: &Val<'_>, env: &Envelope<'_>, depth: u8) -> Result<DriftEvent
 mod tests {
     use super::*;
 
+    use base64::Engine as _;
+
+    /// The typed path says exactly what the generic path says: the same event, or
+    /// (handed back) the same error.
+    fn same(payload: &[u8]) -> bool {
+        let typed = format!("{:?}", normalize(payload).map_err(|e| e.to_string()));
+        let generic = format!(
+            "{:?}",
+            normalize_generic(payload).map_err(|e| e.to_string())
+        );
+        assert_eq!(typed, generic, "{}", String::from_utf8_lossy(payload));
+        fast::normalize(payload).is_some()
+    }
+
+    fn push(data: &[u8], message: &str) -> Vec<u8> {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(data);
+        format!(r#"{{"message":{{"data":"{b64}"{message}}},"subscription":"s"}}"#).into_bytes()
+    }
+
+    /// Every corpus event, bare and in push envelopes, cut and mangled, and the values
+    /// of unusual types the typed path hands back: it agrees with the generic path.
+    #[test]
+    fn the_typed_path_agrees_with_the_generic_reader() {
+        let mut typed = 0;
+        let mut entries = Vec::new();
+        for file in
+            driftreactor_testkit::corpus::nonempty_files(&driftreactor_testkit::corpus::dir("gcp"))
+        {
+            let bytes = std::fs::read(file).unwrap();
+            let (events, _) = driftreactor_testkit::corpus::split(&bytes);
+            entries.extend(events.into_iter().flatten());
+            entries.push(bytes);
+        }
+        let attrs = [
+            "",
+            r#","messageId":"m1","publishTime":"2026-01-01T00:00:00Z""#,
+            r#","message_id":" m2 ","publish_time":"2026-01-02T00:00:00Z","attributes":{"logging.googleapis.com/timestamp":"2026-01-03T00:00:00Z","a":"b"}"#,
+            r#","attributes":{"logging.googleapis.com/timestamp":"2026-01-03T00:00:00Z","logging.googleapis.com/timestamp":1}"#,
+            r#","attributes":"x""#,
+            r#","attributes":null,"messageId":7"#,
+        ];
+        for e in &entries {
+            typed += usize::from(same(e));
+            for a in attrs {
+                typed += usize::from(same(&push(e, a)));
+            }
+            let mut padded = b"\xEF\xBB\xBF \n".to_vec();
+            padded.extend_from_slice(e);
+            same(&push(&padded, attrs[1]));
+            same(&padded);
+            for cut in (0..e.len()).step_by(7) {
+                same(&e[..cut]);
+            }
+            for i in (0..e.len()).step_by(5) {
+                let mut m = e.clone();
+                m[i] = m[i].wrapping_add(1);
+                same(&m);
+                if i % 15 == 0 {
+                    same(&push(&m, attrs[2]));
+                }
+            }
+        }
+        assert!(typed > 100, "only {typed} payloads took the typed path");
+
+        let cases: &[&str] = &[
+            r#"{"insertId":"a","protoPayload":{"status":{"code":"7"}},"severity":"ERROR"}"#,
+            r#"{"insertId":"a","protoPayload":{"status":{"code":" 0 "}},"severity":"ERROR"}"#,
+            r#"{"insertId":"a","protoPayload":{"status":{"code":"x"}}}"#,
+            r#"{"insertId":"a","protoPayload":{"status":{"code":-3}}}"#,
+            r#"{"insertId":"a","protoPayload":{"status":{"code":-0}}}"#,
+            r#"{"insertId":"a","protoPayload":{"status":{"code":0}}}"#,
+            r#"{"insertId":"a","protoPayload":{"status":{"code":12}}}"#,
+            r#"{"insertId":"a","protoPayload":{"status":{"code":1.5}}}"#,
+            r#"{"insertId":"a","protoPayload":{"status":{"code":99999999999999999999}}}"#,
+            r#"{"insertId":"a","protoPayload":{"status":{"code":1e400}}}"#,
+            r#"{"insertId":"a","protoPayload":{"status":{"code":true}}}"#,
+            r#"{"insertId":"a","protoPayload":{"status":{"code":null}},"severity":"ERROR"}"#,
+            r#"{"insertId":"a","protoPayload":{"status":{"code":"\ud800"}}}"#,
+            r#"{"insertId":"a","protoPayload":{"status":{}}}"#,
+            r#"{"insertId":"a","protoPayload":{"status":"x"}}"#,
+            r#"{"insertId":"a","protoPayload":{"status":null},"severity":" error "}"#,
+            r#"{"insertId":"a","protoPayload":{},"severity":600}"#,
+            r#"{"insertId":"a","protoPayload":{},"severity":{"x":1}}"#,
+            r#"{"insertId":"a","protoPayload":{},"severity":"\ud800"}"#,
+            r#"{"insertId":"a","protoPayload":{},"severity":null}"#,
+            r#"{"insertId":"a","protoPayload":{"authenticationInfo":"x"}}"#,
+            r#"{"insertId":"a","protoPayload":{"authenticationInfo":[1]}}"#,
+            r#"{"insertId":"a","protoPayload":{"authenticationInfo":{"principalEmail":1}}}"#,
+            r#"{"insertId":"a","protoPayload":{"authenticationInfo":{"principalSubject":"\ud800"}}}"#,
+            r#"{"insertId":"a","protoPayload":{"authenticationInfo":{"principalEmail":"a@b","principalSubject":"s","serviceAccountDelegationInfo":[{"firstPartyPrincipal":{"principalEmail":"c@d"}},1,{"firstPartyPrincipal":{"principalEmail":"a@b"}},{"firstPartyPrincipal":{"principalEmail":"c@d"}}]}}}"#,
+            r#"{"insertId":"a","protoPayload":{"authenticationInfo":{"principalEmail":"a@b","serviceAccountDelegationInfo":[{"firstPartyPrincipal":{"principalEmail":"c@d"}}],"serviceAccountDelegationInfo":"x"}}}"#,
+            r#"{"insertId":"a","protoPayload":{"authenticationInfo":{"principalEmail":"a@b"},"authenticationInfo":{"principalSubject":"z"}}}"#,
+            r#"{"insertId":"a","protoPayload":{"serviceName":1}}"#,
+            r#"{"insertId":"a","protoPayload":{"methodName":null,"serviceName":"  "}}"#,
+            r#"{"insertId":"a","protoPayload":[]}"#,
+            r#"{"insertId":"a","protoPayload":"x"}"#,
+            r#"{"insertId":"a","protoPayload":null,"resource":{"type":"gce_instance","labels":{"project_id":"p"}}}"#,
+            r#"{"logName":"projects/p/logs/x"}"#,
+            r#"{"insertid":"b","logname":"projects/p/logs/cloudaudit.googleapis.com%2fdata_access","protoPayload":{"methodName":"x.y.insert"}}"#,
+            r#"{"insertId":" ","protoPayload":{}}"#,
+            r#"{"insertId":"a","protoPayload":{"@type":"other","serviceName":"s","methodName":"m"}}"#,
+            r#"{"insertId":"a","protoPayload":{"at_type":"type.googleapis.com/google.cloud.audit.AuditLog"},"logName":"projects/p/logs/cloudaudit.googleapis.com%2Fsystem_event"}"#,
+            r#"{"insertId":"a","protoPayload":{"resourceName":"projects/123/zones/z/instances/i","serviceName":"compute.googleapis.com","methodName":"v1.compute.instances.insert"},"resource":{"labels":{"zone":"z"},"labels":{"region":"r","project_id":"pp"}},"timestamp":"2020-01-01 00:00:00"}"#,
+            r#"{"insertId":"a","protoPayload":{"resourceName":"projects/p/zones/z/instances/i","serviceName":"compute.googleapis.com"},"resource":{"labels":{"zone":"z"}},"resource":"x"}"#,
+            r#"{"insertId":"a","protoPayload":{"resourceName":"x","serviceName":"compute.googleapis.com","response":{"targetLink":"https://www.googleapis.com/compute/v1/projects/p/global/networks/n"}}}"#,
+            r#"{"insertId":"a","protoPayload":{"serviceName":"storage.googleapis.com","authorizationInfo":[1,{"resource":"projects/_/buckets/b"}],"resourceLocation":{"currentLocations":["eu"]}}}"#,
+            r#"{"insertId":"a","protoPayload":{"serviceName":"iam.googleapis.com","methodName":"google.iam.admin.v1.CreateServiceAccount","resourceName":"projects/123","request":{"account_id":"sa"}},"resource":{"labels":{"project_id":"p"}}}"#,
+            r#"{"insertId":"a","protoPayload":{"x":1e400}}"#,
+            r#"{"insertId":"a","protoPayload":{"status":{"message":1e400}}}"#,
+            r#"{"insertId":"a","labels":{"x":1e400}}"#,
+            r#"{"insertId":"a","window":[{"x":1e400}]}"#,
+            r#"{"insertId":"a","protoPayload":{"request":{"labels":{"x":1e400}}}}"#,
+            r#"{"insertId":"a","protoPayload":{"request":"x","response":[]}}"#,
+            r#"{"insertId":"a","protoPayload":{"serviceName":"cloudresourcemanager.googleapis.com","methodName":"SetIamPolicy","resourceName":"projects/p","metadata":{"policyDelta":{"bindingDeltas":[{"action":"ADD","role":"roles/x","member":"user:a"}]}},"serviceData":{"policyDelta":{"bindingDeltas":[{"action":"ADD","role":"roles/y","member":"user:a","condition":{"title":"t","expression":"e"}}]}}}}"#,
+            r#"{"insertId":"a","protoPayload":{"requestMetadata":{"callerIP":"1.2.3.4","callerSuppliedUserAgent":"Terraform/1"}},"operation":{"id":"op"},"operation":{"id":2}}"#,
+            r#"{"insertId":"a","protoPayload":{"requestMetadata":{"callerIp":"5.6.7.8","callerIP":"1.2.3.4"}},"operation":{"id":"op"}}"#,
+            r#"{"insertId":"a","protoPayload":{},"specversion":"1.0"}"#,
+            r#"{"insertId":"a","message":{"data":"e30="}}"#,
+            r#"{"insertId":"a","message":"x","protoPayload":{}}"#,
+            r#"{"insertId":"a","protoPayload":{}} x"#,
+            "{\"insertId\":\"a\",\"protoPayload\":{},\"x\":\"\u{ff}\"}",
+            r#"{"ins\u0065rtId":"a","protoPayload":{"method\u004eame":"v1.x.delete"}}"#,
+            r#"[{"insertId":"a"}]"#,
+            r#"{"message":{"data":null}}"#,
+            r#"{"message":{"data":5}}"#,
+            r#"{"message":{"data":"!!"}}"#,
+            r#"{"message":{}}"#,
+            r#"{"message":{"data":"\u0065zA="}}"#,
+        ];
+        for case in cases {
+            same(case.as_bytes());
+        }
+        // Numbers and nesting where the generic reader reads in the same pass (its
+        // recursion limit) and where it keeps text.
+        for (key, depth) in [
+            ("serviceAccountDelegationInfo", 100),
+            ("serviceAccountDelegationInfo", 200),
+            ("request", 200),
+            ("request", 5000),
+            ("status", 200),
+            ("other", 5000),
+        ] {
+            let open = "[".repeat(depth);
+            let close = "]".repeat(depth);
+            let entry = format!(
+                r#"{{"insertId":"a","protoPayload":{{"authenticationInfo":{{"{key}":{open}1{close}}},"{key}":{open}1e400{close}}}}}"#
+            );
+            same(entry.as_bytes());
+            same(&push(entry.as_bytes(), attrs[1]));
+            let entry =
+                format!(r#"{{"insertId":"a","protoPayload":{{"{key}":{open}{{"x":1}}{close}}}}}"#);
+            same(entry.as_bytes());
+            same(&push(entry.as_bytes(), attrs[1]));
+        }
+        let entry = br#"{"insertId":"a","protoPayload":{"serviceName":"compute.googleapis.com","methodName":"v1.compute.instances.insert","resourceName":"projects/p/zones/z/instances/i"}}"#;
+        for data in [
+            &entry[..],
+            b"",
+            b"  ",
+            b"feed successfully configured",
+            b"{}",
+            b"[1]",
+            br#"{"logName":"x"}"#,
+            br#"{"asset":{"name":"//compute.googleapis.com/projects/p/zones/z/instances/i"}}"#,
+            br#"{"message":{"data":"e30="}}"#,
+            br#"{"insertId":"a","protoPayload":{"status":{"code":1e400}}}"#,
+            b"\xff\xfe",
+        ] {
+            for a in attrs {
+                same(&push(data, a));
+            }
+        }
+        assert!(same(&push(entry, attrs[2])));
+        assert!(same(entry));
+    }
+
+    /// The kept objects not parsed for want of a key name (`serviceData`, `metadata`)
+    /// are parsed when a key may be escaped: the same event as the plain spelling.
+    #[test]
+    fn deltas_and_legacy_bigquery_names_read_with_escaped_keys() {
+        let plain = [
+            r#"{"insertId":"a","protoPayload":{"serviceName":"cloudresourcemanager.googleapis.com","methodName":"SetIamPolicy","resourceName":"projects/p","metadata":{"datasetChange":{"bindingDeltas":[{"action":"ADD","role":"roles/x","member":"user:a"}]}},"serviceData":{"policyDelta":{"bindingDeltas":[{"action":"ADD","role":"roles/y","member":"user:a"}]}}}}"#,
+            r#"{"insertId":"a","protoPayload":{"serviceName":"bigquery.googleapis.com","methodName":"datasetservice.insert","resourceName":"projects/p/datasets","serviceData":{"datasetInsertRequest":{"resource":{"datasetName":{"projectId":"p","datasetId":"d"}}}}}}"#,
+            r#"{"insertId":"a","protoPayload":{"serviceName":"bigquery.googleapis.com","methodName":"tableservice.insert","resourceName":"projects/p/datasets/d/tables","serviceData":{"tableInsertRequest":{"resource":{"tableName":{"projectId":"p","datasetId":"d","tableId":"t"}}}}}}"#,
+        ];
+        let targets = [
+            r#"{"insertId":"a","protoPayload":{"serviceName":"compute.googleapis.com","resourceName":"x","response":{"targetLink":"https://www.googleapis.com/compute/v1/projects/p/global/networks/n"},"resourceLocation":{"currentLocations":["eu"]}}}"#,
+            r#"{"insertId":"a","protoPayload":{"serviceName":"storage.googleapis.com","resourceName":"x","authorizationInfo":[{"resource":"projects/_/buckets/b"}]}}"#,
+            r#"{"insertId":"a","protoPayload":{"serviceName":"storage.googleapis.com","authorizationInfo":[{"resourceAttributes":{"name":"projects/_/buckets/c"}}]}}"#,
+        ];
+        for text in targets {
+            let escaped = text
+                .replace("targetLink", r"t\u0061rgetLink")
+                .replace("currentLocations", r"currentL\u006fcations")
+                .replace("\"resource\":\"", "\"r\\u0065source\":\"")
+                .replace("resourceAttributes", r"r\u0065sourceAttributes");
+            assert_ne!(escaped, text);
+            let a = format!("{:?}", normalize(text.as_bytes()).unwrap());
+            let b = format!("{:?}", normalize(escaped.as_bytes()).unwrap());
+            assert_eq!(a, b);
+            assert!(
+                a.contains("networks/n") && a.contains("\"eu\"")
+                    || a.contains("buckets/b")
+                    || a.contains("buckets/c"),
+                "{a}"
+            );
+        }
+        for text in plain {
+            let escaped = text
+                .replace("bindingDeltas", r"bindingD\u0065ltas")
+                .replace("policyDelta", r"policyD\u0065lta")
+                .replace("datasetChange", r"datasetCh\u0061nge")
+                .replace("Name\":{", "N\\u0061me\":{")
+                .replace("\"resource\":{", "\"r\\u0065source\":{");
+            assert_ne!(escaped, text);
+            let a = format!("{:?}", normalize(text.as_bytes()).unwrap());
+            let b = format!("{:?}", normalize(escaped.as_bytes()).unwrap());
+            assert_eq!(a, b);
+            assert!(a.contains("#iam/roles") || a.contains("datasets/d"), "{a}");
+        }
+    }
+
     #[test]
     fn times() {
         assert!(parse_time(Some("2023-05-23 19:20:00.396")).is_some());
         assert!(parse_time(Some("2020-05-15T17:15:42.415Z")).is_some());
         assert!(parse_time(Some("yesterday")).is_none());
+        for s in [
+            "2023-05-23 19:20:00.396",
+            "2024-02-02 09:36:21.212182000",
+            "2023-05-23 19:20:00",
+            "2023-05-23 19:20",
+            "2023-05-23T19:20:00.1",
+            "2023-02-30 19:20:00",
+            "2023-05-23 19:20:00.",
+            "2023-05-23 19:20:00.396 x",
+            "2023-05-23 24:00:00",
+            "2023-05-23 23:59:60.5",
+            "",
+        ] {
+            assert_eq!(
+                parse_time(Some(s)),
+                NaiveDateTime::parse_from_str(s, SQL_TIME)
+                    .ok()
+                    .map(|t| t.and_utc()),
+                "{s}"
+            );
+        }
     }
 }
