@@ -16,10 +16,8 @@ use std::cell::OnceCell;
 use std::fmt;
 
 use driftreactor_event::NormalizeError;
-use driftreactor_event::lazy::{Expand, Key, Val};
-use serde::de::{
-    Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
-};
+use driftreactor_event::lazy::{self, Expand, Key, Val};
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -202,11 +200,12 @@ pub(crate) trait Fields<'de>: Default {
 
 /// Skips the value of `key` as the generic reader checks it.
 fn skip<'de, A: MapAccess<'de>>(key: &str, map: &mut A) -> Result<(), A::Error> {
-    if EXPAND.contains(&key) {
-        map.next_value_seed(Strict)
-    } else {
-        map.next_value::<IgnoredAny>().map(drop)
-    }
+    lazy::skip_value(key, map, is_expanded)
+}
+
+/// True for a key of [`EXPAND`].
+fn is_expanded(key: &str) -> bool {
+    EXPAND.contains(&key)
 }
 
 /// Reads one value into an [`Expanded`].
@@ -257,7 +256,7 @@ impl<'de, T: Fields<'de>> Visitor<'de> for InPlace<'_, 'de, T> {
         Ok(())
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
-        while s.next_element_seed(Strict)?.is_some() {}
+        while s.next_element_seed(lazy::Strict(is_expanded))?.is_some() {}
         self.0.shape = Some(Shape::Other(Kind::Array));
         Ok(())
     }
@@ -270,52 +269,6 @@ impl<'de, T: Fields<'de>> Visitor<'de> for InPlace<'_, 'de, T> {
             self.0.fields.field(&k, &mut m)?;
         }
         self.0.shape = Some(Shape::Obj);
-        Ok(())
-    }
-}
-
-/// Checks one value read in the same pass by the generic reader, keeping nothing.
-#[derive(Clone, Copy)]
-struct Strict;
-
-impl<'de> DeserializeSeed<'de> for Strict {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Strict {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
-        while s.next_element_seed(self)?.is_some() {}
-        Ok(())
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
-        while let Some(Key(k)) = m.next_key::<Key<'de>>()? {
-            skip(&k, &mut m)?;
-        }
         Ok(())
     }
 }

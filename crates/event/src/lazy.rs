@@ -304,6 +304,75 @@ impl<'de> DeserializeSeed<'de> for Read {
     }
 }
 
+/// Checks one JSON value the way [`Val::parse`] checks what it reads, keeping nothing:
+/// scalars through `deserialize_any` (numbers range-checked), the values of the keys
+/// `expanded` says yes to (at any depth) checked the same way, every other value
+/// skipped as kept text is skipped. For the typed readers that must accept exactly
+/// what the generic reader with that expand set accepts (Azure's envelope reader, GCP's
+/// LogEntry reader).
+#[derive(Clone, Copy)]
+pub struct Strict<F>(pub F);
+
+impl<'de, F: Fn(&str) -> bool + Copy> DeserializeSeed<'de> for Strict<F> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, F: Fn(&str) -> bool + Copy> Visitor<'de> for Strict<F> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
+        while s.next_element_seed(self)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+        while let Some(Key(k)) = m.next_key::<Key<'de>>()? {
+            skip_value(&k, &mut m, self.0)?;
+        }
+        Ok(())
+    }
+}
+
+/// Skips the value of `key` in `map` as the generic reader with the expand set
+/// `expanded` would read it: checked with [`Strict`] when `expanded(key)`, else skipped
+/// as kept text.
+///
+/// # Errors
+/// The deserializer's error for a value that is not valid JSON.
+pub fn skip_value<'de, A: MapAccess<'de>>(
+    key: &str,
+    map: &mut A,
+    expanded: impl Fn(&str) -> bool + Copy,
+) -> Result<(), A::Error> {
+    if expanded(key) {
+        map.next_value_seed(Strict(expanded))
+    } else {
+        map.next_value::<serde::de::IgnoredAny>().map(drop)
+    }
+}
+
 /// A JSON object key, borrowed from the input when it has no escapes (unescaped and
 /// owned when it has): what the readers of events by key read keys with.
 pub struct Key<'de>(pub Cow<'de, str>);

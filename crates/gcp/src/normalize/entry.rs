@@ -16,10 +16,8 @@ use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::fmt;
 
-use driftreactor_event::lazy::Val;
-use serde::de::{
-    Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
-};
+use driftreactor_event::lazy::{self, Key, Val};
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 /// The JSON type of a value.
@@ -158,11 +156,7 @@ impl<'de> Fields<'de> for () {
 
 /// Skips the value of `key` as the generic reader checks it.
 fn skip<'de, A: MapAccess<'de>>(key: &str, map: &mut A) -> Result<(), A::Error> {
-    if expanded(key) {
-        map.next_value_seed(Strict)
-    } else {
-        map.next_value::<IgnoredAny>().map(drop)
-    }
+    lazy::skip_value(key, map, expanded)
 }
 
 /// True for a key of [`EXPAND`](super::EXPAND) (one `match`: no string compare per key of the set).
@@ -225,7 +219,7 @@ impl<'de, T: Fields<'de>> Visitor<'de> for InPlace<'_, T> {
         Ok(())
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
-        while s.next_element_seed(Strict)?.is_some() {}
+        while s.next_element_seed(lazy::Strict(expanded))?.is_some() {}
         self.0.kind = Some(Kind::Array);
         Ok(())
     }
@@ -299,77 +293,6 @@ impl<'de, T: Fields<'de>> Visitor<'de> for ListInPlace<'_, T> {
         }
         self.0.kind = Some(Kind::Object);
         Ok(())
-    }
-}
-
-/// Checks one value read in the same pass by the generic reader, keeping nothing.
-#[derive(Clone, Copy)]
-struct Strict;
-
-impl<'de> DeserializeSeed<'de> for Strict {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Strict {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
-        while s.next_element_seed(self)?.is_some() {}
-        Ok(())
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
-        while let Some(Key(k)) = m.next_key::<Key<'de>>()? {
-            skip(&k, &mut m)?;
-        }
-        Ok(())
-    }
-}
-
-/// A key, borrowed when it has no escapes.
-struct Key<'de>(Cow<'de, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a key")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(v)))
-            }
-        }
-        d.deserialize_str(V)
     }
 }
 
