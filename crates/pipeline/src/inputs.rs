@@ -157,6 +157,10 @@ fn is_event_file_name(f: &Path) -> bool {
     )
 }
 
+/// Why a folder given as input gives no event: it holds no event file.
+const NO_EVENT_FILES: &str = "no event files in this folder (`*.json`, `*.jsonl`, `*.ndjson`, each \
+     optionally `.gz`; hidden entries skipped)";
+
 /// Files under `dir`, recursively (following symbolic links), sorted by path,
 /// skipping hidden entries (names starting with `.`) and what is under them.
 fn walk(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
@@ -253,7 +257,7 @@ pub fn read_event_file(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
         let mut bytes = Vec::new();
         CappedDecoder::new(file, cap)
             .read_to_end(&mut bytes)
-            .map_err(|e| gzip_error(e, cap))?;
+            .map_err(read_error)?;
         return Ok(bytes);
     }
     let mut bytes = Vec::with_capacity(usize::try_from(opened.len().min(cap)).unwrap_or(0));
@@ -292,14 +296,35 @@ impl<R: std::io::BufRead> CappedDecoder<R> {
     }
 }
 
-/// [`ReadError`] of an error while decompressing: [`ReadError::DecompressedTooLarge`]
-/// for [`CappedDecoder`]'s own, else [`ReadError::Gzip`].
-fn gzip_error(e: std::io::Error, cap: u64) -> ReadError {
-    if e.kind() == std::io::ErrorKind::FileTooLarge {
-        ReadError::DecompressedTooLarge { cap }
-    } else {
-        ReadError::Gzip(e)
+/// The [`ReadError`] of a read error: the one a reader of this module put inside it
+/// ([`CappedDecoder`]: the gzip file does not decompress, or past the cap), else
+/// [`ReadError::Io`].
+fn read_error(e: std::io::Error) -> ReadError {
+    if !e.get_ref().is_some_and(|inner| inner.is::<ReadError>()) {
+        return ReadError::Io(e);
     }
+    let kind = e.kind();
+    match e.into_inner().map(|inner| inner.downcast::<ReadError>()) {
+        Some(Ok(read)) => *read,
+        Some(Err(other)) => ReadError::Io(std::io::Error::new(kind, other)),
+        None => ReadError::Io(kind.into()),
+    }
+}
+
+/// The reason of a read error for a `rejected` line (see [`read_error`]).
+fn read_failure(e: &std::io::Error) -> String {
+    match e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<ReadError>())
+    {
+        Some(read) => read.to_string(),
+        None => format!("cannot read the file: {e}"),
+    }
+}
+
+/// A decompression error, carrying [`ReadError::Gzip`] (see [`read_error`]).
+fn gzip_failed(e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), ReadError::Gzip(e))
 }
 
 impl<R: std::io::BufRead> std::io::Read for CappedDecoder<R> {
@@ -307,18 +332,18 @@ impl<R: std::io::BufRead> std::io::Read for CappedDecoder<R> {
         if self.left == 0 {
             // One byte more than the cap tells a file of exactly the cap from a bigger one.
             let mut one = [0u8; 1];
-            return match self.inner.read(&mut one)? {
+            return match self.inner.read(&mut one).map_err(gzip_failed)? {
                 0 => Ok(0),
                 _ => Err(std::io::Error::new(
                     std::io::ErrorKind::FileTooLarge,
-                    ReadError::DecompressedTooLarge { cap: self.cap }.to_string(),
+                    ReadError::DecompressedTooLarge { cap: self.cap },
                 )),
             };
         }
         let room = usize::try_from(self.left)
             .unwrap_or(usize::MAX)
             .min(buf.len());
-        let n = self.inner.read(&mut buf[..room])?;
+        let n = self.inner.read(&mut buf[..room]).map_err(gzip_failed)?;
         self.left -= n as u64;
         Ok(n)
     }
@@ -378,6 +403,10 @@ pub fn each_event_file(
     mut each: impl FnMut(String, Result<Vec<u8>, String>),
 ) {
     let files = match event_files(input) {
+        Ok(files) if files.is_empty() => {
+            each(input.display().to_string(), Err(NO_EVENT_FILES.to_owned()));
+            return;
+        }
         Ok(files) => files,
         Err(e) => {
             each(
@@ -557,7 +586,15 @@ impl Replay {
                 let read = serde::Deserializer::deserialize_map(&mut de, LogFile(&mut emit))
                     .and_then(|()| de.end());
                 if let Err(e) = read {
-                    let line = self.line_for(format!("{name}#{n}"), Err(NormalizeError::json(&e)));
+                    // A read that failed (a gzip file that does not decompress, or
+                    // past the cap) says so; a document that breaks names its position.
+                    let label = format!("{name}#{n}");
+                    let line = if e.is_io() {
+                        // serde_json hands the reader's own error back.
+                        ReportLine::unreadable(label, read_failure(&std::io::Error::from(e)))
+                    } else {
+                        self.line_for(label, Err(NormalizeError::json(&e)))
+                    };
                     part.push(line);
                 }
             }
@@ -584,7 +621,7 @@ impl Replay {
                                 // one does not.
                                 let whole = chunk.iter().rposition(|&b| b == b'\n');
                                 chunk.truncate(whole.map_or(0, |i| i + 1));
-                                failure = Some(format!("cannot read the file: {e}"));
+                                failure = Some(read_failure(&e));
                                 eof = true;
                                 break;
                             }
@@ -654,7 +691,7 @@ impl Replay {
             .take(STREAM_ABOVE_BYTES + 1)
             .read_to_end(&mut head)
         {
-            let reason = gzip_error(e, cap).to_string();
+            let reason = read_failure(&e);
             each(vec![ReportLine::unreadable(name.to_owned(), reason)], true);
             return;
         }
@@ -673,7 +710,7 @@ impl Replay {
             match rest.read_to_end(&mut bytes) {
                 Ok(_) => each(self.process_input(name, &bytes), true),
                 Err(e) => {
-                    let reason = gzip_error(e, cap).to_string();
+                    let reason = read_failure(&e);
                     each(vec![ReportLine::unreadable(name.to_owned(), reason)], true);
                 }
             }
@@ -719,6 +756,14 @@ impl Replay {
     pub fn for_each_part(&mut self, input: &Path, mut each: impl FnMut(Vec<ReportLine>, bool)) {
         let cap = self.max_file_bytes;
         let files = match event_files(input) {
+            Ok(files) if files.is_empty() => {
+                let reason = NO_EVENT_FILES.to_owned();
+                each(
+                    vec![ReportLine::unreadable(input.display().to_string(), reason)],
+                    true,
+                );
+                return;
+            }
             Ok(files) => files,
             Err(e) => {
                 let reason = driftreactor_source::chain(&e);

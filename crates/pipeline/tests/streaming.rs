@@ -257,10 +257,44 @@ fn a_gzip_file_that_decompresses_past_the_cap_or_not_at_all_is_rejected_saying_w
     assert_eq!(last.verdict, Verdict::Rejected);
     let reason = last.reason.as_deref().unwrap_or_default();
     assert!(
-        reason.contains(&format!("decompresses to more than the {cap}-byte cap")),
-        "{reason}"
+        reason.starts_with(&format!(
+            "the gzip file decompresses to more than the {cap}-byte cap"
+        )),
+        "says why, not as a JSON position: {reason}"
     );
     assert!(got.len() < 1_500, "stopped at the cap: {} lines", got.len());
+    assert!(
+        got[..got.len() - 1]
+            .iter()
+            .all(|l| l.verdict != Verdict::Rejected),
+        "the records before the cap replay, as those of a cut log file"
+    );
+    // The same with a CloudTrail log file (read record by record).
+    let log = serde_json::to_vec(&serde_json::json!({ "Records": records(1_500) })).unwrap();
+    let log_bomb = dir.path().join("bomb-log.json.gz");
+    std::fs::write(&log_bomb, gzip(&log)).unwrap();
+    let cap = log.len() as u64 * 2 / 3;
+    let got = all_lines(&mut replay().max_event_file_bytes(cap), &log_bomb);
+    let reason = got.last().unwrap().reason.as_deref().unwrap_or_default();
+    assert!(
+        reason.starts_with(&format!(
+            "the gzip file decompresses to more than the {cap}-byte cap"
+        )),
+        "says why, not as a JSON position: {reason}"
+    );
+    assert!(got.len() > 1 && got.len() < 1_500, "{} lines", got.len());
+    // A large gzip file cut in half: the records before the cut, then why it stopped.
+    let cut = dir.path().join("cut.jsonl.gz");
+    std::fs::write(&cut, &packed[..packed.len() / 2]).unwrap();
+    let got = all_lines(&mut replay(), &cut);
+    let last = got.last().unwrap();
+    assert!(got.len() > 1, "{got:?}");
+    assert_eq!(last.verdict, Verdict::Rejected);
+    let reason = last.reason.as_deref().unwrap_or_default();
+    assert!(
+        reason.starts_with("cannot decompress the gzip file: "),
+        "{reason}"
+    );
     let err = inputs::read_event_file(&bomb, cap).unwrap_err();
     assert!(
         matches!(err, inputs::ReadError::DecompressedTooLarge { cap: c } if c == cap),
@@ -297,4 +331,32 @@ fn a_gzip_file_that_decompresses_past_the_cap_or_not_at_all_is_rejected_saying_w
         reason.contains("cannot decompress the gzip file"),
         "{reason}"
     );
+}
+
+/// A new user's trial: a folder with no event file in it (empty, or only other files)
+/// gave `0 events` and no line at all, though every input that holds no event is a line.
+#[test]
+fn a_folder_without_event_files_is_one_rejected_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("trail.gz"), gzip(b"{}")).unwrap();
+    std::fs::write(other.join(".hidden.json"), b"{}").unwrap();
+    for folder in [&empty, &other] {
+        let got = all_lines(&mut replay(), folder);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].input, folder.display().to_string());
+        assert_eq!(got[0].verdict, Verdict::Rejected);
+        assert!(
+            got[0]
+                .reason
+                .as_deref()
+                .unwrap_or_default()
+                .starts_with("no event files in this folder"),
+            "{:?}",
+            got[0].reason
+        );
+    }
 }
