@@ -710,9 +710,11 @@ impl Summary {
             Verdict::Ignored => self.ignored += 1,
             Verdict::Rejected => self.rejected += 1,
         }
+        // A redelivered event (`duplicate`) was counted when it first came.
         if line.change.is_some()
             && line.verdict != Verdict::Rejected
             && line.reason.as_deref() != Some(Reason::FailedCall.as_str())
+            && line.reason.as_deref() != Some(Reason::Duplicate.as_str())
         {
             self.mutating += 1;
             self.with_ids += usize::from(!line.resource_ids.is_empty());
@@ -769,8 +771,8 @@ mod tests {
         l
     }
 
-    /// Issue 11, coverage as a number: failed calls and non-changes do not count as
-    /// mutating; the fallback's share is counted apart.
+    /// Issue 11, coverage as a number: failed calls, non-changes and redeliveries
+    /// (`duplicate`) do not count as mutating; the fallback's share is counted apart.
     #[test]
     fn coverage_counts_mutating_events_with_ids_and_matches() {
         let mut s = Summary::default();
@@ -795,6 +797,10 @@ mod tests {
             Some(Reason::FailedCall),
         ));
         s.add(&line(None, 1, true, Some(Reason::ReadOnly)));
+        // A new user's trial: the same events replayed twice counted twice (23
+        // mutating events for 14 distinct ones).
+        s.add(&line(Some(Change::Update), 2, true, Some(Reason::Duplicate)));
+        s.add(&line(Some(Change::Update), 1, false, Some(Reason::Duplicate)));
         assert_eq!(
             (s.mutating, s.with_ids, s.attributed, s.found_in_payload),
             (4, 2, 2, 1)
