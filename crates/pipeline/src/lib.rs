@@ -799,8 +799,18 @@ mod tests {
         s.add(&line(None, 1, true, Some(Reason::ReadOnly)));
         // A new user's trial: the same events replayed twice counted twice (23
         // mutating events for 14 distinct ones).
-        s.add(&line(Some(Change::Update), 2, true, Some(Reason::Duplicate)));
-        s.add(&line(Some(Change::Update), 1, false, Some(Reason::Duplicate)));
+        s.add(&line(
+            Some(Change::Update),
+            2,
+            true,
+            Some(Reason::Duplicate),
+        ));
+        s.add(&line(
+            Some(Change::Update),
+            1,
+            false,
+            Some(Reason::Duplicate),
+        ));
         assert_eq!(
             (s.mutating, s.with_ids, s.attributed, s.found_in_payload),
             (4, 2, 2, 1)
