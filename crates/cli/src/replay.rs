@@ -346,7 +346,7 @@ pub(crate) fn load_states(
         .block_on(states::read_all(&all))
         .map_err(|e| state_error(config, own, &e))?;
     let states: Vec<_> = fetched.into_iter().map(|f| f.state).collect();
-    estate::load_bytes(&states, LoadOptions { secrets: true }).map_err(|e| {
+    estate::load_bytes(&states, LoadOptions::new(true)).map_err(|e| {
         match driftreactor_serve::check::estate_error(config, &e) {
             Some(named) => anyhow::Error::new(named),
             None => anyhow::Error::new(e),

@@ -48,12 +48,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let names: Vec<&str> = workspaces.iter().map(|w| w.name()).collect();
     config.check_policy_workspaces(&names)?;
     let inputs: Vec<_> = fetched.into_iter().map(|f| f.state).collect();
-    let estate = estate::load_bytes(&inputs, LoadOptions { secrets: false }).map_err(|e| {
-        match check::estate_error(&config, &e) {
-            Some(named) => anyhow::Error::new(named),
-            None => anyhow::Error::new(e),
-        }
-    })?;
+    let estate =
+        estate::load_bytes(&inputs, LoadOptions::new(false)).map_err(
+            |e| match check::estate_error(&config, &e) {
+                Some(named) => anyhow::Error::new(named),
+                None => anyhow::Error::new(e),
+            },
+        )?;
     if args.connect {
         connect(&config, &registry)?;
     }

@@ -198,6 +198,30 @@ fn config_strictness_zero_queue_capacity_max_in_flight_and_max_batch_are_refused
     }
 }
 
+/// `[server] state_load_threads`: 0 (one thread) and a few are accepted; more than
+/// `MAX_STATE_LOAD_THREADS` is refused naming the field and why.
+#[test]
+fn config_strictness_state_load_threads_beyond_the_cap_are_refused() {
+    for ok in ["0", "2"] {
+        let (_dir, path) = config(&format!("[server]\nstate_load_threads = {ok}\n"));
+        let out = validate(&path);
+        assert!(
+            out.status.success(),
+            "{ok}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let (_dir, path) = config("[server]\nstate_load_threads = 65\n");
+    refused(
+        &validate(&path),
+        &path,
+        "server.state_load_threads",
+        "65 threads is more than 64",
+    );
+    let (_dir, path) = config("[server]\nstate_load_threads = -1\n");
+    refused(&validate(&path), &path, "server", "state_load_threads");
+}
+
 #[test]
 fn config_strictness_a_state_read_error_names_the_config_file_and_the_field() {
     let (dir, path) = config("");

@@ -298,11 +298,8 @@ mod tests {
     fn demo() -> StaticBackend {
         let state =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/aws/state/prod.tfstate");
-        let estate = estate::load(
-            &[StateFile::new("aws-prod", state)],
-            LoadOptions { secrets: true },
-        )
-        .unwrap();
+        let estate =
+            estate::load(&[StateFile::new("aws-prod", state)], LoadOptions::new(true)).unwrap();
         let policy = driftreactor_decide::Policy::compile(&Default::default()).unwrap();
         let pipeline = Pipeline::new(Arc::new(estate.graph), policy);
         StaticBackend::new(pipeline, Redactor::new(estate.secrets), None)

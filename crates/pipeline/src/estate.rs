@@ -149,13 +149,46 @@ impl From<SpooledState> for StateInput {
     }
 }
 
-/// What to read besides the graph.
+/// What to read besides the graph, and how.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LoadOptions {
     /// Also collect the states' sensitive values (for redaction: remediation on).
     /// Costs a parse of every instance's attributes, in the same pass.
     pub secrets: bool,
+    /// Worker threads that parse and prepare the states' resource elements while the
+    /// calling thread reads and commits them
+    /// ([`driftreactor_tfgraph::GraphBuilder::worker_threads`]: the same graph and the
+    /// same first error as on one thread); 0 (the default) parses on the calling
+    /// thread only. [`LoadOptions::auto_threads`] picks a number from the CPUs this
+    /// process may use.
+    pub threads: usize,
 }
+
+impl LoadOptions {
+    /// Options that collect sensitive values when `secrets` is true, with
+    /// [`LoadOptions::auto_threads`] worker threads.
+    pub fn new(secrets: bool) -> Self {
+        Self {
+            secrets,
+            threads: Self::auto_threads(),
+        }
+    }
+
+    /// The default number of load worker threads: one fewer than the CPUs this
+    /// process may use (`std::thread::available_parallelism`, which honours a
+    /// container's cgroup CPU quota and the affinity mask), at most
+    /// [`MAX_AUTO_LOAD_THREADS`]; 0 on a single CPU or when it cannot be told. The
+    /// calling thread reads, finds the elements and commits them in file order, so
+    /// beyond a few workers the gain is small (it is a quarter to a third of the work).
+    pub fn auto_threads() -> usize {
+        std::thread::available_parallelism()
+            .map_or(0, |n| n.get().saturating_sub(1))
+            .min(MAX_AUTO_LOAD_THREADS)
+    }
+}
+
+/// The most worker threads [`LoadOptions::auto_threads`] picks.
+pub const MAX_AUTO_LOAD_THREADS: usize = 3;
 
 /// The loaded estate: one graph over every workspace, the facts of each state, and
 /// their sensitive values when asked for.
@@ -290,8 +323,9 @@ fn build<'a, T: 'a>(
 fn builder(options: LoadOptions) -> GraphBuilder {
     // The few attributes the drift diff compares (`driftreactor_diff::kept_attributes`)
     // are kept in the same pass; nothing else of the attributes is.
-    let builder =
-        GraphBuilder::new(crate::identities()).keep_attributes(driftreactor_diff::kept_attributes);
+    let builder = GraphBuilder::new(crate::identities())
+        .keep_attributes(driftreactor_diff::kept_attributes)
+        .worker_threads(options.threads);
     if options.secrets {
         builder.collect_sensitive_values()
     } else {
@@ -326,7 +360,7 @@ mod tests {
         std::fs::write(&a, EMPTY).unwrap();
         std::fs::write(&b, SECRET).unwrap();
         let files = [StateFile::new("a", &a), StateFile::new("b", &b)];
-        let estate = load(&files, LoadOptions { secrets: true }).unwrap();
+        let estate = load(&files, LoadOptions::new(true)).unwrap();
         assert_eq!(estate.graph.len(), 1);
         let facts: Vec<_> = estate
             .states
@@ -358,7 +392,7 @@ mod tests {
             StateBytes::new("a", "s3://b/a.tfstate", EMPTY.as_bytes()),
             StateBytes::new("b", "gs://b/b.tfstate", SECRET.as_bytes()),
         ];
-        let estate = load_bytes(&states, LoadOptions { secrets: true }).unwrap();
+        let estate = load_bytes(&states, LoadOptions::new(true)).unwrap();
         assert_eq!(estate.graph.len(), 1);
         assert_eq!(estate.states[1].serial, 2);
         assert_eq!(estate.states[1].path, None);
@@ -382,6 +416,64 @@ mod tests {
         assert!(cause.contains("s3://b/prod.tfstate"), "{cause}");
     }
 
+    /// `threads` (`[server] state_load_threads`) changes how a state is parsed, never
+    /// what is loaded: the same nodes, identifiers, edges, kept attributes, states and
+    /// secrets as on one thread.
+    #[test]
+    fn load_worker_threads_build_the_estate_one_thread_builds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("synth.tfstate");
+        driftreactor_testkit::synth::write_state(&path, 2_000).unwrap();
+        let files = [StateFile::new("a", &path), StateFile::new("b", &path)];
+        let load_with = |threads| {
+            load(
+                &files,
+                LoadOptions {
+                    secrets: true,
+                    threads,
+                },
+            )
+            .unwrap()
+        };
+        let one = load_with(0);
+        assert!(one.graph.len() > 2_000, "{}", one.graph.len());
+        for threads in [1, 3] {
+            let many = load_with(threads);
+            assert_eq!(many.states, one.states);
+            assert_eq!(many.secrets, one.secrets);
+            assert_eq!(many.graph.len(), one.graph.len());
+            assert_eq!(many.graph.edge_count(), one.graph.edge_count());
+            for (id, (a, b)) in one.graph.nodes().iter().zip(many.graph.nodes()).enumerate() {
+                let id = driftreactor_tfgraph::NodeId(u32::try_from(id).unwrap());
+                assert_eq!(
+                    (&a.workspace, &a.address, &a.identities, &a.account),
+                    (&b.workspace, &b.address, &b.identities, &b.account)
+                );
+                assert_eq!(one.graph.dependencies(id), many.graph.dependencies(id));
+                assert_eq!(
+                    one.graph.kept_attributes(id),
+                    many.graph.kept_attributes(id)
+                );
+                for i in &a.identities {
+                    assert_eq!(one.graph.primary(i), many.graph.primary(i));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn auto_threads_leave_a_cpu_for_the_reader_and_stop_at_the_cap() {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let auto = LoadOptions::auto_threads();
+        assert_eq!(auto, (cpus - 1).min(MAX_AUTO_LOAD_THREADS));
+        assert_eq!(LoadOptions::new(true).threads, auto);
+        assert_eq!(
+            LoadOptions::default().threads,
+            0,
+            "a library default of one thread"
+        );
+    }
+
     #[test]
     fn spooled_copies_load_as_bytes_do() {
         let dir = tempfile::tempdir().unwrap();
@@ -391,12 +483,12 @@ mod tests {
             StateInput::from(StateBytes::new("a", "s3://b/a.tfstate", EMPTY.as_bytes())),
             StateInput::from(SpooledState::new("b", "gs://b/b.tfstate", &copy)),
         ];
-        let from_copy = load_inputs(&inputs, LoadOptions { secrets: true }).unwrap();
+        let from_copy = load_inputs(&inputs, LoadOptions::new(true)).unwrap();
         let bytes = [
             StateBytes::new("a", "s3://b/a.tfstate", EMPTY.as_bytes()),
             StateBytes::new("b", "gs://b/b.tfstate", SECRET.as_bytes()),
         ];
-        let from_bytes = load_bytes(&bytes, LoadOptions { secrets: true }).unwrap();
+        let from_bytes = load_bytes(&bytes, LoadOptions::new(true)).unwrap();
         assert_eq!(from_copy.graph.len(), from_bytes.graph.len());
         assert_eq!(from_copy.states, from_bytes.states);
         assert_eq!(from_copy.states[1].path, None, "the origin names it");
@@ -425,11 +517,7 @@ mod tests {
     fn errors_name_the_workspace_and_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("gone.tfstate");
-        let err = load(
-            &[StateFile::new("prod", &missing)],
-            LoadOptions { secrets: true },
-        )
-        .unwrap_err();
+        let err = load(&[StateFile::new("prod", &missing)], LoadOptions::new(true)).unwrap_err();
         let LoadError::State {
             workspace, path, ..
         } = &err;

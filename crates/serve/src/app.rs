@@ -140,7 +140,10 @@ pub async fn launch(
         Some(_) => None,
     };
     let remediation = remediation_enabled(&config);
-    let mut loader = PipelineLoader::from_config(&config);
+    let server: crate::ServerConfig = config
+        .section("server", config.server.as_ref())
+        .map_err(ServeError::ConfigFile)?;
+    let mut loader = PipelineLoader::from_config(&config).with_load_threads(server.load_threads());
     // Every workspace's state, read once through its source (file, object store,
     // HCP Terraform, command; the workspace sets listed once).
     let states = StateSet::open(&config)
@@ -151,17 +154,19 @@ pub async fn launch(
     // sets re-listed); both stay current once the service runs.
     // The states' sensitive values are read in any mode: every string the service
     // stores or answers passes the state redactor, also without remediation.
-    let estate = read_states(states.states()).await.map_err(|e| match &e {
-        ServeError::Model(crate::model::LoadError::State { workspace, source }) => {
-            crate::check::state_error(
-                &config,
-                workspace,
-                driftreactor_source::registry::chain(&**source),
-            )
-            .map_or(e, ServeError::ConfigFile)
-        }
-        _ => e,
-    })?;
+    let estate = read_states(states.states(), loader.load_threads())
+        .await
+        .map_err(|e| match &e {
+            ServeError::Model(crate::model::LoadError::State { workspace, source }) => {
+                crate::check::state_error(
+                    &config,
+                    workspace,
+                    driftreactor_source::registry::chain(&**source),
+                )
+                .map_or(e, ServeError::ConfigFile)
+            }
+            _ => e,
+        })?;
     let mut journal = None;
     let (remediation, redactor) = if remediation {
         // One journal handle for the service, the bookkeeping and the memory; the
@@ -232,8 +237,15 @@ pub async fn launch(
 }
 
 /// Builds the states once (graph and sensitive values), on a blocking thread.
-async fn read_states(states: Vec<StateInput>) -> Result<driftreactor_pipeline::Estate, ServeError> {
-    tokio::task::spawn_blocking(move || estate::load_inputs(&states, LoadOptions { secrets: true }))
+async fn read_states(
+    states: Vec<StateInput>,
+    threads: usize,
+) -> Result<driftreactor_pipeline::Estate, ServeError> {
+    let options = LoadOptions {
+        secrets: true,
+        threads,
+    };
+    tokio::task::spawn_blocking(move || estate::load_inputs(&states, options))
         .await
         .map_err(|e| ServeError::Model(LoadError::Aborted(e.to_string())))?
         .map_err(|e| ServeError::Model(crate::loader::load_error(e)))

@@ -148,6 +148,20 @@ pub fn check(
     ] {
         at_least_one(&invalid, field, value)?;
     }
+    if let Some(n) = server
+        .state_load_threads
+        .filter(|&n| n > crate::config::MAX_STATE_LOAD_THREADS)
+    {
+        return Err(invalid(
+            "server.state_load_threads".into(),
+            format!(
+                "{n} threads is more than {}: beyond a few workers the one thread that reads \
+                 and indexes the state is the limit (0: one thread; unset: one fewer than the \
+                 CPUs, at most 3)",
+                crate::config::MAX_STATE_LOAD_THREADS
+            ),
+        ));
+    }
     let journal = crate::journal_config(config).map_err(|e| named(&path, e))?;
     if let Err(driftreactor_journal::Error::Config { field, reason }) = journal.check() {
         return Err(invalid(format!("journal.{field}"), reason));

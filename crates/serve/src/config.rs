@@ -16,6 +16,9 @@ use crate::ServeError;
 /// makes sources wait (backpressure) rather than buffer without bound.
 pub const DEFAULT_QUEUE_CAPACITY: usize = 256;
 
+/// The most `[server] state_load_threads` accepted.
+pub const MAX_STATE_LOAD_THREADS: usize = 64;
+
 /// `[server]`: the HTTP server and the pipeline task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -40,6 +43,12 @@ pub struct ServerConfig {
     /// folder. Default: the system temporary folder (`TMPDIR`, else `/tmp`); set it to
     /// a disk volume where `/tmp` is a memory-backed tmpfs.
     pub state_spool_dir: Option<std::path::PathBuf>,
+    /// Worker threads that parse the states' resources while one thread reads and
+    /// indexes them, at start-up and on each rebuild (the same graph as on one
+    /// thread). 0: one thread. Default: one fewer than the CPUs the process may use
+    /// (its cgroup CPU quota counts), at most 3
+    /// ([`driftreactor_pipeline::estate::LoadOptions::auto_threads`]).
+    pub state_load_threads: Option<usize>,
     /// On SIGTERM / SIGINT, how long in-flight messages may take to finish, in seconds;
     /// what is still unanswered then is released (not acknowledged). Default 25.
     pub shutdown_grace_secs: u64,
@@ -88,6 +97,13 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
+    /// The load worker threads: `state_load_threads`, else
+    /// [`driftreactor_pipeline::estate::LoadOptions::auto_threads`].
+    pub fn load_threads(&self) -> usize {
+        self.state_load_threads
+            .unwrap_or_else(driftreactor_pipeline::estate::LoadOptions::auto_threads)
+    }
+
     /// The readiness rule for pull sources built from `source_degraded_failures` and
     /// `source_degraded_silence_secs`.
     pub fn health_policy(&self) -> driftreactor_source::HealthPolicy {
@@ -107,6 +123,7 @@ impl Default for ServerConfig {
             max_in_flight: 256,
             state_reload_secs: 10,
             state_spool_dir: None,
+            state_load_threads: None,
             shutdown_grace_secs: 25,
             push_timeout_secs: 20,
             header_read_timeout_secs: 5,

@@ -31,6 +31,8 @@ pub struct PipelineLoader {
     /// An estate already built (at start-up, for the remediator's secrets), used by
     /// the next [`ModelLoader::load`] instead of parsing the states again.
     primed: Mutex<Option<Estate>>,
+    /// Load worker threads ([`LoadOptions::threads`]).
+    threads: usize,
 }
 
 impl std::fmt::Debug for PipelineLoader {
@@ -48,12 +50,27 @@ impl PipelineLoader {
             policy,
             secrets: None,
             primed: Mutex::new(None),
+            threads: LoadOptions::auto_threads(),
         }
     }
 
     /// A loader with the config's `[principals]` / `[[policy]]`.
     pub fn from_config(config: &Config) -> Self {
         Self::new(config.policy_config())
+    }
+
+    /// Parses the states on `threads` worker threads besides the calling one
+    /// ([`LoadOptions::threads`]; `[server] state_load_threads`). Default
+    /// [`LoadOptions::auto_threads`].
+    #[must_use]
+    pub fn with_load_threads(mut self, threads: usize) -> Self {
+        self.threads = threads;
+        self
+    }
+
+    /// The load worker threads ([`PipelineLoader::with_load_threads`]).
+    pub fn load_threads(&self) -> usize {
+        self.threads
     }
 
     /// Also collects the states' sensitive values on every load and hands them to
@@ -73,6 +90,7 @@ impl PipelineLoader {
     pub fn read(&self, states: &[StateInput], secrets: bool) -> Result<Estate, LoadError> {
         let options = LoadOptions {
             secrets: secrets || self.secrets.is_some(),
+            threads: self.threads,
         };
         estate::load_inputs(states, options).map_err(load_error)
     }

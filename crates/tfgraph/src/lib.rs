@@ -251,8 +251,10 @@ impl GraphBuilder {
     /// `threads` worker threads while the calling thread reads the input, finds the
     /// elements and commits them in file order (the graph, its ids and the first error
     /// are those of a load on one thread); `0` (the default) does everything on the
-    /// calling thread. Off by default: on a 2-core machine shared with other work the
-    /// workers cost more than they gain (README, "Very large states").
+    /// calling thread. A library default: the product picks a number from the CPUs it
+    /// may use (`driftreactor_pipeline::estate::LoadOptions::auto_threads`, `[server]
+    /// state_load_threads`); on a machine whose cores are busy with other work the
+    /// workers gain nothing (README, "Very large states").
     #[must_use]
     pub fn worker_threads(mut self, threads: usize) -> Self {
         self.workers = Some(threads);
