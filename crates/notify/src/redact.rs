@@ -51,16 +51,53 @@ const SECRET_KEY_FRAGMENTS: &[&str] = &[
 /// Keys ending in `id`/`arn`/`name` that only name a secret (`AccessKeyId`,
 /// `SecretArn`, `KmsKeyName`) are still treated as secret-looking except `AccessKeyId`,
 /// which identifies rather than authenticates.
+///
+/// Called on every word of every text redacted ([`Redactor::text`]), so it neither
+/// allocates (for keys of up to [`NORMALIZED_KEY_BYTES`] letters and digits) nor
+/// searches once per fragment: one automaton over [`SECRET_KEY_FRAGMENTS`] scans the
+/// normalized key.
 pub fn is_secret_key(key: &str) -> bool {
-    let norm: String = key
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric())
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
-    if norm == "accesskeyid" {
+    // Lowercase letters and digits only; other bytes (`_`, `-`, `.`, spaces, UTF-8 of
+    // non-ASCII characters) dropped.
+    let mut buf = [0u8; NORMALIZED_KEY_BYTES];
+    let mut len = 0;
+    let mut spilled: Option<Vec<u8>> = None;
+    for b in key.bytes().filter(u8::is_ascii_alphanumeric) {
+        let b = b.to_ascii_lowercase();
+        match &mut spilled {
+            Some(v) => v.push(b),
+            None if len < buf.len() => {
+                buf[len] = b;
+                len += 1;
+            }
+            None => {
+                let mut v = buf.to_vec();
+                v.push(b);
+                spilled = Some(v);
+            }
+        }
+    }
+    let norm: &[u8] = spilled.as_deref().unwrap_or(&buf[..len]);
+    if norm.len() < SHORTEST_FRAGMENT || norm == b"accesskeyid" {
         return false;
     }
-    SECRET_KEY_FRAGMENTS.iter().any(|f| norm.contains(f))
+    secret_key_fragments().is_match(norm)
+}
+
+/// Letters and digits of a key [`is_secret_key`] normalizes without allocating.
+const NORMALIZED_KEY_BYTES: usize = 64;
+
+/// The length of the shortest of [`SECRET_KEY_FRAGMENTS`] (`token`): a shorter key
+/// holds none.
+const SHORTEST_FRAGMENT: usize = 5;
+
+/// One automaton over [`SECRET_KEY_FRAGMENTS`], built once.
+fn secret_key_fragments() -> &'static AhoCorasick {
+    static AUTOMATON: std::sync::OnceLock<AhoCorasick> = std::sync::OnceLock::new();
+    AUTOMATON.get_or_init(|| {
+        // A handful of short literals: building cannot fail.
+        AhoCorasick::new(SECRET_KEY_FRAGMENTS).unwrap_or_else(|e| unreachable!("{e}"))
+    })
 }
 
 /// Redacts known secret values and secret-looking keys. Cheap to clone; clones share
@@ -541,6 +578,65 @@ mod tests {
             "description",
         ] {
             assert!(!is_secret_key(k), "{k}");
+        }
+    }
+
+    /// The allocation-free [`is_secret_key`] answers as the plain definition does
+    /// (letters and digits lowercased, any fragment contained, `accesskeyid` excepted)
+    /// on keys of every length around its buffer, with non-ASCII characters and
+    /// separators, and with fragments split across them.
+    #[test]
+    fn secret_key_detection_agrees_with_its_definition_on_every_key_length() {
+        fn defined(key: &str) -> bool {
+            let norm: String = key
+                .chars()
+                .filter(char::is_ascii_alphanumeric)
+                .map(|c| c.to_ascii_lowercase())
+                .collect();
+            norm != "accesskeyid" && SECRET_KEY_FRAGMENTS.iter().any(|f| norm.contains(f))
+        }
+        assert_eq!(
+            SECRET_KEY_FRAGMENTS.iter().map(|f| f.len()).min(),
+            Some(SHORTEST_FRAGMENT)
+        );
+        let mut keys: Vec<String> = [
+            "",
+            "tok",
+            "token",
+            "TOKEN",
+            "t_o-k.e n",
+            "tokén",
+            "accessKeyId",
+            "access_key_id",
+            "AccessKeyIds",
+            "api-key",
+            "ApiKeyName",
+            "pass_wd",
+            "Ünïcode_Secret",
+            r"to\u00ken",
+        ]
+        .iter()
+        .map(|k| (*k).to_owned())
+        .collect();
+        for len in [
+            NORMALIZED_KEY_BYTES - 6,
+            NORMALIZED_KEY_BYTES - 3,
+            NORMALIZED_KEY_BYTES,
+            NORMALIZED_KEY_BYTES + 1,
+            4 * NORMALIZED_KEY_BYTES,
+        ] {
+            for fragment in ["secret", "none", "pass-word", "x"] {
+                keys.push(format!("{}{fragment}", "a".repeat(len)));
+                keys.push(format!(
+                    "{}_{fragment}_{}",
+                    "b".repeat(len / 2),
+                    "c".repeat(len)
+                ));
+                keys.push(format!("{fragment}{}", "é".repeat(len)));
+            }
+        }
+        for k in &keys {
+            assert_eq!(is_secret_key(k), defined(k), "{k:?}");
         }
     }
 
