@@ -543,6 +543,15 @@ impl ArmEventType {
     }
 }
 
+/// Whether the JSON text `body` may hold the string [`VALIDATION_EVENT`]: it contains
+/// its last dotted part as written, or a `\u` escape (with which any of its
+/// characters may be written).
+fn could_name_validation_event(body: &[u8]) -> bool {
+    const LAST_PART: &[u8] = b"SubscriptionValidationEvent";
+    let finder = |needle| memchr::memmem::find(body, needle).is_some();
+    finder(LAST_PART) || finder(br"\u")
+}
+
 /// See [`crate::subscription_validation_code`].
 pub(crate) fn validation_code(event: &[u8]) -> Option<String> {
     // Read with the lazy reader and nothing expanded: a push of real events costs one
@@ -558,6 +567,12 @@ pub(crate) fn validation_code(event: &[u8]) -> Option<String> {
         data.str("validationCode")
             .filter(|s| !s.is_empty())
             .map(str::to_owned)
+    }
+    // A body that spells the event type neither as written nor with a `\u` escape
+    // (the only other way to write its letters and dots in JSON) holds no validation
+    // event: real events are not parsed here at all.
+    if !could_name_validation_event(event) {
+        return None;
     }
     // Only a validation event alone in its batch is a handshake: the handshake is
     // answered without credentials, so a batch that also carries real events must
@@ -585,6 +600,17 @@ mod tests {
         assert_eq!(validation_code(v).as_deref(), Some("c"));
         let v = br#"[{"eventType":"Microsoft.Resources.ResourceWriteSuccess"}]"#;
         assert_eq!(validation_code(v), None);
+        // Escaped spellings of the type are still read as the type.
+        let v = br#"[{"eventType":"Microsoft.EventGrid.\u0053ubscriptionValidationEvent","data":{"validationCode":"e"}}]"#;
+        assert_eq!(validation_code(v).as_deref(), Some("e"));
+        let v = br#"{"type":"Microsoft.EventGrid.SubscriptionValidation\u0045vent","data":{"validationCode":"f"}}"#;
+        assert_eq!(validation_code(v).as_deref(), Some("f"));
+        let v = br#"{"eventType":"Microsoft.EventGrid.SubscriptionValidationEvents","data":{"validationCode":"g"}}"#;
+        assert_eq!(
+            validation_code(v),
+            None,
+            "another type that contains the name"
+        );
         let batch = br#"[{"eventType":"Microsoft.EventGrid.SubscriptionValidationEvent","data":{"validationCode":"c"}},{"eventType":"Microsoft.Resources.ResourceWriteSuccess"}]"#;
         assert_eq!(validation_code(batch), None, "not alone in its batch");
     }
