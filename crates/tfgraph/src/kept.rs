@@ -75,7 +75,12 @@ fn redact_path(kept: &mut Map<String, Value>, path: &Value) {
 /// The attributes of `keys` of one instance as a compact JSON object, values at the
 /// instance's `sensitive_attributes` paths replaced by the redaction marker; `None`
 /// when the instance has none of them. The raw text is searched for each `"key"`
-/// first, so an instance without them is not parsed.
+/// first, so an instance without them is not parsed; then a structural walk over the
+/// (already validated) top-level entries finds the kept values' text, and only those
+/// are parsed. Whatever the walk does not handle exactly like serde_json (an escaped
+/// key naming a kept attribute, very deep nesting, a value that does not parse, text
+/// the walk does not expect) is left to the full parse ([`keep_parsed`]), so the
+/// result, and the error, are always those of the full parse.
 pub(crate) fn keep(
     attributes: &RawValue,
     sensitive: Option<&RawValue>,
@@ -93,13 +98,20 @@ pub(crate) fn keep(
     if !present {
         return Ok(None);
     }
-    let mut de = serde_json::Deserializer::from_str(attributes.get());
-    let mut kept = match (&mut de).deserialize_map(Pick(keys)) {
-        Ok(m) => m,
-        // Not an object (`null`, a legacy shape): nothing to keep.
-        Err(e) if e.is_data() => return Ok(None),
-        Err(e) => return Err(e),
+    let kept = match pick_walk(attributes.get(), keys) {
+        Some(Walked::NotObject) => return Ok(None),
+        Some(Walked::Picked(kept)) => kept,
+        None => return keep_parsed(attributes, sensitive, keys),
     };
+    finish(kept, sensitive)
+}
+
+/// The kept attributes as serialized: `None` when there are none, else redacted by
+/// the `sensitive` paths and written compactly.
+fn finish(
+    mut kept: Map<String, Value>,
+    sensitive: Option<&RawValue>,
+) -> Result<Option<String>, serde_json::Error> {
     if kept.is_empty() {
         return Ok(None);
     }
@@ -113,6 +125,156 @@ pub(crate) fn keep(
     Ok(Some(
         serde_json::to_string(&kept).map_err(de::Error::custom)?,
     ))
+}
+
+/// [`keep`] by a full serde parse of `attributes` (the entries not kept skipped as
+/// [`IgnoredAny`]), without the raw-text pre-check: the reference the walk of
+/// [`keep`] must agree with, and its fallback.
+fn keep_parsed(
+    attributes: &RawValue,
+    sensitive: Option<&RawValue>,
+    keys: &[&str],
+) -> Result<Option<String>, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(attributes.get());
+    let kept = match (&mut de).deserialize_map(Pick(keys)) {
+        Ok(m) => m,
+        // Not an object (`null`, a legacy shape): nothing to keep.
+        Err(e) if e.is_data() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    finish(kept, sensitive)
+}
+
+/// What the structural walk of [`pick_walk`] found.
+enum Walked {
+    /// The attributes are not an object (`null`, a legacy shape): nothing is kept.
+    NotObject,
+    /// The kept entries, inserted in text order (the last of duplicates wins, as in
+    /// [`Pick`]).
+    Picked(Map<String, Value>),
+}
+
+/// Containers nested deeper than this (counted from a kept value) leave the value to
+/// the full parse, whose recursion limit (128, counted from the attributes object)
+/// then decides exactly as before.
+const WALK_MAX_DEPTH: usize = 100;
+
+/// Whether `b` is JSON whitespace.
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// The first index at or after `i` that is not whitespace.
+fn skip_ws(t: &[u8], mut i: usize) -> usize {
+    while t.get(i).copied().is_some_and(is_ws) {
+        i += 1;
+    }
+    i
+}
+
+/// The index just past the string whose opening quote is at `i`.
+fn string_end(t: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    loop {
+        let k = j + memchr::memchr2(b'"', b'\\', t.get(j..)?)?;
+        if t[k] == b'"' {
+            return Some(k + 1);
+        }
+        j = k + 2; // the escaped character (a `\uXXXX` escape has no quote or backslash)
+    }
+}
+
+/// The index just past the value starting at `i` of valid JSON, and the deepest
+/// container nesting inside it (0 for a scalar).
+fn value_end(t: &[u8], i: usize) -> Option<(usize, usize)> {
+    match *t.get(i)? {
+        b'"' => Some((string_end(t, i)?, 0)),
+        b'{' | b'[' => {
+            let (mut depth, mut max) = (0usize, 0usize);
+            let mut j = i;
+            loop {
+                match *t.get(j)? {
+                    b'"' => {
+                        j = string_end(t, j)?;
+                        continue;
+                    }
+                    b'{' | b'[' => {
+                        depth += 1;
+                        max = max.max(depth);
+                    }
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some((j + 1, max));
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+        }
+        _ => {
+            let mut j = i;
+            while t
+                .get(j)
+                .is_some_and(|&b| !matches!(b, b',' | b'}' | b']') && !is_ws(b))
+            {
+                j += 1;
+            }
+            (j > i).then_some((j, 0))
+        }
+    }
+}
+
+/// Walks the top-level entries of `text` (valid JSON: a [`RawValue`]) and parses the
+/// values of the entries named in `keys`. `None` when the full parse must decide: an
+/// escaped key naming a kept attribute (it unescapes to the name, but the raw-text
+/// pre-check of [`keep`] looks for the name as written), a kept value nested deeper
+/// than [`WALK_MAX_DEPTH`] or not parsing as a [`Value`] (its error is the full
+/// parse's), or text the walk does not expect.
+fn pick_walk(text: &str, keys: &[&str]) -> Option<Walked> {
+    let t = text.as_bytes();
+    let mut i = skip_ws(t, 0);
+    if t.get(i) != Some(&b'{') {
+        return Some(Walked::NotObject);
+    }
+    let mut out = Map::new();
+    i = skip_ws(t, i + 1);
+    if t.get(i) == Some(&b'}') {
+        return Some(Walked::Picked(out));
+    }
+    loop {
+        if t.get(i) != Some(&b'"') {
+            return None;
+        }
+        let key_end = string_end(t, i)?;
+        let raw_key = text.get(i + 1..key_end - 1)?;
+        i = skip_ws(t, key_end);
+        if t.get(i) != Some(&b':') {
+            return None;
+        }
+        let start = skip_ws(t, i + 1);
+        let (end, depth) = value_end(t, start)?;
+        if raw_key.contains('\\') {
+            let key: String =
+                serde_json::from_str(text.get(key_end - raw_key.len() - 2..key_end)?).ok()?;
+            if keys.contains(&key.as_str()) {
+                return None;
+            }
+        } else if keys.contains(&raw_key) {
+            if depth > WALK_MAX_DEPTH {
+                return None;
+            }
+            let v: Value = serde_json::from_str(text.get(start..end)?).ok()?;
+            out.insert(raw_key.to_owned(), v);
+        }
+        i = skip_ws(t, end);
+        match t.get(i) {
+            Some(b',') => i = skip_ws(t, i + 1),
+            Some(b'}') => return Some(Walked::Picked(out)),
+            _ => return None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -137,5 +299,225 @@ mod tests {
         );
         assert!(keep(&a, None, &["policy"]).unwrap().is_none());
         assert!(keep(&raw("null"), None, &["tags"]).unwrap().is_none());
+    }
+
+    /// What `keep` was before the walk: the raw-text pre-check, then the full parse.
+    fn reference(
+        attributes: &RawValue,
+        sensitive: Option<&RawValue>,
+        keys: &[&str],
+    ) -> Result<Option<String>, serde_json::Error> {
+        let text = attributes.get();
+        if !keys.iter().any(|k| text.contains(&format!("\"{k}\""))) {
+            return Ok(None);
+        }
+        keep_parsed(attributes, sensitive, keys)
+    }
+
+    /// `keep` and the `reference` agree, in their values and their errors.
+    fn agree(attributes: &str, sensitive: Option<&str>, keys: &[&str]) -> Option<String> {
+        let a = raw(attributes);
+        let s = sensitive.map(raw);
+        let fast = keep(&a, s.as_deref(), keys);
+        let full = reference(&a, s.as_deref(), keys);
+        match (&fast, &full) {
+            (Ok(x), Ok(y)) => assert_eq!(x, y, "{attributes}"),
+            (Err(x), Err(y)) => assert_eq!(x.to_string(), y.to_string(), "{attributes}"),
+            _ => panic!("{attributes}: {fast:?} vs {full:?}"),
+        }
+        fast.unwrap_or(None)
+    }
+
+    #[test]
+    fn the_walk_agrees_with_the_full_parse_on_tricky_attributes() {
+        let keys = &["tags", "policy", "acl"];
+        // Escaped quotes and backslashes in keys and values, a kept name nested and
+        // inside strings, whitespace everywhere.
+        let got = agree(
+            r#" { "a\"tags\"" : "x\\\"tags\":1" , "n": {"tags": {"inner": 1}},
+                 "s": "\"tags\": [", "tags" :{ "b\\k":"v\"\\", "a" : [1, 2.50, -3e2, true, null] },
+                 "policy":"{\"Statement\":[]}" , "z\\" : [ "]" , "}" , {"x":"{"} ] } "#,
+            None,
+            keys,
+        );
+        assert_eq!(
+            got.as_deref(),
+            Some(
+                r#"{"policy":"{\"Statement\":[]}","tags":{"a":[1,2.5,-300.0,true,null],"b\\k":"v\"\\"}}"#
+            )
+        );
+        // Duplicate keys: the last wins.
+        let got = agree(r#"{"tags":{"a":1},"x":2,"tags":{"b":2}}"#, None, keys);
+        assert_eq!(got.as_deref(), Some(r#"{"tags":{"b":2}}"#));
+        // Non-object attributes and kept names that are not top-level keys.
+        for a in [
+            "null",
+            r#""tags""#,
+            r#"["tags"]"#,
+            r#"{"x":{"tags":1}}"#,
+            r#"{"x":"\"tags\""}"#,
+            r#"{"x":["tags"]}"#,
+            "{}",
+            r#"{"tags":null}"#,
+            r#"{"tags":{}}"#,
+            r#"{"tags":[]}"#,
+            r#"{"tags":""}"#,
+            r#"{"tags":0}"#,
+        ] {
+            agree(a, None, keys);
+        }
+        // An escaped key that unescapes to a kept name (with and without the name also
+        // written plainly).
+        assert_eq!(agree(r#"{"t\u0061gs":{"a":1}}"#, None, keys), None);
+        assert_eq!(
+            agree(r#"{"t\u0061gs":{"a":1},"acl":"private"}"#, None, keys).as_deref(),
+            Some(r#"{"acl":"private","tags":{"a":1}}"#)
+        );
+        // Unicode escapes and non-ASCII text are re-escaped as serde_json writes them.
+        agree(
+            r#"{"tags":{"k\u00e9":"\u00e9\ud83d\ude00\u0001\t","é":"ü"}}"#,
+            None,
+            keys,
+        );
+        // Redaction of sensitive paths, also paths that miss.
+        agree(
+            r#"{"tags":{"k":"v","l":[1,{"m":2}]},"acl":"x"}"#,
+            Some(
+                r#"[[{"type":"get_attr","value":"tags"},{"type":"index","value":{"value":"l","type":"string"}},{"type":"index","value":{"value":1,"type":"number"}}],[{"type":"get_attr","value":"nope"}],[{"type":"get_attr","value":"acl"}]]"#,
+            ),
+            keys,
+        );
+        // Values that do not parse as a `Value` (out of range number, lone surrogate):
+        // the same error as the full parse (including its position).
+        assert!(keep(&raw(r#"{"x":1,"tags":{"a":1e999}}"#), None, keys).is_err());
+        agree(r#"{"x":1,"tags":{"a":1e999}}"#, None, keys);
+        agree(r#"{"x":1e999,"tags":{"a":1}}"#, None, keys);
+        agree(r#"{"tags":"\ud800"}"#, None, keys);
+        // Nesting near serde_json's recursion limit.
+        for depth in [99, 100, 101, 126, 127, 128, 200] {
+            let nested = format!(r#"{{"tags":{}1{}}}"#, "[".repeat(depth), "]".repeat(depth));
+            agree(&nested, None, keys);
+        }
+    }
+
+    /// A small deterministic generator of JSON text (no dependency): objects, arrays,
+    /// strings with escapes and kept names, numbers, literals, odd whitespace.
+    struct Gen(u64);
+
+    impl Gen {
+        fn next(&mut self, n: u64) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (self.0 >> 33) % n
+        }
+
+        fn ws(&mut self, out: &mut String) {
+            for _ in 0..self.next(3) {
+                out.push([' ', '\n', '\t', '\r'][self.next(4) as usize]);
+            }
+        }
+
+        fn string(&mut self, out: &mut String) {
+            const PARTS: &[&str] = &[
+                "tags", "acl", "policy", "a", "\\\"", "\\\\", "\\n", "\\u0041", "\\u00e9", "é",
+                "{", "}", "[", "]", ",", ":", " ", "\\/",
+            ];
+            out.push('"');
+            for _ in 0..self.next(4) {
+                out.push_str(PARTS[self.next(PARTS.len() as u64) as usize]);
+            }
+            out.push('"');
+        }
+
+        fn key(&mut self, out: &mut String) {
+            if self.next(2) == 0 {
+                let k = ["tags", "acl", "policy", "id"][self.next(4) as usize];
+                out.push('"');
+                out.push_str(k);
+                out.push('"');
+            } else {
+                self.string(out);
+            }
+        }
+
+        fn value(&mut self, out: &mut String, depth: u32) {
+            let kind = if depth > 3 {
+                self.next(5)
+            } else {
+                self.next(7)
+            };
+            match kind {
+                0 => self.string(out),
+                1 => out.push_str(
+                    ["0", "-1", "2.50", "1e3", "-0.0", "123456789012345678901"]
+                        [self.next(6) as usize],
+                ),
+                2 => out.push_str(["true", "false"][self.next(2) as usize]),
+                3 => out.push_str("null"),
+                4 => self.string(out),
+                5 => {
+                    out.push('[');
+                    for i in 0..self.next(4) {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        self.ws(out);
+                        self.value(out, depth + 1);
+                        self.ws(out);
+                    }
+                    out.push(']');
+                }
+                _ => self.object(out, depth + 1),
+            }
+        }
+
+        fn object(&mut self, out: &mut String, depth: u32) {
+            out.push('{');
+            self.ws(out);
+            for i in 0..self.next(6) {
+                if i > 0 {
+                    out.push(',');
+                    self.ws(out);
+                }
+                self.key(out);
+                self.ws(out);
+                out.push(':');
+                self.ws(out);
+                self.value(out, depth);
+                self.ws(out);
+            }
+            out.push('}');
+        }
+    }
+
+    #[test]
+    fn the_walk_agrees_with_the_full_parse_on_generated_attributes() {
+        let mut g = Gen(0x5eed);
+        let mut kept = 0;
+        for _ in 0..20_000 {
+            let mut text = String::new();
+            g.ws(&mut text);
+            if g.next(20) == 0 {
+                g.value(&mut text, 0);
+            } else {
+                g.object(&mut text, 0);
+            }
+            g.ws(&mut text);
+            if RawValue::from_string(text.clone()).is_err() {
+                continue;
+            }
+            let a = raw(&text);
+            let keys = &["tags", "acl", "policy"];
+            let fast = keep(&a, None, keys).map_err(|e| e.to_string());
+            let full = reference(&a, None, keys).map_err(|e| e.to_string());
+            assert_eq!(fast, full, "{text}");
+            kept += usize::from(matches!(fast, Ok(Some(_))));
+        }
+        assert!(
+            kept > 1_000,
+            "only {kept} generated instances kept anything"
+        );
     }
 }
