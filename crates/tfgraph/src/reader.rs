@@ -333,6 +333,22 @@ impl<'o, R: Read> Reader<'o, R> {
         }
     }
 
+    /// The resource element at the cursor parsed straight from the buffered input,
+    /// and the index where it ends: one pass over its text instead of a scan for its
+    /// extent ([`Reader::value_end`]) and then the parse. `None` when that does not
+    /// give the element: it goes on past the buffered input, or it is bad (the caller
+    /// then finds its extent and parses it as before, which reads more input or gives
+    /// the error as before). The element's text is checked to be UTF-8 as a whole, as
+    /// [`parse_fragment`] does (serde_json only checks the strings it reads).
+    fn parse_in_place(&self) -> Option<(RawResource<'_>, usize)> {
+        let rest = &self.buf[self.pos..self.end];
+        let mut stream = serde_json::Deserializer::from_slice(rest).into_iter::<RawResource<'_>>();
+        let resource = stream.next()?.ok()?;
+        let len = stream.byte_offset();
+        std::str::from_utf8(rest.get(..len)?).ok()?;
+        Some((resource, self.pos + len))
+    }
+
     /// Deserializes `buf[start..end]`, mapping errors to positions in the file.
     fn parse<'s, T: Deserialize<'s>>(&'s self, start: usize, end: usize) -> Result<T> {
         parse_fragment(self.origin, &self.buf[start..end], || self.line_col(start))
@@ -563,11 +579,16 @@ impl<'o, R: Read> Reader<'o, R> {
         }
         loop {
             self.peek()?;
-            let end = self.value_end()?;
-            if end == self.pos {
-                return Err(self.syntax(self.pos, "expected a resource object"));
-            }
-            let resource: RawResource<'_> = self.parse(self.pos, end)?;
+            let (resource, end) = match self.parse_in_place() {
+                Some(parsed) => parsed,
+                None => {
+                    let end = self.value_end()?;
+                    if end == self.pos {
+                        return Err(self.syntax(self.pos, "expected a resource object"));
+                    }
+                    (self.parse::<RawResource<'_>>(self.pos, end)?, end)
+                }
+            };
             if let Err(e) = loader.add_resource(resource) {
                 return Err(self.json_error(self.pos, &e));
             }

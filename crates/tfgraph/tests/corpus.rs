@@ -886,3 +886,44 @@ fn states_accepted_though_wrong_are_errors_naming_file_and_field() {
             .unwrap_or_else(|e| panic!("{doc}: {e}"));
     }
 }
+
+/// A byte that is not UTF-8 inside a resource element is an error wherever it is,
+/// also in a string no field reads (`private`, an unknown field) and whichever way the
+/// element is read (parsed in place from the buffer, or measured then parsed when it
+/// crosses a chunk boundary), at its position in the file.
+#[test]
+fn a_byte_that_is_not_utf8_in_a_skipped_string_is_an_error() {
+    for field in ["private", "unknown_field"] {
+        let text = format!(
+            "{{\"version\": 4, \"serial\": 1, \"lineage\": \"l\", \"resources\": [\n\
+             {{\"mode\": \"managed\", \"type\": \"aws_vpc\", \"name\": \"a\", \"instances\": [{{\"attributes\": {{\"id\": \"vpc-1\"}}}}]}},\n\
+             {{\"mode\": \"managed\", \"type\": \"aws_vpc\", \"name\": \"b\", \"instances\": [{{\"attributes\": {{\"id\": \"vpc-2\"}}, \"{field}\": \"ab#cd\"}}]}}\n]}}"
+        );
+        let mut bytes = text.into_bytes();
+        let at = bytes.iter().position(|&b| b == b'#').expect("marker");
+        bytes[at] = 0xff;
+        for step in [1, 7, 1 << 20] {
+            let mut b = GraphBuilder::new(vec![]);
+            let err = b
+                .add_state_reader(
+                    "ws",
+                    "bad.json",
+                    Trickle {
+                        bytes: &bytes,
+                        step,
+                    },
+                )
+                .expect_err("not UTF-8");
+            let msg = err.to_string();
+            assert!(
+                msg.contains("not UTF-8") && msg.contains("line 3, column"),
+                "{field} step {step}: {msg}"
+            );
+        }
+        let mut b = GraphBuilder::new(vec![]);
+        let err = b
+            .add_state_bytes("ws", "bad.json", &bytes)
+            .expect_err("not UTF-8");
+        assert!(err.to_string().contains("not UTF-8"), "{err}");
+    }
+}
