@@ -410,6 +410,9 @@ impl GraphBuilder {
             loader.secrets = Some(sensitive::Found::default());
         }
         loader.keep = self.keep;
+        if let Some(bytes) = size_hint {
+            loader.reserve_for(bytes);
+        }
         Reader::new(origin, path, src, size_hint)
             .with_workers(workers)
             .read_state(&mut loader)?;

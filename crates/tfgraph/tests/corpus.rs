@@ -927,3 +927,50 @@ fn a_byte_that_is_not_utf8_in_a_skipped_string_is_an_error() {
         assert!(err.to_string().contains("not UTF-8"), "{err}");
     }
 }
+
+/// Two instances with one address (a deposed object next to the current one, as a
+/// repeated resource block or a repeated `index_key`) are one node: the identities of
+/// both, the kept attributes of the first, one dependency list, whether the state is
+/// read with its length known (the loader reserves room) or not.
+#[test]
+fn instances_sharing_an_address_are_one_node() {
+    let text = r#"{"version": 4, "serial": 1, "lineage": "l", "resources": [
+        {"mode": "managed", "type": "aws_s3_bucket", "name": "b", "instances": [
+            {"index_key": 0, "attributes": {"id": "one", "tags": {"n": "1"}}},
+            {"index_key": 0, "attributes": {"id": "two", "tags": {"n": "2"}}, "dependencies": ["aws_s3_bucket.c"]}]},
+        {"mode": "managed", "type": "aws_s3_bucket", "name": "c", "instances": [
+            {"attributes": {"id": "three"}}]},
+        {"mode": "managed", "type": "aws_s3_bucket", "name": "b", "instances": [
+            {"index_key": 0, "attributes": {"id": "four"}},
+            {"index_key": 1, "attributes": {"id": "five"}}]}
+    ]}"#;
+    let builder = || GraphBuilder::new(vec![Box::new(IdArn)]).keep_attributes(|_| &["tags"]);
+    let mut known = builder();
+    known
+        .add_state_bytes("ws", "dup.json", text.as_bytes())
+        .expect("loads");
+    let mut unknown = builder();
+    unknown
+        .add_state_reader(
+            "ws",
+            "dup.json",
+            Trickle {
+                bytes: text.as_bytes(),
+                step: 1 << 20,
+            },
+        )
+        .expect("loads");
+    for g in [known.build(), unknown.build()] {
+        assert_eq!(g.len(), 3);
+        let b0 = node(&g, "ws", "aws_s3_bucket.b[0]");
+        let ids: Vec<&str> = g.node(b0).identities.iter().map(|i| &**i).collect();
+        assert_eq!(ids, ["one", "two", "four"]);
+        assert_eq!(g.kept_attributes(b0), Some(r#"{"tags":{"n":"1"}}"#));
+        for id in ["one", "two", "four"] {
+            assert_eq!(g.primary(id), [b0], "{id}");
+        }
+        let c = node(&g, "ws", "aws_s3_bucket.c");
+        assert_eq!(g.dependencies(b0), [c]);
+        assert_eq!(addr(&g, g.primary("five")[0]), "aws_s3_bucket.b[1]");
+    }
+}
