@@ -38,18 +38,19 @@ impl<'de, 'k> Visitor<'de> for Pick<'k> {
     }
 }
 
+/// The attribute a `sensitive_attributes` path starts at (its first step's `value`),
+/// when it names one.
+fn first_step(path: &Value) -> Option<&str> {
+    path.as_array()?.first()?.get("value")?.as_str()
+}
+
 /// Replaces the value at a `sensitive_attributes` path (Terraform's list of steps,
 /// `{"type": "get_attr", "value": "tags"}`, `{"type": "index", "value": {"value": 0,
 /// "type": "number"}}`) inside `kept` with the redaction marker; a path outside the
 /// kept attributes does nothing.
 fn redact_path(kept: &mut Map<String, Value>, path: &Value) {
-    let Some(steps) = path.as_array() else { return };
-    let Some((first, rest)) = steps.split_first() else {
-        return;
-    };
-    let Some(name) = first.get("value").and_then(Value::as_str) else {
-        return;
-    };
+    let Some(name) = first_step(path) else { return };
+    let rest = path.as_array().map_or(&[][..], |steps| &steps[1..]);
     let Some(mut at) = kept.get_mut(name) else {
         return;
     };
@@ -116,9 +117,21 @@ pub(crate) fn keep(
         }
         same
     });
-    if sensitive.is_none_or(|r| r.get() == "[]")
-        && let Some(copied) = copy_kept(text, &picked)
-    {
+    // The sensitive paths, parsed as `finish` parses them (when they do not parse,
+    // the full parse gives the error it gave, after any of the kept values').
+    let paths: Vec<Value> = match sensitive.filter(|r| r.get() != "[]") {
+        None => Vec::new(),
+        Some(raw) => match serde_json::from_str(raw.get()) {
+            Ok(Value::Array(paths)) => paths,
+            Ok(_) => Vec::new(),
+            Err(_) => return keep_parsed(attributes, sensitive, keys),
+        },
+    };
+    // Copied unless some path leads into a kept value (`user_data` does not).
+    let redacts = paths
+        .iter()
+        .any(|p| first_step(p).is_some_and(|name| picked.iter().any(|&(key, _)| key == name)));
+    if !redacts && let Some(copied) = copy_kept(text, &picked) {
         return Ok(Some(copied));
     }
     let mut kept = Map::new();
@@ -132,7 +145,12 @@ pub(crate) fn keep(
         };
         kept.insert(key.to_owned(), value);
     }
-    finish(kept, sensitive)
+    for p in &paths {
+        redact_path(&mut kept, p);
+    }
+    Ok(Some(
+        serde_json::to_string(&kept).map_err(de::Error::custom)?,
+    ))
 }
 
 /// The kept entries `picked` (sorted by key, each key once, values starting at the
@@ -156,11 +174,25 @@ fn copy_kept(text: &str, picked: &[(&str, usize)]) -> Option<String> {
     Some(out)
 }
 
+/// Whether every escape in the string text `s` is one serde_json writes back the same
+/// once unescaped: `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t` (not `\/`, written `/`,
+/// nor `\u`, written as the character or in another form).
+fn escapes_written_as_read(s: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(k) = s.get(i..).and_then(|rest| memchr::memchr(b'\\', rest)) {
+        match s.get(i + k + 1) {
+            Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => i += k + 2,
+            _ => return false,
+        }
+    }
+    true
+}
+
 /// Copies the value at `text[i..]` (valid JSON) to `out` without white space, and
 /// returns the index past it, when serde_json writes it back exactly so once parsed
-/// into a [`Value`]: strings without escapes (serde_json writes `\"`, `\\` and control
-/// characters escaped, anything else as is, so a string without a backslash is
-/// written as it reads), integers that parse as an `i64` or `u64` (not `-0`, a
+/// into a [`Value`]: strings whose escapes are written back the same
+/// ([`escapes_written_as_read`]: serde_json escapes `"`, `\\` and control characters,
+/// `\b` `\f` `\n` `\r` `\t` in their short form, and writes anything else as is), integers that parse as an `i64` or `u64` (not `-0`, a
 /// float), `true`, `false`, `null`, and arrays and objects of those, an object's keys
 /// strictly in order (a [`Map`] sorts them and keeps one of each). `None` for
 /// anything else (escapes, floats, unsorted or repeated keys): the value is parsed
@@ -171,7 +203,7 @@ fn copy_value(text: &str, i: usize, out: &mut String) -> Option<usize> {
         b'"' => {
             let end = string_end(t, i)?;
             let s = text.get(i..end)?;
-            if s.contains('\\') {
+            if !escapes_written_as_read(s.as_bytes()) {
                 return None;
             }
             out.push_str(s);
@@ -665,10 +697,18 @@ mod tests {
             }
             let a = raw(&text);
             let keys = &["tags", "acl", "policy"];
-            // Now and then sensitive paths (the parsed route, with redaction).
-            let s = (g.next(4) == 0).then(|| {
-                raw(r#"[[{"type":"get_attr","value":"tags"},{"type":"index","value":{"value":"a","type":"string"}}],[{"type":"get_attr","value":"acl"},{"type":"index","value":{"value":0,"type":"number"}}]]"#)
-            });
+            // Now and then sensitive paths: into kept values (redacted, the parsed
+            // route), elsewhere (copied), odd shapes, not parsing.
+            const SENSITIVE: &[&str] = &[
+                r#"[[{"type":"get_attr","value":"tags"},{"type":"index","value":{"value":"a","type":"string"}}],[{"type":"get_attr","value":"acl"},{"type":"index","value":{"value":0,"type":"number"}}]]"#,
+                r#"[[{"type":"get_attr","value":"id"}]]"#,
+                r#"[[{"type":"get_attr","value":"policy"}],[],{"value":"acl"},[{"value":1}]]"#,
+                r#"{"value":"tags"}"#,
+                "[]",
+                r#"[[{"type":"get_attr","value":"tags"}],[{"value":1e999}]]"#,
+            ];
+            let s =
+                (g.next(3) == 0).then(|| raw(SENSITIVE[g.next(SENSITIVE.len() as u64) as usize]));
             let fast = keep(&a, s.as_deref(), keys).map_err(|e| e.to_string());
             let full = reference(&a, s.as_deref(), keys).map_err(|e| e.to_string());
             assert_eq!(fast, full, "{text}");
@@ -695,8 +735,13 @@ mod tests {
                 v.len()
             ))
         );
+        assert_eq!(
+            copied(r#""a\"b\\c\n\t\r\b\f""#).map(|(s, _)| s),
+            Some(r#""a\"b\\c\n\t\r\b\f""#.to_owned())
+        );
         for v in [
-            r#""a\"b""#,
+            r#""\/""#,
+            r#""a\\\u0041""#,
             r#""\u0041""#,
             "1.0",
             "1e3",
