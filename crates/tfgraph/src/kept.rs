@@ -75,35 +75,23 @@ fn redact_path(kept: &mut Map<String, Value>, path: &Value) {
 
 /// The attributes of `keys` of one instance as a compact JSON object, values at the
 /// instance's `sensitive_attributes` paths replaced by the redaction marker; `None`
-/// when the instance has none of them. The raw text is searched for each `"key"`
-/// first, so an instance without them is not parsed; then a structural walk over the
-/// (already validated) top-level entries finds the kept values' text, and only those
-/// are parsed. Whatever the walk does not handle exactly like serde_json (an escaped
-/// key naming a kept attribute, very deep nesting, a value that does not parse, text
-/// the walk does not expect) is left to the full parse ([`keep_parsed`]), so the
-/// result, and the error, are always those of the full parse.
+/// when the instance has none of them. A structural walk over the (already
+/// validated) top-level entries finds the kept values' text; values serde_json writes
+/// back as they read are copied, others parsed. Whatever the walk does not handle
+/// exactly like serde_json (an escaped key naming a kept attribute, very deep
+/// nesting, a value that does not parse, text the walk does not expect) is left to
+/// the full parse ([`keep_checked`]), so the result, and the error, are always those
+/// of the full parse.
 pub(crate) fn keep(
     attributes: &RawValue,
     sensitive: Option<&RawValue>,
     keys: &[&str],
 ) -> Result<Option<String>, serde_json::Error> {
-    let text = attributes.get().as_bytes();
-    let mut quoted = Vec::with_capacity(32);
-    let present = keys.iter().any(|k| {
-        quoted.clear();
-        quoted.push(b'"');
-        quoted.extend_from_slice(k.as_bytes());
-        quoted.push(b'"');
-        memchr::memmem::find(text, &quoted).is_some()
-    });
-    if !present {
-        return Ok(None);
-    }
     let text = attributes.get();
     let mut picked = match pick_walk(text, keys) {
         Some(Walked::NotObject) => return Ok(None),
         Some(Walked::Picked(picked)) => picked,
-        None => return keep_parsed(attributes, sensitive, keys),
+        None => return keep_checked(attributes, sensitive, keys),
     };
     if picked.is_empty() {
         return Ok(None);
@@ -310,6 +298,30 @@ fn finish(
     ))
 }
 
+/// What [`keep`] gave before the walk: `None` unless the raw text has some kept
+/// name as written (`"tags"`), else [`keep_parsed`]. The fallback of the walk when
+/// it cannot decide: an escaped key that unescapes to a kept name is kept only when
+/// some kept name is also written plainly.
+fn keep_checked(
+    attributes: &RawValue,
+    sensitive: Option<&RawValue>,
+    keys: &[&str],
+) -> Result<Option<String>, serde_json::Error> {
+    let text = attributes.get().as_bytes();
+    let mut quoted = Vec::with_capacity(32);
+    let present = keys.iter().any(|k| {
+        quoted.clear();
+        quoted.push(b'"');
+        quoted.extend_from_slice(k.as_bytes());
+        quoted.push(b'"');
+        memchr::memmem::find(text, &quoted).is_some()
+    });
+    if !present {
+        return Ok(None);
+    }
+    keep_parsed(attributes, sensitive, keys)
+}
+
 /// [`keep`] by a full serde parse of `attributes` (the entries not kept skipped as
 /// [`IgnoredAny`]), without the raw-text pre-check: the reference the walk of
 /// [`keep`] must agree with, and its fallback.
@@ -408,10 +420,38 @@ fn value_end(t: &[u8], i: usize) -> Option<(usize, usize)> {
     }
 }
 
+/// The index just past the value at `i` of valid JSON, its nesting not measured: a
+/// container by counting its own kind of bracket outside strings (the other kind
+/// balances inside it), which lets `memchr` jump over everything else.
+fn skip_value(t: &[u8], i: usize) -> Option<usize> {
+    let (open, close) = match *t.get(i)? {
+        b'{' => (b'{', b'}'),
+        b'[' => (b'[', b']'),
+        _ => return value_end(t, i).map(|(end, _)| end),
+    };
+    let mut depth = 0usize;
+    let mut j = i;
+    loop {
+        let k = j + memchr::memchr3(b'"', open, close, t.get(j..)?)?;
+        if t[k] == b'"' {
+            j = string_end(t, k)?;
+        } else if t[k] == open {
+            depth += 1;
+            j = k + 1;
+        } else {
+            depth = depth.checked_sub(1)?;
+            j = k + 1;
+            if depth == 0 {
+                return Some(j);
+            }
+        }
+    }
+}
+
 /// Walks the top-level entries of `text` (valid JSON: a [`RawValue`]) and finds the
 /// values of the entries named in `keys`. `None` when the full parse must decide: an
 /// escaped key naming a kept attribute (it unescapes to the name, but the raw-text
-/// pre-check of [`keep`] looks for the name as written), a kept value nested deeper
+/// pre-check of [`keep_checked`] looks for the name as written), a kept value nested deeper
 /// than [`WALK_MAX_DEPTH`], or text the walk does not expect.
 fn pick_walk<'t>(text: &'t str, keys: &[&str]) -> Option<Walked<'t>> {
     let t = text.as_bytes();
@@ -435,19 +475,23 @@ fn pick_walk<'t>(text: &'t str, keys: &[&str]) -> Option<Walked<'t>> {
             return None;
         }
         let start = skip_ws(t, i + 1);
-        let (end, depth) = value_end(t, start)?;
-        if raw_key.contains('\\') {
+        let end = if raw_key.as_bytes().contains(&b'\\') {
             let key: String =
                 serde_json::from_str(text.get(key_end - raw_key.len() - 2..key_end)?).ok()?;
             if keys.contains(&key.as_str()) {
                 return None;
             }
+            skip_value(t, start)?
         } else if keys.contains(&raw_key) {
+            let (end, depth) = value_end(t, start)?;
             if depth > WALK_MAX_DEPTH {
                 return None;
             }
             out.push((raw_key, start));
-        }
+            end
+        } else {
+            skip_value(t, start)?
+        };
         i = skip_ws(t, end);
         match t.get(i) {
             Some(b',') => i = skip_ws(t, i + 1),
