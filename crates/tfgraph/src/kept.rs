@@ -366,11 +366,24 @@ fn skip_ws(t: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// Bytes of a string looked at one by one before `memchr` takes over: most keys and
+/// values are shorter, and a plain loop over them beats a `memchr` call's setup.
+const SHORT: usize = 32;
+
 /// The index just past the string whose opening quote is at `i`.
 fn string_end(t: &[u8], i: usize) -> Option<usize> {
     let mut j = i + 1;
     loop {
-        let k = j + memchr::memchr2(b'"', b'\\', t.get(j..)?)?;
+        let rest = t.get(j..)?;
+        let k = match rest
+            .iter()
+            .take(SHORT)
+            .position(|&b| b == b'"' || b == b'\\')
+        {
+            Some(k) => k,
+            None => SHORT + memchr::memchr2(b'"', b'\\', rest.get(SHORT..)?)?,
+        };
+        let k = j + k;
         if t[k] == b'"' {
             return Some(k + 1);
         }
@@ -649,7 +662,8 @@ mod tests {
                 "{", "}", "[", "]", ",", ":", " ", "\\/",
             ];
             out.push('"');
-            for _ in 0..self.next(4) {
+            // Up to 14 parts: also strings longer than `SHORT`.
+            for _ in 0..self.next(4) + 10 * self.next(2) {
                 out.push_str(PARTS[self.next(PARTS.len() as u64) as usize]);
             }
             out.push('"');
@@ -811,5 +825,22 @@ mod tests {
         m.insert("a".to_owned(), Value::Null);
         m.insert(String::new(), Value::Null);
         assert_eq!(m.keys().collect::<Vec<_>>(), ["", "a", "b"]);
+    }
+
+    #[test]
+    fn string_ends_are_found_past_escapes_short_and_long() {
+        for s in [
+            r#""""#,
+            r#""a\"b""#,
+            r#""a\\""#,
+            r#""0123456789012345678901234567890123456789""#,
+            r#""0123456789012345678901234567890123456789\"x\\\"""#,
+            r#""01234567890123456789012345678901234567\\""#,
+            r#""0123456789012345678901234567890\"23456789""#,
+        ] {
+            let text = format!("{s},1");
+            assert_eq!(string_end(text.as_bytes(), 0), Some(s.len()), "{s}");
+        }
+        assert_eq!(string_end(br#""unterminated\""#, 0), None);
     }
 }

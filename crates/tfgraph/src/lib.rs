@@ -433,6 +433,9 @@ impl GraphBuilder {
         let base = u32::try_from(self.nodes.len()).unwrap_or(u32::MAX);
         let instances = loaded.nodes.len();
         let global = |local: u32| NodeId(base.saturating_add(local));
+        // Room for every identity at once (not one doubling and rehash at a time).
+        let identities = loaded.nodes.iter().map(|n| n.identities.len()).sum();
+        self.primary.map.reserve(identities);
         for (i, node) in loaded.nodes.iter().enumerate() {
             let id = global(u32::try_from(i).unwrap_or(u32::MAX));
             for ident in &node.identities {
