@@ -974,3 +974,32 @@ fn instances_sharing_an_address_are_one_node() {
         assert_eq!(addr(&g, g.primary("five")[0]), "aws_s3_bucket.b[1]");
     }
 }
+
+/// Instances with the same kept attributes share one allocation, whether they follow
+/// each other or not.
+#[test]
+fn equal_kept_attributes_share_one_allocation() {
+    let text = r#"{"version": 4, "serial": 1, "lineage": "l", "resources": [
+        {"mode": "managed", "type": "aws_s3_bucket", "name": "a", "instances": [
+            {"index_key": 0, "attributes": {"id": "a0", "tags": {"n": "1"}}},
+            {"index_key": 1, "attributes": {"id": "a1", "tags": {"n": "1"}}},
+            {"index_key": 2, "attributes": {"id": "a2", "tags": {"n": "2"}}}]},
+        {"mode": "managed", "type": "aws_s3_bucket", "name": "b", "instances": [
+            {"attributes": {"id": "b", "tags": {"n": "1"}}}]}
+    ]}"#;
+    let mut b = GraphBuilder::new(vec![]).keep_attributes(|_| &["tags"]);
+    b.add_state_bytes("ws", "kept.json", text.as_bytes())
+        .expect("loads");
+    let g = b.build();
+    let kept = |address: &str| {
+        g.kept_attributes(node(&g, "ws", address))
+            .expect("kept attributes")
+    };
+    let one = kept("aws_s3_bucket.a[0]");
+    assert_eq!(one, r#"{"tags":{"n":"1"}}"#);
+    assert_eq!(kept("aws_s3_bucket.a[2]"), r#"{"tags":{"n":"2"}}"#);
+    for address in ["aws_s3_bucket.a[1]", "aws_s3_bucket.b"] {
+        assert_eq!(kept(address), one);
+        assert!(std::ptr::eq(kept(address), one), "{address}");
+    }
+}

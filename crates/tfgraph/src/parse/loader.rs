@@ -117,6 +117,8 @@ pub(crate) struct Loader<'b> {
     pub keep: Option<crate::kept::AttributeSelector>,
     /// The one-element batch of [`Loader::add_resource`], reused.
     prepared: Prepared,
+    /// The kept attributes last interned.
+    last_kept: Option<Arc<str>>,
 }
 
 /// A string in [`Prepared::text`]: start and end byte offsets.
@@ -358,6 +360,7 @@ impl<'b> Loader<'b> {
             secrets: None,
             keep: None,
             prepared: Prepared::default(),
+            last_kept: None,
         }
     }
 
@@ -522,7 +525,17 @@ impl<'b> Loader<'b> {
                     Kept::Some(span) => {
                         let kept = at(&p.text, span);
                         // Interned: instances with the same tags share one allocation.
-                        self.out.kept.push((id, self.interner.get(kept)));
+                        // The instances of one resource block mostly have the same
+                        // ones: the last interned is compared first (no hash look-up).
+                        let interned = match &self.last_kept {
+                            Some(last) if **last == *kept => Arc::clone(last),
+                            _ => {
+                                let interned = self.interner.get(kept);
+                                self.last_kept = Some(Arc::clone(&interned));
+                                interned
+                            }
+                        };
+                        self.out.kept.push((id, interned));
                     }
                     Kept::Err(e) => return Err(*e),
                 }
