@@ -124,8 +124,11 @@ pub(crate) fn keep(
     }
     let mut kept = Map::new();
     for &(key, start) in &picked {
+        // Nested deeper than the walk answers for: the full parse decides.
+        let shallow = value_end(text.as_bytes(), start).is_some_and(|(_, d)| d <= WALK_MAX_DEPTH);
         let Some(value) = text
             .get(start..)
+            .filter(|_| shallow)
             .and_then(|rest| serde_json::Deserializer::from_str(rest).into_iter().next())
             .and_then(Result::ok)
         else {
@@ -156,7 +159,7 @@ fn copy_kept(text: &str, picked: &[(&str, usize)]) -> Option<String> {
         out.push('"');
         out.push_str(key);
         out.push_str("\":");
-        copy_value(text, start, &mut out)?;
+        copy_value(text, start, &mut out, 0)?;
     }
     out.push('}');
     Some(out)
@@ -184,8 +187,9 @@ fn escapes_written_as_read(s: &[u8]) -> bool {
 /// float), `true`, `false`, `null`, and arrays and objects of those, an object's keys
 /// strictly in order (a [`Map`] sorts them and keeps one of each). `None` for
 /// anything else (escapes, floats, unsorted or repeated keys): the value is parsed
-/// then. Nesting is bounded by the caller ([`WALK_MAX_DEPTH`]).
-fn copy_value(text: &str, i: usize, out: &mut String) -> Option<usize> {
+/// then. `depth` is the number of containers around the value: one nested deeper
+/// than [`WALK_MAX_DEPTH`] is not copied either.
+fn copy_value(text: &str, i: usize, out: &mut String, depth: usize) -> Option<usize> {
     let t = text.as_bytes();
     match *t.get(i)? {
         b'"' => {
@@ -198,6 +202,9 @@ fn copy_value(text: &str, i: usize, out: &mut String) -> Option<usize> {
             Some(end)
         }
         b'[' => {
+            if depth >= WALK_MAX_DEPTH {
+                return None;
+            }
             out.push('[');
             let mut j = skip_ws(t, i + 1);
             if t.get(j) == Some(&b']') {
@@ -205,7 +212,7 @@ fn copy_value(text: &str, i: usize, out: &mut String) -> Option<usize> {
                 return Some(j + 1);
             }
             loop {
-                j = skip_ws(t, copy_value(text, j, out)?);
+                j = skip_ws(t, copy_value(text, j, out, depth + 1)?);
                 match t.get(j) {
                     Some(b',') => {
                         out.push(',');
@@ -220,6 +227,9 @@ fn copy_value(text: &str, i: usize, out: &mut String) -> Option<usize> {
             }
         }
         b'{' => {
+            if depth >= WALK_MAX_DEPTH {
+                return None;
+            }
             out.push('{');
             let mut j = skip_ws(t, i + 1);
             if t.get(j) == Some(&b'}') {
@@ -245,7 +255,7 @@ fn copy_value(text: &str, i: usize, out: &mut String) -> Option<usize> {
                 if t.get(j) != Some(&b':') {
                     return None;
                 }
-                j = skip_ws(t, copy_value(text, skip_ws(t, j + 1), out)?);
+                j = skip_ws(t, copy_value(text, skip_ws(t, j + 1), out, depth + 1)?);
                 match t.get(j) {
                     Some(b',') => {
                         out.push(',');
@@ -464,8 +474,8 @@ fn skip_value(t: &[u8], i: usize) -> Option<usize> {
 /// Walks the top-level entries of `text` (valid JSON: a [`RawValue`]) and finds the
 /// values of the entries named in `keys`. `None` when the full parse must decide: an
 /// escaped key naming a kept attribute (it unescapes to the name, but the raw-text
-/// pre-check of [`keep_checked`] looks for the name as written), a kept value nested deeper
-/// than [`WALK_MAX_DEPTH`], or text the walk does not expect.
+/// pre-check of [`keep_checked`] looks for the name as written), or text the walk
+/// does not expect.
 fn pick_walk<'t>(text: &'t str, keys: &[&str]) -> Option<Walked<'t>> {
     let t = text.as_bytes();
     let mut i = skip_ws(t, 0);
@@ -496,12 +506,8 @@ fn pick_walk<'t>(text: &'t str, keys: &[&str]) -> Option<Walked<'t>> {
             }
             skip_value(t, start)?
         } else if keys.contains(&raw_key) {
-            let (end, depth) = value_end(t, start)?;
-            if depth > WALK_MAX_DEPTH {
-                return None;
-            }
             out.push((raw_key, start));
-            end
+            skip_value(t, start)?
         } else {
             skip_value(t, start)?
         };
@@ -782,7 +788,7 @@ mod tests {
     fn values_written_as_they_read_are_copied_and_others_are_not() {
         let copied = |v: &str| {
             let mut out = String::new();
-            copy_value(v, 0, &mut out).map(|end| (out, end))
+            copy_value(v, 0, &mut out, 0).map(|end| (out, end))
         };
         let v = r#"{ "a" : [1, -2, 18446744073709551615, "x y/é", true, null, {}, [] ], "b":{"":0," a":1}}"#;
         assert_eq!(
