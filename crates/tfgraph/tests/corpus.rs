@@ -1003,3 +1003,54 @@ fn equal_kept_attributes_share_one_allocation() {
         assert!(std::ptr::eq(kept(address), one), "{address}");
     }
 }
+
+/// Characters of several bytes cut by a chunk boundary (the reader checks what it
+/// buffered to be UTF-8 as a whole, up to a cut character): the same graph and kept
+/// attributes whichever way the input arrives.
+#[test]
+fn characters_cut_by_chunk_boundaries_read_the_same() {
+    let mut text = String::from(r#"{"version": 4, "serial": 1, "lineage": "l", "resources": ["#);
+    for i in 0..40 {
+        if i > 0 {
+            text.push(',');
+        }
+        text.push_str(&format!(
+            r#"{{"mode": "managed", "type": "aws_s3_bucket", "name": "b{i}", "instances": [{{"attributes": {{"id": "bucket-{i}", "tags": {{"Name": "é日本{i}😀", "k": "ü"}}}}}}]}}"#
+        ));
+    }
+    text.push_str("]}");
+    let graph = |step: Option<usize>| {
+        let mut b = GraphBuilder::new(vec![Box::new(IdArn)]).keep_attributes(|_| &["tags"]);
+        match step {
+            None => b.add_state_bytes("ws", "utf8.json", text.as_bytes()),
+            Some(step) => b.add_state_reader(
+                "ws",
+                "utf8.json",
+                Trickle {
+                    bytes: text.as_bytes(),
+                    step,
+                },
+            ),
+        }
+        .expect("loads");
+        let g = b.build();
+        (0..40)
+            .map(|i| {
+                let id = node(&g, "ws", &format!("aws_s3_bucket.b{i}"));
+                (
+                    g.primary(&format!("bucket-{i}")).to_vec() == [id],
+                    g.kept_attributes(id).map(str::to_owned),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let expected = graph(None);
+    assert_eq!(
+        expected[7].1.as_deref(),
+        Some(r#"{"tags":{"Name":"é日本7😀","k":"ü"}}"#)
+    );
+    assert!(expected.iter().all(|(found, _)| *found));
+    for step in [1, 2, 3, 5, 7, 61, 64] {
+        assert_eq!(graph(Some(step)), expected, "step {step}");
+    }
+}
