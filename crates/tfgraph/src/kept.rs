@@ -368,12 +368,16 @@ fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
-/// The first index at or after `i` that is not whitespace.
+/// The first index at or after `i` that is not whitespace. Indentation (runs of
+/// spaces) is passed 8 bytes at a time.
 fn skip_ws(t: &[u8], mut i: usize) -> usize {
-    while t.get(i).copied().is_some_and(is_ws) {
-        i += 1;
+    loop {
+        match t.get(i) {
+            Some(b' ') if t.get(i..i + 8) == Some(b"        ") => i += 8,
+            Some(&b) if is_ws(b) => i += 1,
+            _ => return i,
+        }
     }
-    i
 }
 
 /// Bytes of a string looked at one by one before `memchr` takes over: most keys and
@@ -848,5 +852,17 @@ mod tests {
             assert_eq!(string_end(text.as_bytes(), 0), Some(s.len()), "{s}");
         }
         assert_eq!(string_end(br#""unterminated\""#, 0), None);
+    }
+
+    #[test]
+    fn white_space_of_any_length_is_skipped() {
+        for n in 0..40 {
+            for ws in [" ", "\n", "\t", "\r", " \n", "\n        "] {
+                let text = format!("{}x", ws.repeat(n));
+                assert_eq!(skip_ws(text.as_bytes(), 0), text.len() - 1, "{n} {ws:?}");
+            }
+        }
+        assert_eq!(skip_ws(b"   ", 0), 3);
+        assert_eq!(skip_ws(b"", 0), 0);
     }
 }
