@@ -412,6 +412,9 @@ impl GraphBuilder {
             loader.secrets = Some(sensitive::Found::default());
         }
         loader.keep = self.keep;
+        if let Some(bytes) = size_hint {
+            loader.reserve_for(bytes);
+        }
         Reader::new(origin, path, src, size_hint)
             .with_workers(workers)
             .read_state(&mut loader)?;
@@ -432,6 +435,9 @@ impl GraphBuilder {
         let base = u32::try_from(self.nodes.len()).unwrap_or(u32::MAX);
         let instances = loaded.nodes.len();
         let global = |local: u32| NodeId(base.saturating_add(local));
+        // Room for every identity at once (not one doubling and rehash at a time).
+        let identities = loaded.nodes.iter().map(|n| n.identities.len()).sum();
+        self.primary.map.reserve(identities);
         for (i, node) in loaded.nodes.iter().enumerate() {
             let id = global(u32::try_from(i).unwrap_or(u32::MAX));
             for ident in &node.identities {

@@ -333,6 +333,54 @@ impl<'o, R: Read> Reader<'o, R> {
         }
     }
 
+    /// Parses the resource elements at the cursor straight from the buffered input
+    /// and adds them to `loader`, with their separators: one pass over their text
+    /// instead of a scan for each one's extent ([`Reader::value_end`]) and then its
+    /// parse, and the buffered input checked to be UTF-8 once, as a whole, instead of
+    /// element by element ([`parse_fragment`]). Stops at the first element that does
+    /// not parse from what is buffered (it goes on past the buffered input, or it is
+    /// bad) or at a separator it cannot see: the caller goes on from there as before,
+    /// reading more input or giving the error as before.
+    fn resources_in_place(&mut self, loader: &mut Loader<'_>) -> Result<InPlace> {
+        let window = &self.buf[self.pos..self.end];
+        // The UTF-8 part: all of it but a character cut by the end of the buffer (or
+        // an invalid byte, which the caller then reports).
+        let text = match std::str::from_utf8(window) {
+            Ok(text) => text,
+            Err(e) => std::str::from_utf8(&window[..e.valid_up_to()]).unwrap_or_default(),
+        };
+        let bytes = text.as_bytes();
+        let skip_ws = |mut at: usize| {
+            while bytes.get(at).copied().is_some_and(is_ws) {
+                at += 1;
+            }
+            at
+        };
+        let mut at = skip_ws(0);
+        let stopped = loop {
+            let mut stream = serde_json::Deserializer::from_str(text.get(at..).unwrap_or_default())
+                .into_iter::<RawResource<'_>>();
+            let Some(Ok(resource)) = stream.next() else {
+                break InPlace::AtElement;
+            };
+            let len = stream.byte_offset();
+            if let Err(e) = loader.add_resource(resource) {
+                return Err(self.json_error(self.pos + at, &e));
+            }
+            at = skip_ws(at + len);
+            match bytes.get(at) {
+                Some(b',') => at = skip_ws(at + 1),
+                Some(b']') => {
+                    at += 1;
+                    break InPlace::Done;
+                }
+                _ => break InPlace::AfterElement,
+            }
+        };
+        self.pos += at;
+        Ok(stopped)
+    }
+
     /// Deserializes `buf[start..end]`, mapping errors to positions in the file.
     fn parse<'s, T: Deserialize<'s>>(&'s self, start: usize, end: usize) -> Result<T> {
         parse_fragment(self.origin, &self.buf[start..end], || self.line_col(start))
@@ -563,15 +611,22 @@ impl<'o, R: Read> Reader<'o, R> {
         }
         loop {
             self.peek()?;
-            let end = self.value_end()?;
-            if end == self.pos {
-                return Err(self.syntax(self.pos, "expected a resource object"));
+            match self.resources_in_place(loader)? {
+                InPlace::Done => return Ok(()),
+                InPlace::AtElement => {
+                    self.peek()?;
+                    let end = self.value_end()?;
+                    if end == self.pos {
+                        return Err(self.syntax(self.pos, "expected a resource object"));
+                    }
+                    let resource: RawResource<'_> = self.parse(self.pos, end)?;
+                    if let Err(e) = loader.add_resource(resource) {
+                        return Err(self.json_error(self.pos, &e));
+                    }
+                    self.pos = end;
+                }
+                InPlace::AfterElement => {}
             }
-            let resource: RawResource<'_> = self.parse(self.pos, end)?;
-            if let Err(e) = loader.add_resource(resource) {
-                return Err(self.json_error(self.pos, &e));
-            }
-            self.pos = end;
             match self.peek()? {
                 Some(b',') => self.pos += 1,
                 Some(b']') => {
@@ -584,6 +639,16 @@ impl<'o, R: Read> Reader<'o, R> {
             }
         }
     }
+}
+
+/// Where [`Reader::resources_in_place`] stopped.
+enum InPlace {
+    /// After the `]` of `resources`.
+    Done,
+    /// At (or in the white space before) an element it could not parse.
+    AtElement,
+    /// After an element, before a separator it could not see.
+    AfterElement,
 }
 
 /// Bytes of resource elements handed to a worker at once.

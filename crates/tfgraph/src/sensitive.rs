@@ -200,7 +200,16 @@ impl Found {
 
 /// True when an attribute name looks like it holds a secret. See [`sensitive_values`].
 fn is_secret_key(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
+    // Attribute names are almost always lower case already: no copy for them.
+    if key.bytes().any(|b| b.is_ascii_uppercase()) {
+        is_secret_lower_key(&key.to_ascii_lowercase())
+    } else {
+        is_secret_lower_key(key)
+    }
+}
+
+/// [`is_secret_key`] of a name without ASCII upper case letters.
+fn is_secret_lower_key(key: &str) -> bool {
     let mut words = key.split(['_', '-', '.']);
     let secretish = SECRET_FRAGMENTS.iter().any(|f| key.contains(f))
         || words.any(|w| SECRET_WORDS.contains(&w));
@@ -257,6 +266,9 @@ mod tests {
             "primary_access_key",
             "secret_key",
             "tls_private_key",
+            "Admin_Password",
+            "CLIENT_SECRET",
+            "Private_Key_Pem",
         ] {
             assert!(is_secret_key(k), "{k} should look secret");
         }
@@ -272,6 +284,9 @@ mod tests {
             "http_tokens",
             "key_vault_secrets_provider",
             "access_key_id",
+            "HTTP_TOKENS",
+            "Secret_ARN",
+            "Access_Key_Id",
         ] {
             assert!(!is_secret_key(k), "{k} should not look secret");
         }

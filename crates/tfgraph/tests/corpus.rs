@@ -886,3 +886,171 @@ fn states_accepted_though_wrong_are_errors_naming_file_and_field() {
             .unwrap_or_else(|e| panic!("{doc}: {e}"));
     }
 }
+
+/// A byte that is not UTF-8 inside a resource element is an error wherever it is,
+/// also in a string no field reads (`private`, an unknown field) and whichever way the
+/// element is read (parsed in place from the buffer, or measured then parsed when it
+/// crosses a chunk boundary), at its position in the file.
+#[test]
+fn a_byte_that_is_not_utf8_in_a_skipped_string_is_an_error() {
+    for field in ["private", "unknown_field"] {
+        let text = format!(
+            "{{\"version\": 4, \"serial\": 1, \"lineage\": \"l\", \"resources\": [\n\
+             {{\"mode\": \"managed\", \"type\": \"aws_vpc\", \"name\": \"a\", \"instances\": [{{\"attributes\": {{\"id\": \"vpc-1\"}}}}]}},\n\
+             {{\"mode\": \"managed\", \"type\": \"aws_vpc\", \"name\": \"b\", \"instances\": [{{\"attributes\": {{\"id\": \"vpc-2\"}}, \"{field}\": \"ab#cd\"}}]}}\n]}}"
+        );
+        let mut bytes = text.into_bytes();
+        let at = bytes.iter().position(|&b| b == b'#').expect("marker");
+        bytes[at] = 0xff;
+        for step in [1, 7, 1 << 20] {
+            let mut b = GraphBuilder::new(vec![]);
+            let err = b
+                .add_state_reader(
+                    "ws",
+                    "bad.json",
+                    Trickle {
+                        bytes: &bytes,
+                        step,
+                    },
+                )
+                .expect_err("not UTF-8");
+            let msg = err.to_string();
+            assert!(
+                msg.contains("not UTF-8") && msg.contains("line 3, column"),
+                "{field} step {step}: {msg}"
+            );
+        }
+        let mut b = GraphBuilder::new(vec![]);
+        let err = b
+            .add_state_bytes("ws", "bad.json", &bytes)
+            .expect_err("not UTF-8");
+        assert!(err.to_string().contains("not UTF-8"), "{err}");
+    }
+}
+
+/// Two instances with one address (a deposed object next to the current one, as a
+/// repeated resource block or a repeated `index_key`) are one node: the identities of
+/// both, the kept attributes of the first, one dependency list, whether the state is
+/// read with its length known (the loader reserves room) or not.
+#[test]
+fn instances_sharing_an_address_are_one_node() {
+    let text = r#"{"version": 4, "serial": 1, "lineage": "l", "resources": [
+        {"mode": "managed", "type": "aws_s3_bucket", "name": "b", "instances": [
+            {"index_key": 0, "attributes": {"id": "one", "tags": {"n": "1"}}},
+            {"index_key": 0, "attributes": {"id": "two", "tags": {"n": "2"}}, "dependencies": ["aws_s3_bucket.c"]}]},
+        {"mode": "managed", "type": "aws_s3_bucket", "name": "c", "instances": [
+            {"attributes": {"id": "three"}}]},
+        {"mode": "managed", "type": "aws_s3_bucket", "name": "b", "instances": [
+            {"index_key": 0, "attributes": {"id": "four"}},
+            {"index_key": 1, "attributes": {"id": "five"}}]}
+    ]}"#;
+    let builder = || GraphBuilder::new(vec![Box::new(IdArn)]).keep_attributes(|_| &["tags"]);
+    let mut known = builder();
+    known
+        .add_state_bytes("ws", "dup.json", text.as_bytes())
+        .expect("loads");
+    let mut unknown = builder();
+    unknown
+        .add_state_reader(
+            "ws",
+            "dup.json",
+            Trickle {
+                bytes: text.as_bytes(),
+                step: 1 << 20,
+            },
+        )
+        .expect("loads");
+    for g in [known.build(), unknown.build()] {
+        assert_eq!(g.len(), 3);
+        let b0 = node(&g, "ws", "aws_s3_bucket.b[0]");
+        let ids: Vec<&str> = g.node(b0).identities.iter().map(|i| &**i).collect();
+        assert_eq!(ids, ["one", "two", "four"]);
+        assert_eq!(g.kept_attributes(b0), Some(r#"{"tags":{"n":"1"}}"#));
+        for id in ["one", "two", "four"] {
+            assert_eq!(g.primary(id), [b0], "{id}");
+        }
+        let c = node(&g, "ws", "aws_s3_bucket.c");
+        assert_eq!(g.dependencies(b0), [c]);
+        assert_eq!(addr(&g, g.primary("five")[0]), "aws_s3_bucket.b[1]");
+    }
+}
+
+/// Instances with the same kept attributes share one allocation, whether they follow
+/// each other or not.
+#[test]
+fn equal_kept_attributes_share_one_allocation() {
+    let text = r#"{"version": 4, "serial": 1, "lineage": "l", "resources": [
+        {"mode": "managed", "type": "aws_s3_bucket", "name": "a", "instances": [
+            {"index_key": 0, "attributes": {"id": "a0", "tags": {"n": "1"}}},
+            {"index_key": 1, "attributes": {"id": "a1", "tags": {"n": "1"}}},
+            {"index_key": 2, "attributes": {"id": "a2", "tags": {"n": "2"}}}]},
+        {"mode": "managed", "type": "aws_s3_bucket", "name": "b", "instances": [
+            {"attributes": {"id": "b", "tags": {"n": "1"}}}]}
+    ]}"#;
+    let mut b = GraphBuilder::new(vec![]).keep_attributes(|_| &["tags"]);
+    b.add_state_bytes("ws", "kept.json", text.as_bytes())
+        .expect("loads");
+    let g = b.build();
+    let kept = |address: &str| {
+        g.kept_attributes(node(&g, "ws", address))
+            .expect("kept attributes")
+    };
+    let one = kept("aws_s3_bucket.a[0]");
+    assert_eq!(one, r#"{"tags":{"n":"1"}}"#);
+    assert_eq!(kept("aws_s3_bucket.a[2]"), r#"{"tags":{"n":"2"}}"#);
+    for address in ["aws_s3_bucket.a[1]", "aws_s3_bucket.b"] {
+        assert_eq!(kept(address), one);
+        assert!(std::ptr::eq(kept(address), one), "{address}");
+    }
+}
+
+/// Characters of several bytes cut by a chunk boundary (the reader checks what it
+/// buffered to be UTF-8 as a whole, up to a cut character): the same graph and kept
+/// attributes whichever way the input arrives.
+#[test]
+fn characters_cut_by_chunk_boundaries_read_the_same() {
+    let mut text = String::from(r#"{"version": 4, "serial": 1, "lineage": "l", "resources": ["#);
+    for i in 0..40 {
+        if i > 0 {
+            text.push(',');
+        }
+        text.push_str(&format!(
+            r#"{{"mode": "managed", "type": "aws_s3_bucket", "name": "b{i}", "instances": [{{"attributes": {{"id": "bucket-{i}", "tags": {{"Name": "é日本{i}😀", "k": "ü"}}}}}}]}}"#
+        ));
+    }
+    text.push_str("]}");
+    let graph = |step: Option<usize>| {
+        let mut b = GraphBuilder::new(vec![Box::new(IdArn)]).keep_attributes(|_| &["tags"]);
+        match step {
+            None => b.add_state_bytes("ws", "utf8.json", text.as_bytes()),
+            Some(step) => b.add_state_reader(
+                "ws",
+                "utf8.json",
+                Trickle {
+                    bytes: text.as_bytes(),
+                    step,
+                },
+            ),
+        }
+        .expect("loads");
+        let g = b.build();
+        (0..40)
+            .map(|i| {
+                let id = node(&g, "ws", &format!("aws_s3_bucket.b{i}"));
+                (
+                    g.primary(&format!("bucket-{i}")).to_vec() == [id],
+                    g.kept_attributes(id).map(str::to_owned),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let expected = graph(None);
+    assert_eq!(
+        expected[7].1.as_deref(),
+        Some(r#"{"tags":{"Name":"é日本7😀","k":"ü"}}"#)
+    );
+    assert!(expected.iter().all(|(found, _)| *found));
+    for step in [1, 2, 3, 5, 7, 61, 64] {
+        assert_eq!(graph(Some(step)), expected, "step {step}");
+    }
+}

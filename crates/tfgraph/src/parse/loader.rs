@@ -10,6 +10,11 @@ use super::raw::{RawResource, empty_object};
 use crate::sensitive::Found;
 use crate::{Index, Map, Node, NodeId, Set, StateIdentity, StateInstance};
 
+/// State bytes per resource instance assumed by [`Loader::reserve_for`]: about what a
+/// pretty-printed AWS instance with tags and a `private` blob takes (the generated
+/// benchmark state has 1.6 KB); denser states grow past the reservation as before.
+const BYTES_PER_INSTANCE: u64 = 1536;
+
 /// Interned strings shared by all workspaces of a builder (resource types, accounts,
 /// kept attributes).
 #[derive(Debug, Default)]
@@ -112,6 +117,8 @@ pub(crate) struct Loader<'b> {
     pub keep: Option<crate::kept::AttributeSelector>,
     /// The one-element batch of [`Loader::add_resource`], reused.
     prepared: Prepared,
+    /// The kept attributes last interned.
+    last_kept: Option<Arc<str>>,
 }
 
 /// A string in [`Prepared::text`]: start and end byte offsets.
@@ -353,7 +360,23 @@ impl<'b> Loader<'b> {
             secrets: None,
             keep: None,
             prepared: Prepared::default(),
+            last_kept: None,
         }
+    }
+
+    /// Reserves room for the instances of a state of `bytes` bytes, taking one
+    /// instance per [`BYTES_PER_INSTANCE`], so the node list, address map, kept
+    /// attributes and pending dependencies of a large state are not regrown one
+    /// doubling at a time (each regrowth copies what is there and touches fresh
+    /// pages). Room reserved and never used costs address space, not memory.
+    pub(crate) fn reserve_for(&mut self, bytes: u64) {
+        let n = usize::try_from(bytes / BYTES_PER_INSTANCE).unwrap_or(0);
+        self.out.nodes.reserve(n);
+        self.out.by_address.reserve(n);
+        if self.keep.is_some() {
+            self.out.kept.reserve(n);
+        }
+        self.pending.reserve(n);
     }
 
     /// What [`prepare`] needs from this loader: the plug-ins and the kept-attribute
@@ -460,25 +483,28 @@ impl<'b> Loader<'b> {
             self.addr.push_str(at(&p.text, inst.index_key));
 
             // A deposed object shares its address with the current one: one node.
-            let id = match self.out.by_address.get(self.addr.as_str()) {
-                Some(&NodeId(id)) => {
+            // (The address is allocated before the look-up, so it is hashed once; a
+            // deposed object's copy is dropped.)
+            let address: Arc<str> = Arc::from(self.addr.as_str());
+            let id = match self.out.by_address.entry(address) {
+                std::collections::hash_map::Entry::Occupied(e) => {
+                    let NodeId(id) = *e.get();
                     if !entry_nodes.contains(&id) {
                         entry_nodes.push(id);
                     }
                     id
                 }
-                None => {
+                std::collections::hash_map::Entry::Vacant(e) => {
                     let id = u32::try_from(self.out.nodes.len()).unwrap_or(u32::MAX);
-                    let address: Arc<str> = Arc::from(self.addr.as_str());
                     self.out.nodes.push(Node {
                         workspace: Arc::clone(&self.workspace),
-                        address: Arc::clone(&address),
+                        address: Arc::clone(e.key()),
                         resource_type: Arc::clone(&resource_type),
                         account: None,
                         region: None,
                         identities: Vec::new(),
                     });
-                    self.out.by_address.insert(address, NodeId(id));
+                    e.insert(NodeId(id));
                     entry_nodes.push(id);
                     id
                 }
@@ -499,7 +525,17 @@ impl<'b> Loader<'b> {
                     Kept::Some(span) => {
                         let kept = at(&p.text, span);
                         // Interned: instances with the same tags share one allocation.
-                        self.out.kept.push((id, self.interner.get(kept)));
+                        // The instances of one resource block mostly have the same
+                        // ones: the last interned is compared first (no hash look-up).
+                        let interned = match &self.last_kept {
+                            Some(last) if **last == *kept => Arc::clone(last),
+                            _ => {
+                                let interned = self.interner.get(kept);
+                                self.last_kept = Some(Arc::clone(&interned));
+                                interned
+                            }
+                        };
+                        self.out.kept.push((id, interned));
                     }
                     Kept::Err(e) => return Err(*e),
                 }
