@@ -174,21 +174,17 @@ impl LoadOptions {
         }
     }
 
-    /// The default number of load worker threads: one fewer than the CPUs this
-    /// process may use (`std::thread::available_parallelism`, which honours a
-    /// container's cgroup CPU quota and the affinity mask), at most
-    /// [`MAX_AUTO_LOAD_THREADS`]; 0 on a single CPU or when it cannot be told. The
-    /// calling thread reads, finds the elements and commits them in file order, so
-    /// beyond a few workers the gain is small (it is a quarter to a third of the work).
+    /// The default number of load worker threads:
+    /// [`driftreactor_tfgraph::auto_worker_threads`] (one fewer than the CPUs this
+    /// process may use, a container's CPU quota counted, at most
+    /// [`MAX_AUTO_LOAD_THREADS`]; 0 on one CPU).
     pub fn auto_threads() -> usize {
-        std::thread::available_parallelism()
-            .map_or(0, |n| n.get().saturating_sub(1))
-            .min(MAX_AUTO_LOAD_THREADS)
+        driftreactor_tfgraph::auto_worker_threads()
     }
 }
 
 /// The most worker threads [`LoadOptions::auto_threads`] picks.
-pub const MAX_AUTO_LOAD_THREADS: usize = 3;
+pub const MAX_AUTO_LOAD_THREADS: usize = driftreactor_tfgraph::MAX_AUTO_WORKER_THREADS;
 
 /// The loaded estate: one graph over every workspace, the facts of each state, and
 /// their sensitive values when asked for.

@@ -7,12 +7,14 @@
 //! `-- --instances N`). The state is generated once into
 //! `target/bench-data/synth-N.tfstate` and reused by later runs. Rows:
 //!
-//! * **stream from file**: [`GraphBuilder::add_state_file`] reads the file in chunks;
-//!   targets < 4 s and < 1 GiB peak RSS;
-//! * **stream from file, one worker thread**: the same with the resource elements
-//!   parsed and prepared on a worker thread ([`GraphBuilder::worker_threads`]);
-//! * **stream from file + sensitive values**: the same with the secrets collected in
-//!   the same pass (`serve` with remediation on);
+//! * **stream from file, one thread**: [`GraphBuilder::add_state_file`] reads the file
+//!   in chunks and parses it on the calling thread; targets < 4 s and < 1 GiB peak RSS;
+//! * **stream from file, default worker threads**: the same with the resource elements
+//!   parsed and prepared on the worker threads `serve` and `replay` use by default
+//!   ([`driftreactor_tfgraph::auto_worker_threads`]: one fewer than the CPUs, at most
+//!   3); the same targets;
+//! * **stream from file + sensitive values, default worker threads**: the same with
+//!   the secrets collected in the same pass (what `serve` does);
 //! * **whole file in memory, then parsed**: `std::fs::read` then
 //!   [`GraphBuilder::add_state_bytes`], what a loader holding the bytes costs;
 //! * **reload, unchanged serial**: [`driftreactor_tfgraph::read_head_file`], what a
@@ -38,7 +40,7 @@
 //!   after (the old graph's memory handed back).
 //!
 //! `DRIFTREACTOR_BENCH_WORKERS=N` sets [`GraphBuilder::worker_threads`] for every
-//! row (the "one worker thread" row keeps its one).
+//! row but the one-thread row (the reload rows too: they load as `serve` does).
 //!
 //! CPU s is the child's user + system time (all its threads): on a machine shared
 //! with other jobs it shows the work where the wall-clock load time shows the
@@ -58,9 +60,9 @@ const TARGET_SECONDS: f64 = 4.0;
 const TARGET_PEAK_MB: f64 = 1024.0;
 
 const ROWS: [&str; 6] = [
-    "stream from file",
-    "stream from file, one worker thread",
-    "stream from file + sensitive values",
+    "stream from file, one thread",
+    "stream from file, default worker threads",
+    "stream from file + sensitive values, default worker threads",
     "whole file in memory, then parsed",
     "reload, unchanged serial",
     "reload, changed state",
@@ -107,15 +109,19 @@ fn plugins() -> Vec<Box<dyn StateIdentity>> {
     ]
 }
 
-fn builder(secrets: bool) -> GraphBuilder {
-    let b = GraphBuilder::new(plugins()).keep_attributes(driftreactor_diff::kept_attributes);
-    let b = match std::env::var("DRIFTREACTOR_BENCH_WORKERS")
+/// The worker threads of every row but the one-thread row: `DRIFTREACTOR_BENCH_WORKERS`,
+/// else what `serve` and `replay` pick ([`driftreactor_tfgraph::auto_worker_threads`]).
+fn workers() -> usize {
+    std::env::var("DRIFTREACTOR_BENCH_WORKERS")
         .ok()
         .and_then(|n| n.parse().ok())
-    {
-        Some(n) => b.worker_threads(n),
-        None => b,
-    };
+        .unwrap_or_else(driftreactor_tfgraph::auto_worker_threads)
+}
+
+fn builder(secrets: bool) -> GraphBuilder {
+    let b = GraphBuilder::new(plugins())
+        .keep_attributes(driftreactor_diff::kept_attributes)
+        .worker_threads(workers());
     if secrets {
         b.collect_sensitive_values()
     } else {
@@ -136,13 +142,15 @@ fn child(row: &str, path: &Path) {
     let mut instances = 0;
     let mut held = None;
     match row {
-        "stream from file" | "stream from file + sensitive values" => {
-            let g = load_file(path, row.ends_with("values"));
+        "stream from file, default worker threads"
+        | "stream from file + sensitive values, default worker threads" => {
+            let g = load_file(path, row.contains("sensitive"));
             instances = g.len();
             held = Some(g);
+            note = format!("{} worker thread(s)", workers());
         }
-        "stream from file, one worker thread" => {
-            let mut b = builder(false).worker_threads(1);
+        "stream from file, one thread" => {
+            let mut b = builder(false).worker_threads(0);
             b.add_state_file("large", path).expect("load the state");
             let g = b.build();
             instances = g.len();

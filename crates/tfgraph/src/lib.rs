@@ -110,6 +110,21 @@ pub struct StateMeta {
 /// only cost time on a huge estate.
 pub const MAX_DEPENDENTS: usize = 1000;
 
+/// The most worker threads [`auto_worker_threads`] picks.
+pub const MAX_AUTO_WORKER_THREADS: usize = 3;
+
+/// A number of [`GraphBuilder::worker_threads`] for the CPUs this process may use: one
+/// fewer than `std::thread::available_parallelism` (which honours a container's cgroup
+/// CPU quota and the affinity mask), at most [`MAX_AUTO_WORKER_THREADS`]; 0 on a single
+/// CPU or when it cannot be told. The calling thread reads, finds the elements and
+/// commits them in file order (a third of the work or more), so beyond a few workers
+/// the gain is small.
+pub fn auto_worker_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(0, |n| n.get().saturating_sub(1))
+        .min(MAX_AUTO_WORKER_THREADS)
+}
+
 /// Nodes under one identifier: almost always one, sometimes several (then an index
 /// into [`Index::many`]). Eight bytes, so an index entry is a key and a word: the
 /// indexes hold one entry per identifier of a large estate (hundreds of thousands).
