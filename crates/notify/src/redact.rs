@@ -53,8 +53,8 @@ const SECRET_KEY_FRAGMENTS: &[&str] = &[
 /// which identifies rather than authenticates.
 ///
 /// Called on every word of every text redacted ([`Redactor::text`]), so it neither
-/// allocates (for keys of up to [`NORMALIZED_KEY_BYTES`] letters and digits) nor
-/// searches once per fragment: one automaton over [`SECRET_KEY_FRAGMENTS`] scans the
+/// allocates (for keys of up to 64 letters and digits) nor
+/// searches once per fragment: one automaton over the secret fragments scans the
 /// normalized key.
 pub fn is_secret_key(key: &str) -> bool {
     // Lowercase letters and digits only; other bytes (`_`, `-`, `.`, spaces, UTF-8 of

@@ -222,26 +222,10 @@ fn could_name_a_secret_key(text: &str) -> bool {
     static NEEDLES: std::sync::OnceLock<Option<aho_corasick::AhoCorasick>> =
         std::sync::OnceLock::new();
     let needles = NEEDLES.get_or_init(|| {
-        // Every word of `SECRET_WORDS` (`passw` for `password` and `passwd`) and every
-        // fragment of `SECRET_FRAGMENTS` not already holding one of them.
+        // Every word and fragment, and the start of an escape.
         aho_corasick::AhoCorasick::builder()
             .ascii_case_insensitive(true)
-            .build([
-                "passw",
-                "passphrase",
-                "secret",
-                "token",
-                "sas",
-                "private_key",
-                "key_material",
-                "connection_string",
-                "client_key",
-                "client_certificate",
-                "kube_config",
-                "kube_admin_config",
-                "access_key",
-                "\\u",
-            ])
+            .build(SECRET_WORDS.iter().chain(SECRET_FRAGMENTS).chain(&["\\u"]))
             .ok()
     });
     // Without the automaton (it cannot fail to build), every text is walked.
