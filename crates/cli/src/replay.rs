@@ -13,7 +13,7 @@ use anyhow::{Context, bail};
 use driftreactor_config::{Config, WorkspaceConfig};
 use driftreactor_decide::Policy;
 use driftreactor_notify::Redactor;
-use driftreactor_pipeline::estate::{self, LoadOptions};
+use driftreactor_pipeline::estate;
 use driftreactor_pipeline::{Pipeline, Replay, ReportLine, Summary, inputs};
 use driftreactor_serve::states;
 use driftreactor_state::StateLocation;
@@ -346,11 +346,12 @@ pub(crate) fn load_states(
         .block_on(states::read_all(&all))
         .map_err(|e| state_error(config, own, &e))?;
     let states: Vec<_> = fetched.into_iter().map(|f| f.state).collect();
-    estate::load_bytes(&states, LoadOptions::new(true)).map_err(|e| {
-        match driftreactor_serve::check::estate_error(config, &e) {
-            Some(named) => anyhow::Error::new(named),
-            None => anyhow::Error::new(e),
-        }
+    let options = driftreactor_serve::ServerConfig::load_options(config, true)?;
+    estate::load_bytes(&states, options).map_err(|e| match driftreactor_serve::check::estate_error(
+        config, &e,
+    ) {
+        Some(named) => anyhow::Error::new(named),
+        None => anyhow::Error::new(e),
     })
 }
 

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use driftreactor_config::Config;
-use driftreactor_pipeline::estate::{self, LoadOptions};
+use driftreactor_pipeline::estate;
 use driftreactor_serve::check::{self, CheckMode};
 use driftreactor_serve::states;
 
@@ -48,13 +48,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let names: Vec<&str> = workspaces.iter().map(|w| w.name()).collect();
     config.check_policy_workspaces(&names)?;
     let inputs: Vec<_> = fetched.into_iter().map(|f| f.state).collect();
-    let estate =
-        estate::load_bytes(&inputs, LoadOptions::new(false)).map_err(
-            |e| match check::estate_error(&config, &e) {
-                Some(named) => anyhow::Error::new(named),
-                None => anyhow::Error::new(e),
-            },
-        )?;
+    let estate = estate::load_bytes(
+        &inputs,
+        driftreactor_serve::ServerConfig::load_options(&config, false)?,
+    )
+    .map_err(|e| match check::estate_error(&config, &e) {
+        Some(named) => anyhow::Error::new(named),
+        None => anyhow::Error::new(e),
+    })?;
     if args.connect {
         connect(&config, &registry)?;
     }

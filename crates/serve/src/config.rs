@@ -45,7 +45,8 @@ pub struct ServerConfig {
     pub state_spool_dir: Option<std::path::PathBuf>,
     /// Worker threads that parse the states' resources while one thread reads and
     /// indexes them, at start-up and on each rebuild (the same graph as on one
-    /// thread). 0: one thread. Default: one fewer than the CPUs the process may use
+    /// thread); `replay` and `validate` read it too ([`ServerConfig::load_options`]).
+    /// 0: one thread. Default: one fewer than the CPUs the process may use
     /// (its cgroup CPU quota counts), at most 3
     /// ([`driftreactor_pipeline::estate::LoadOptions::auto_threads`]).
     pub state_load_threads: Option<usize>,
@@ -102,6 +103,24 @@ impl ServerConfig {
     pub fn load_threads(&self) -> usize {
         self.state_load_threads
             .unwrap_or_else(driftreactor_pipeline::estate::LoadOptions::auto_threads)
+    }
+
+    /// How `config`'s states are loaded outside `serve` (`replay`, `validate`): with
+    /// `[server] state_load_threads` worker threads (else the automatic count), and
+    /// their sensitive values when `secrets`.
+    ///
+    /// # Errors
+    /// The config crate's error naming the file and the `server` field that does not
+    /// fit.
+    pub fn load_options(
+        config: &driftreactor_config::Config,
+        secrets: bool,
+    ) -> Result<driftreactor_pipeline::estate::LoadOptions, driftreactor_config::Error> {
+        let server: Self = config.section("server", config.server.as_ref())?;
+        Ok(driftreactor_pipeline::estate::LoadOptions {
+            secrets,
+            threads: server.load_threads(),
+        })
     }
 
     /// The readiness rule for pull sources built from `source_degraded_failures` and
@@ -306,6 +325,26 @@ mod tests {
         };
         Retention::from_journal(&cfg, Path::new("/etc/dr/driftreactor.toml"))
             .map_err(|e| e.to_string())
+    }
+
+    /// `[server] state_load_threads` reaches the load options of `replay` and
+    /// `validate`; unset, the automatic count.
+    #[test]
+    fn state_load_threads_set_the_load_options_outside_serve() {
+        let mut config = driftreactor_config::Config::default();
+        let auto = driftreactor_pipeline::estate::LoadOptions::auto_threads();
+        let got = ServerConfig::load_options(&config, true).unwrap();
+        assert_eq!((got.secrets, got.threads), (true, auto));
+        for n in [0_i64, 5] {
+            let mut server = toml::Table::new();
+            server.insert("state_load_threads".into(), toml::Value::Integer(n));
+            config.server = Some(server);
+            let got = ServerConfig::load_options(&config, false).unwrap();
+            assert_eq!(
+                (got.secrets, got.threads),
+                (false, usize::try_from(n).unwrap())
+            );
+        }
     }
 
     #[test]
