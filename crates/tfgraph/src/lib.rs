@@ -228,6 +228,9 @@ pub struct GraphBuilder {
     kept: Vec<(NodeId, Arc<str>)>,
     /// Worker threads set with [`GraphBuilder::worker_threads`].
     workers: Option<usize>,
+    /// Batches waiting for a worker from which the reading thread prepares batches
+    /// itself (tests set 0 or 1 to make it help every time).
+    help_from: usize,
 }
 
 impl std::fmt::Debug for GraphBuilder {
@@ -259,7 +262,16 @@ impl GraphBuilder {
             keep: None,
             kept: Vec::new(),
             workers: None,
+            help_from: reader::HELP_WHEN_QUEUED,
         }
+    }
+
+    /// The reading thread prepares a batch itself whenever `queued` batches or more
+    /// wait for a worker (0: always, so the workers get nothing).
+    #[cfg(test)]
+    pub(crate) fn help_from(mut self, queued: usize) -> Self {
+        self.help_from = queued;
+        self
     }
 
     /// Parses and prepares the resource elements of every state added from now on on
@@ -431,7 +443,7 @@ impl GraphBuilder {
             loader.reserve_for(bytes);
         }
         Reader::new(origin, path, src, size_hint)
-            .with_workers(workers)
+            .with_workers(workers, self.help_from)
             .read_state(&mut loader)?;
         check_version(origin, &loader.header)?;
         let header = std::mem::take(&mut loader.header);

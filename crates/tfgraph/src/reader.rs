@@ -110,6 +110,8 @@ pub(crate) struct Reader<'o, R> {
     mark: (usize, usize, usize),
     /// Threads preparing resource elements besides this one (0: none).
     workers: usize,
+    /// See [`Reader::with_workers`].
+    help_from: usize,
 }
 
 impl<'o, R: Read> Reader<'o, R> {
@@ -138,6 +140,7 @@ impl<'o, R: Read> Reader<'o, R> {
             read_total: 0,
             mark: (0, 1, 0),
             workers: 0,
+            help_from: HELP_WHEN_QUEUED,
         }
     }
 
@@ -424,9 +427,11 @@ impl<'o, R: Read> Reader<'o, R> {
     }
 
     /// Prepares the resource elements on `workers` threads besides this one (0: all
-    /// on this thread).
-    pub(crate) fn with_workers(mut self, workers: usize) -> Self {
+    /// on this thread), and on this one too whenever `help_from` batches or more wait
+    /// for a worker ([`HELP_WHEN_QUEUED`]).
+    pub(crate) fn with_workers(mut self, workers: usize, help_from: usize) -> Self {
         self.workers = workers;
+        self.help_from = help_from;
         self
     }
 
@@ -656,6 +661,10 @@ const BATCH_BYTES: usize = 1 << 20;
 /// Batches sent and not yet committed, at most: bounds what the pipeline holds (a few
 /// MB of elements and their prepared forms).
 const IN_FLIGHT: usize = 8;
+/// Batches waiting for a worker from which the reading thread prepares the next batch
+/// itself instead of queueing it: the workers have that much work ahead, and the
+/// reading thread's spare time is not lost waiting for their answers.
+pub(crate) const HELP_WHEN_QUEUED: usize = 2;
 
 /// One resource element copied out of the read buffer, with its position in the file.
 struct Element {
@@ -676,6 +685,11 @@ struct Batch {
 /// A worker's answer for one batch: its elements prepared, with their positions (for
 /// the errors [`Loader::add_prepared`] may still give), or the first error.
 type Prepared = Result<(crate::parse::Prepared, Vec<(usize, usize)>)>;
+
+/// What a worker sends back: the batch's number, its answer, and the batch emptied
+/// (its buffers are reused for a later batch, so they are not grown and faulted in
+/// afresh each time).
+type Answer = (usize, Prepared, Batch);
 
 /// Parses and prepares every element of `batch` ([`crate::parse::Prepared::add`]).
 fn prepare_batch(
@@ -705,6 +719,10 @@ struct Flight {
     early: std::collections::BTreeMap<usize, Prepared>,
     /// An element's error was returned (the load is over).
     failed: bool,
+    /// Emptied batches, for reuse.
+    spare: Vec<Batch>,
+    /// Batches sent and not yet taken by a worker.
+    queued: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Flight {
@@ -725,7 +743,7 @@ impl Flight {
         &mut self,
         origin: &str,
         loader: &mut Loader<'_>,
-        done: &std::sync::mpsc::Receiver<(usize, Prepared)>,
+        done: &std::sync::mpsc::Receiver<Answer>,
         keep: usize,
     ) -> Result<()> {
         loop {
@@ -740,8 +758,11 @@ impl Flight {
                 return Ok(());
             }
             match done.recv() {
-                Ok((seq, answer)) => {
+                Ok((seq, answer, mut batch)) => {
                     self.early.insert(seq, answer);
+                    batch.bytes.clear();
+                    batch.elements.clear();
+                    self.spare.push(batch);
                 }
                 // Every worker is gone (a plug-in panicked): the join reports it.
                 Err(_) => return Ok(()),
@@ -763,12 +784,14 @@ impl<R: Read> Reader<'_, R> {
         let workers = self.workers;
         let (work_tx, work_rx) = mpsc::channel::<Batch>();
         let work_rx = Mutex::new(work_rx);
+        let queued = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         std::thread::scope(|scope| {
-            let (done_tx, done_rx) = mpsc::channel::<(usize, Prepared)>();
+            let (done_tx, done_rx) = mpsc::channel::<Answer>();
             let handles: Vec<_> = (0..workers)
                 .map(|_| {
                     let done_tx = done_tx.clone();
                     let work_rx = &work_rx;
+                    let queued = &*queued;
                     scope.spawn(move || {
                         let mut found = collect.then(crate::sensitive::Found::default);
                         loop {
@@ -777,9 +800,10 @@ impl<R: Read> Reader<'_, R> {
                                 .unwrap_or_else(PoisonError::into_inner)
                                 .recv();
                             let Ok(batch) = next else { break };
+                            queued.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
                             let answer =
                                 prepare_batch(origin, plugins, keep, found.as_mut(), &batch);
-                            if done_tx.send((batch.seq, answer)).is_err() {
+                            if done_tx.send((batch.seq, answer, batch)).is_err() {
                                 break;
                             }
                         }
@@ -793,6 +817,8 @@ impl<R: Read> Reader<'_, R> {
                 committed: 0,
                 early: std::collections::BTreeMap::new(),
                 failed: false,
+                spare: Vec::new(),
+                queued: std::sync::Arc::clone(&queued),
             };
             let scanned = self.scan_into(loader, &mut flight, &work_tx, &done_rx);
             drop(work_tx);
@@ -826,7 +852,7 @@ impl<R: Read> Reader<'_, R> {
         loader: &mut Loader<'_>,
         flight: &mut Flight,
         work: &std::sync::mpsc::Sender<Batch>,
-        done: &std::sync::mpsc::Receiver<(usize, Prepared)>,
+        done: &std::sync::mpsc::Receiver<Answer>,
     ) -> Result<()> {
         let mut batch = Batch::default();
         let result = loop {
@@ -850,7 +876,11 @@ impl<R: Read> Reader<'_, R> {
             });
             self.pos = end;
             if batch.bytes.len() >= BATCH_BYTES {
-                self.send(flight, work, &mut batch);
+                if flight.queued.load(std::sync::atomic::Ordering::Relaxed) >= self.help_from {
+                    Self::prepare_here(self.origin, loader, flight, &mut batch);
+                } else {
+                    self.send(flight, work, &mut batch);
+                }
                 // An element's error ends the load: the first one in file order.
                 flight.commit(self.origin, loader, done, IN_FLIGHT)?;
             }
@@ -871,11 +901,25 @@ impl<R: Read> Reader<'_, R> {
     }
 
     fn send(&self, flight: &mut Flight, work: &std::sync::mpsc::Sender<Batch>, batch: &mut Batch) {
-        let mut full = std::mem::take(batch);
+        let mut full = std::mem::replace(batch, flight.spare.pop().unwrap_or_default());
         full.seq = flight.sent;
         flight.sent += 1;
+        flight
+            .queued
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // The workers live as long as `work`: a send cannot fail while scanning.
         let _ = work.send(full);
+    }
+
+    /// Prepares `batch` on this thread (its sensitive values go straight to the
+    /// loader's), as the next batch in order, and empties it for reuse.
+    fn prepare_here(origin: &str, loader: &mut Loader<'_>, flight: &mut Flight, batch: &mut Batch) {
+        let (plugins, keep) = loader.preparing();
+        let answer = prepare_batch(origin, plugins, keep, loader.secrets.as_mut(), batch);
+        flight.early.insert(flight.sent, answer);
+        flight.sent += 1;
+        batch.bytes.clear();
+        batch.elements.clear();
     }
 }
 
@@ -892,6 +936,57 @@ fn shown(v: &serde_json::Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::count_newlines;
+    use crate::{GraphBuilder, NodeId};
+
+    /// Every node's address, identities, dependencies and kept attributes, and the
+    /// sensitive values, of `path` loaded with `workers` worker threads and the
+    /// reading thread helping from `help_from` queued batches.
+    fn load(
+        path: &std::path::Path,
+        workers: usize,
+        help_from: usize,
+    ) -> (Vec<String>, Vec<String>) {
+        let mut b = GraphBuilder::new(vec![Box::new(driftreactor_aws::AwsIdentity)])
+            .keep_attributes(driftreactor_diff::kept_attributes)
+            .collect_sensitive_values()
+            .worker_threads(workers)
+            .help_from(help_from);
+        b.add_state_file("w", path).unwrap();
+        let secrets = b.take_sensitive_values();
+        let g = b.build();
+        let nodes = (0..g.len())
+            .map(|i| {
+                let id = NodeId(u32::try_from(i).unwrap());
+                let n = &g.nodes()[i];
+                format!(
+                    "{} {:?} {:?} {:?}",
+                    n.address,
+                    n.identities,
+                    g.dependencies(id),
+                    g.kept_attributes(id)
+                )
+            })
+            .collect();
+        (nodes, secrets)
+    }
+
+    #[test]
+    fn batches_the_reading_thread_prepares_itself_load_as_one_thread_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.tfstate");
+        // ≈ 5 MB: five batches.
+        driftreactor_testkit::synth::write_state(&path, 3_200).unwrap();
+        let one = load(&path, 0, 0);
+        assert!(one.0.len() > 3_000 && !one.1.is_empty());
+        // 0: every batch on the reading thread; 1: whenever a worker is behind.
+        for (workers, help_from) in [(1, 0), (2, 0), (1, 1)] {
+            assert_eq!(
+                load(&path, workers, help_from),
+                one,
+                "{workers} workers, helping from {help_from}"
+            );
+        }
+    }
 
     #[test]
     fn counts_newlines_in_any_length() {
