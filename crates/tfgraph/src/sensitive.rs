@@ -103,41 +103,73 @@ pub fn sensitive_values(origin: &str, bytes: &[u8]) -> Result<Vec<String>> {
 #[derive(Default)]
 pub(crate) struct Found {
     values: HashSet<String>,
+    /// The attributes text in lower case, for [`could_name_a_secret_key`]; reused.
+    scratch: Vec<u8>,
 }
 
 impl Found {
     /// Collects the secrets of one resource instance: the strings at its
     /// `sensitive_attributes` paths and under secret-looking keys of its `attributes`.
+    ///
+    /// One streaming walk of the attributes as they are parsed, no `Value` built: keys
+    /// judged as read (only when a scan of the text finds a secret word, in any case,
+    /// or a `\u` escape), the paths followed as they are read, subtrees on no path and
+    /// under no secret key skipped. An instance marking more than 64 paths takes the
+    /// `Value` way ([`Found::by_value`]), which finds the same.
+    ///
+    /// # Errors
+    /// The serde_json error of `attributes` or `sensitive_attributes` that does not
+    /// parse as a value (a number out of range).
     pub(crate) fn instance(
         &mut self,
         attributes: Option<&RawValue>,
         sensitive_attributes: Option<&RawValue>,
     ) -> std::result::Result<(), serde_json::Error> {
-        // Nearly every instance marks no path sensitive: then the attributes are walked
-        // as they are parsed, keys judged as read, no `Value` built.
-        if sensitive_attributes.is_none_or(|raw| raw.get().trim() == "[]") {
-            if let Some(raw) = attributes.filter(|raw| could_name_a_secret_key(raw.get())) {
-                let mut de = serde_json::Deserializer::from_str(raw.get());
-                Walk {
-                    found: self,
-                    all: false,
-                }
-                .deserialize(&mut de)?;
-                de.end()?;
-            }
+        let paths = match sensitive_attributes {
+            Some(raw) if raw.get().trim() != "[]" => paths_of(raw)?,
+            _ => Vec::new(),
+        };
+        let Some(raw) = attributes else {
+            return Ok(());
+        };
+        if paths.len() > 64 {
+            return self.by_value(raw, &paths);
+        }
+        let keys = could_name_a_secret_key(raw.get(), &mut self.scratch);
+        // A path with no steps marks the whole attributes.
+        let all = paths.iter().any(Vec::is_empty);
+        let mask = paths
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| !p.is_empty())
+            .fold(0_u64, |m, (i, _)| m | 1 << i);
+        if !keys && !all && mask == 0 {
             return Ok(());
         }
-        let attributes: Value = match attributes {
-            Some(raw) => serde_json::from_str(raw.get())?,
-            None => Value::Null,
-        };
-        if let Some(raw) = sensitive_attributes
-            && let Value::Array(paths) = serde_json::from_str(raw.get())?
-        {
-            for path in &paths {
-                if let Some(target) = follow(&attributes, path) {
-                    self.all_strings(target);
-                }
+        let mut de = serde_json::Deserializer::from_str(raw.get());
+        Walk {
+            found: self,
+            all,
+            keys,
+            paths: &paths,
+            mask,
+            depth: 0,
+        }
+        .deserialize(&mut de)?;
+        de.end()
+    }
+
+    /// [`Found::instance`] through a `Value` of the attributes: the strings at each of
+    /// `paths`, and under every secret-looking key.
+    fn by_value(
+        &mut self,
+        attributes: &RawValue,
+        paths: &[Vec<Step>],
+    ) -> std::result::Result<(), serde_json::Error> {
+        let attributes: Value = serde_json::from_str(attributes.get())?;
+        for path in paths {
+            if let Some(target) = follow(&attributes, path) {
+                self.all_strings(target);
             }
         }
         self.secret_keys(&attributes);
@@ -214,43 +246,100 @@ impl Found {
     }
 }
 
-/// Whether the JSON text `text` may hold a key [`is_secret_key`] accepts: it contains,
-/// in any case, one of the words and fragments that make a key secret, or a `\u`
-/// escape (with which a key may spell them). One scan; most instances (no such word
-/// anywhere in their attributes) are then not walked at all.
-fn could_name_a_secret_key(text: &str) -> bool {
+/// The words and fragments that make a key secret, lower case, as one automaton
+/// (built once; it cannot fail to build for these patterns, and without it every text
+/// and key is judged in full).
+fn secret_needles() -> Option<&'static aho_corasick::AhoCorasick> {
     static NEEDLES: std::sync::OnceLock<Option<aho_corasick::AhoCorasick>> =
         std::sync::OnceLock::new();
-    let needles = NEEDLES.get_or_init(|| {
-        // Every word and fragment, and the start of an escape.
-        aho_corasick::AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .build(SECRET_WORDS.iter().chain(SECRET_FRAGMENTS).chain(&["\\u"]))
-            .ok()
-    });
-    // Without the automaton (it cannot fail to build), every text is walked.
-    needles.as_ref().is_none_or(|n| n.is_match(text))
+    NEEDLES
+        .get_or_init(|| {
+            aho_corasick::AhoCorasick::new(SECRET_WORDS.iter().chain(SECRET_FRAGMENTS)).ok()
+        })
+        .as_ref()
+}
+
+/// Whether the JSON text `text` may hold a key [`is_secret_key`] accepts: it contains,
+/// in any case, one of the words and fragments that make a key secret, or a `\u`
+/// escape (with which a key may spell them). `scratch` is reused for the text in lower
+/// case, searched with a SIMD prefilter (a case-insensitive automaton has none). Most
+/// instances (no such word anywhere in their attributes) are then not walked at all.
+fn could_name_a_secret_key(text: &str, scratch: &mut Vec<u8>) -> bool {
+    let Some(needles) = secret_needles() else {
+        return true;
+    };
+    if memchr::memmem::find(text.as_bytes(), b"\\u").is_some() {
+        return true;
+    }
+    scratch.clear();
+    scratch.extend(text.bytes().map(|b| b.to_ascii_lowercase()));
+    needles.is_match(&scratch[..])
 }
 
 /// [`Found::secret_keys`] (and, under a secret-looking key, [`Found::all_strings`]) of a
-/// JSON value as it is parsed: every string under a secret-looking key, at any depth,
-/// added to `found`; `all` when the value is under one. Numbers are parsed as a
-/// `Value` parses them (out of range is the same error); of duplicate keys every
-/// value is walked (a `Value` keeps the last), so nothing fewer is found.
-struct Walk<'f> {
+/// JSON value as it is parsed, and the strings at the `sensitive_attributes` paths:
+/// every string under a secret-looking key (when `keys`: the text may name one) or at
+/// the end of a path, at any depth, added to `found`; `all` when the value is under
+/// one. `mask` holds the paths (bits of `paths`) whose first `depth` steps led here.
+/// Numbers are parsed as a `Value` parses them (out of range is the same error); of
+/// duplicate keys every value is walked (a `Value` keeps the last), so nothing fewer
+/// is found. A value with nothing to find below is skipped unparsed.
+struct Walk<'f, 'p> {
     found: &'f mut Found,
     all: bool,
+    keys: bool,
+    paths: &'p [Vec<Step>],
+    mask: u64,
+    depth: usize,
 }
 
-impl<'de> DeserializeSeed<'de> for Walk<'_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
-        d.deserialize_any(self)
+impl Walk<'_, '_> {
+    /// Whether anything below can be found.
+    fn wanted(&self) -> bool {
+        self.all || self.keys || self.mask != 0
     }
 }
 
-impl<'de> Visitor<'de> for Walk<'_> {
+/// The paths of `mask` whose step at `depth` is `matches`: those that go on, and
+/// whether one ends there.
+fn step_into(
+    paths: &[Vec<Step>],
+    mask: u64,
+    depth: usize,
+    matches: impl Fn(&Step) -> bool,
+) -> (u64, bool) {
+    let mut next = 0_u64;
+    let mut ends = false;
+    let mut bits = mask;
+    while bits != 0 {
+        let i = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        if let Some(path) = paths.get(i)
+            && path.get(depth).is_some_and(&matches)
+        {
+            if path.len() == depth + 1 {
+                ends = true;
+            } else {
+                next |= 1 << i;
+            }
+        }
+    }
+    (next, ends)
+}
+
+impl<'de> DeserializeSeed<'de> for Walk<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        if self.wanted() {
+            d.deserialize_any(self)
+        } else {
+            de::IgnoredAny::deserialize(d).map(|_| ())
+        }
+    }
+}
+
+impl<'de> Visitor<'de> for Walk<'_, '_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -285,50 +374,103 @@ impl<'de> Visitor<'de> for Walk<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
-        let Walk { found, all } = self;
-        while seq
-            .next_element_seed(Walk {
+        let Walk {
+            found,
+            all,
+            keys,
+            paths,
+            mask,
+            depth,
+        } = self;
+        let mut index = 0;
+        loop {
+            let (next, ends) = if mask == 0 {
+                (0, false)
+            } else {
+                step_into(paths, mask, depth, |s| *s == Step::Index(index))
+            };
+            let child = Walk {
                 found: &mut *found,
-                all,
-            })?
-            .is_some()
-        {}
-        Ok(())
+                all: all || ends,
+                keys: keys && !all,
+                paths,
+                mask: next,
+                depth: depth + 1,
+            };
+            if seq.next_element_seed(child)?.is_none() {
+                return Ok(());
+            }
+            index += 1;
+        }
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
-        let Walk { found, all } = self;
-        while let Some(secret) = map.next_key_seed(SecretKey)? {
+        let Walk {
+            found,
+            all,
+            keys,
+            paths,
+            mask,
+            depth,
+        } = self;
+        let seed = KeySeed {
+            keys: keys && !all,
+            paths,
+            mask,
+            depth,
+        };
+        while let Some((secret, next)) = map.next_key_seed(seed)? {
             map.next_value_seed(Walk {
                 found: &mut *found,
                 all: all || secret,
+                keys: keys && !all && !secret,
+                paths,
+                mask: next,
+                depth: depth + 1,
             })?;
         }
         Ok(())
     }
 }
 
-/// An object key read as whether it looks like a secret ([`is_secret_key`]), without
-/// keeping it.
-struct SecretKey;
+/// An object key read, without keeping it, as whether everything below it is to be
+/// found (it looks like a secret, [`is_secret_key`], when `keys`; or a path of `mask`
+/// ends at it) and the paths of `mask` that go on below it.
+#[derive(Clone, Copy)]
+struct KeySeed<'p> {
+    keys: bool,
+    paths: &'p [Vec<Step>],
+    mask: u64,
+    depth: usize,
+}
 
-impl<'de> DeserializeSeed<'de> for SecretKey {
-    type Value = bool;
+impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
+    type Value = (bool, u64);
 
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<bool, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(bool, u64), D::Error> {
         d.deserialize_str(self)
     }
 }
 
-impl<'de> Visitor<'de> for SecretKey {
-    type Value = bool;
+impl<'de> Visitor<'de> for KeySeed<'_> {
+    type Value = (bool, u64);
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an object key")
     }
 
-    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<bool, E> {
-        Ok(is_secret_key(v))
+    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<(bool, u64), E> {
+        let (next, ends) = if self.mask == 0 {
+            (0, false)
+        } else {
+            step_into(
+                self.paths,
+                self.mask,
+                self.depth,
+                |s| matches!(s, Step::Key(k) if k == v),
+            )
+        };
+        Ok((ends || (self.keys && is_secret_key(v)), next))
     }
 }
 
@@ -344,6 +486,15 @@ fn is_secret_key(key: &str) -> bool {
 
 /// [`is_secret_key`] of a name without ASCII upper case letters.
 fn is_secret_lower_key(key: &str) -> bool {
+    // Nearly every key has none of the words: one automaton search rules it out.
+    if secret_needles().is_some_and(|n| !n.is_match(key)) {
+        return false;
+    }
+    is_secret_lower_key_in_full(key)
+}
+
+/// [`is_secret_lower_key`] without the automaton's first look.
+fn is_secret_lower_key_in_full(key: &str) -> bool {
     let mut words = key.split(['_', '-', '.']);
     let secretish = SECRET_FRAGMENTS.iter().any(|f| key.contains(f))
         || words.any(|w| SECRET_WORDS.contains(&w));
@@ -354,24 +505,55 @@ fn is_secret_lower_key(key: &str) -> bool {
             .is_some_and(|last| NOT_SECRET_SUFFIXES.contains(&last))
 }
 
-/// The value at a `sensitive_attributes` path, if the attributes have it.
-fn follow<'v>(attributes: &'v Value, path: &Value) -> Option<&'v Value> {
-    let steps = path.as_array()?;
-    let mut at = attributes;
-    for step in steps {
-        let kind = step.get("type").and_then(Value::as_str);
-        let value = step.get("value")?;
-        at = match kind {
-            Some("get_attr") => at.get(value.as_str()?)?,
-            Some("index") => {
-                // {"value": 0, "type": "number"} or {"value": "key", "type": "string"}
-                let key = value.get("value").unwrap_or(value);
-                match key {
-                    Value::Number(n) => at.get(usize::try_from(n.as_u64()?).ok()?)?,
-                    Value::String(s) => at.get(s.as_str())?,
-                    _ => return None,
-                }
+/// One step of a `sensitive_attributes` path: an object key (`get_attr`, or `index`
+/// by a string) or a list index (`index` by a number).
+#[derive(Debug, PartialEq)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// The paths of an instance's `sensitive_attributes` (a list of paths, each a list of
+/// steps `{"type":"get_attr","value":"name"}` or `{"type":"index","value":{"value":0,
+/// "type":"number"}}`). A path with a step of another form is dropped (it marks
+/// nothing); anything but a list gives no paths.
+///
+/// # Errors
+/// The serde_json error of a number out of range.
+fn paths_of(raw: &RawValue) -> std::result::Result<Vec<Vec<Step>>, serde_json::Error> {
+    let Value::Array(paths) = serde_json::from_str(raw.get())? else {
+        return Ok(Vec::new());
+    };
+    Ok(paths.iter().filter_map(steps_of).collect())
+}
+
+/// One path's steps, if every step has a known form.
+fn steps_of(path: &Value) -> Option<Vec<Step>> {
+    path.as_array()?
+        .iter()
+        .map(|step| {
+            let value = step.get("value")?;
+            match step.get("type").and_then(Value::as_str) {
+                Some("get_attr") => Some(Step::Key(value.as_str()?.to_owned())),
+                Some("index") => match value.get("value").unwrap_or(value) {
+                    Value::Number(n) => Some(Step::Index(usize::try_from(n.as_u64()?).ok()?)),
+                    Value::String(s) => Some(Step::Key(s.clone())),
+                    _ => None,
+                },
+                _ => None,
             }
+        })
+        .collect()
+}
+
+/// The value at a path, if the attributes have it: a key step reads an object, an
+/// index step a list.
+fn follow<'v>(attributes: &'v Value, path: &[Step]) -> Option<&'v Value> {
+    let mut at = attributes;
+    for step in path {
+        at = match (step, at) {
+            (Step::Key(k), Value::Object(map)) => map.get(k)?,
+            (Step::Index(i), Value::Array(items)) => items.get(*i)?,
             _ => return None,
         };
     }
@@ -426,16 +608,23 @@ mod tests {
         }
     }
 
-    /// What the `Value` walk of the attributes finds (the path taken when some path
-    /// is marked sensitive).
-    fn by_value(attributes: &str) -> Result<HashSet<String>, String> {
+    /// What the `Value` walk of the attributes finds (the way of an instance marking
+    /// more than 64 paths), with the paths of `sensitive`.
+    fn by_value_marked(attributes: &str, sensitive: &str) -> Result<HashSet<String>, String> {
         let mut found = Found::default();
-        let v: Value = serde_json::from_str(attributes).map_err(|e| e.to_string())?;
-        found.secret_keys(&v);
+        let raw = RawValue::from_string(attributes.to_owned()).map_err(|e| e.to_string())?;
+        let paths = paths_of(&RawValue::from_string(sensitive.to_owned()).unwrap())
+            .map_err(|e| e.to_string())?;
+        found.by_value(&raw, &paths).map_err(|e| e.to_string())?;
         Ok(found.values)
     }
 
-    /// What [`Found::instance`] finds with no sensitive path (the streaming walk).
+    /// What the `Value` walk of the attributes finds with no path marked.
+    fn by_value(attributes: &str) -> Result<HashSet<String>, String> {
+        by_value_marked(attributes, "[]")
+    }
+
+    /// What [`Found::instance`] finds (the streaming walk).
     fn streamed(attributes: &str, sensitive: Option<&str>) -> Result<HashSet<String>, String> {
         let mut found = Found::default();
         let raw = RawValue::from_string(attributes.to_owned()).map_err(|e| e.to_string())?;
@@ -541,13 +730,130 @@ mod tests {
             both.contains("first-one") && both.contains("second-one"),
             "{both:?}"
         );
-        // A marked path still goes the `Value` way.
+        // A marked path and a secret key.
         let marked = r#"[[{"type":"get_attr","value":"note"}]]"#;
         let got = streamed(
             r#"{"note":"marked-secret","password":"pw-secret"}"#,
             Some(marked),
         );
         assert_eq!(got.unwrap().len(), 2);
+    }
+
+    /// With paths marked sensitive, the streaming walk finds what following each path
+    /// through a `Value` finds: generated attributes, generated paths (keys, list
+    /// indexes, index steps by string, steps of unknown form, paths into nothing, the
+    /// empty path), more than 64 paths.
+    #[test]
+    fn the_streaming_walk_follows_marked_paths_as_the_value_walk_does() {
+        let cases = [
+            (
+                r#"{"a":[{"b":"x-one"},{"b":"y-two"}],"m":{"k":"v-three"}}"#,
+                r#"[[{"type":"get_attr","value":"a"},{"type":"index","value":{"value":1,"type":"number"}},{"type":"get_attr","value":"b"}]]"#,
+            ),
+            (
+                r#"{"a":[{"b":"x-one"},{"b":"y-two"}],"m":{"k":"v-three"}}"#,
+                r#"[[{"type":"get_attr","value":"m"},{"type":"index","value":{"value":"k","type":"string"}}]]"#,
+            ),
+            (
+                r#"{"a":[{"b":"x-one"}],"m":{"k":"v-three"}}"#,
+                r#"[[{"type":"get_attr","value":"a"}]]"#,
+            ),
+            (r#"{"a":[{"b":"x-one"}],"m":{"k":"v-three"}}"#, "[[]]"),
+            (
+                r#"{"a":[{"b":"x-one"}],"m":{"k":"v-three"}}"#,
+                r#"[[{"type":"get_attr","value":"missing"}]]"#,
+            ),
+            (
+                r#"{"a":[{"b":"x-one"}]}"#,
+                r#"[[{"type":"index","value":{"value":0,"type":"number"}}]]"#,
+            ),
+            (
+                r#"{"a":[{"b":"x-one"}]}"#,
+                r#"[[{"type":"get_attr","value":"a"},{"type":"weird","value":0}]]"#,
+            ),
+            (r#"{"a":[{"b":"x-one"}]}"#, r#"{"not":"a list"}"#),
+            (
+                r#"{"a":{"0":"key-zero"},"l":["item-zero"]}"#,
+                r#"[[{"type":"get_attr","value":"a"},{"type":"index","value":{"value":0,"type":"number"}}],[{"type":"get_attr","value":"l"},{"type":"index","value":{"value":"0","type":"string"}}]]"#,
+            ),
+            (
+                r#"{"user_data":"marked-data","password":"pw-secret","tags":{"Name":"web"}}"#,
+                r#"[[{"type":"get_attr","value":"user_data"}]]"#,
+            ),
+        ];
+        for (attrs, marked) in cases {
+            assert_eq!(
+                streamed(attrs, Some(marked)),
+                by_value_marked(attrs, marked),
+                "{attrs} {marked}"
+            );
+        }
+        let keys = ["a", "b", "password", "tags", "items", "note", "token", "0"];
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            usize::try_from(seed % n as u64).unwrap()
+        };
+        fn value(next: &mut impl FnMut(usize) -> usize, keys: &[&str], depth: usize) -> String {
+            match if depth > 3 { next(3) } else { next(6) } {
+                0 => format!("\"v{}-{}\"", depth, next(1000)),
+                1 => format!("{}", next(100)),
+                2 => "true".into(),
+                3 | 4 => {
+                    // No duplicate keys (a `Value` keeps only the last).
+                    let mut seen = std::collections::HashSet::new();
+                    let mut fields = Vec::new();
+                    for _ in 0..next(4) {
+                        let k = keys[next(keys.len())];
+                        if seen.insert(k) {
+                            fields.push(format!("\"{k}\":{}", value(next, keys, depth + 1)));
+                        }
+                    }
+                    format!("{{{}}}", fields.join(","))
+                }
+                _ => {
+                    let items: Vec<String> =
+                        (0..next(4)).map(|_| value(next, keys, depth + 1)).collect();
+                    format!("[{}]", items.join(","))
+                }
+            }
+        }
+        fn path(next: &mut impl FnMut(usize) -> usize, keys: &[&str]) -> String {
+            let steps: Vec<String> = (0..next(4))
+                .map(|_| match next(5) {
+                    0 | 1 => format!(
+                        r#"{{"type":"get_attr","value":"{}"}}"#,
+                        keys[next(keys.len())]
+                    ),
+                    2 => format!(
+                        r#"{{"type":"index","value":{{"value":{},"type":"number"}}}}"#,
+                        next(3)
+                    ),
+                    3 => format!(
+                        r#"{{"type":"index","value":{{"value":"{}","type":"string"}}}}"#,
+                        keys[next(keys.len())]
+                    ),
+                    _ => format!(r#"{{"type":"index","value":{}}}"#, next(3)),
+                })
+                .collect();
+            format!("[{}]", steps.join(","))
+        }
+        let mut found_any = 0;
+        for round in 0..4_000 {
+            let attrs = value(&mut next, &keys, 0);
+            let count = if round % 100 == 0 { 70 } else { 1 + next(3) };
+            let paths: Vec<String> = (0..count).map(|_| path(&mut next, &keys)).collect();
+            let marked = format!("[{}]", paths.join(","));
+            let want = by_value_marked(&attrs, &marked);
+            assert_eq!(streamed(&attrs, Some(&marked)), want, "{attrs} {marked}");
+            found_any += usize::from(want.is_ok_and(|v| !v.is_empty()));
+        }
+        assert!(
+            found_any > 400,
+            "the generator reaches marked values: {found_any}"
+        );
     }
 
     /// The pre-check never hides a secret key: every key [`is_secret_key`] accepts, in
@@ -569,34 +875,45 @@ mod tests {
                     for k in [key.clone(), key.to_uppercase(), key.replace('a', "A")] {
                         if is_secret_key(&k) {
                             secret += 1;
-                            assert!(could_name_a_secret_key(&k), "{k}");
+                            assert!(could_name_a_secret_key(&k, &mut Vec::new()), "{k}");
                         }
                     }
                 }
             }
         }
         assert!(secret > 1_000, "{secret}");
+        let mut scratch = Vec::new();
         assert!(!could_name_a_secret_key(
-            r#"{"id":"i-1","tags":{"Name":"web"}}"#
+            r#"{"id":"i-1","tags":{"Name":"web"}}"#,
+            &mut scratch
         ));
-        assert!(could_name_a_secret_key(r#"{"pass\u0077ord":"x"}"#));
+        assert!(could_name_a_secret_key(
+            r#"{"pass\u0077ord":"x"}"#,
+            &mut scratch
+        ));
+        assert!(could_name_a_secret_key(
+            r#"{"DB_PASSWORD":"x"}"#,
+            &mut scratch
+        ));
     }
 
     #[test]
     fn follows_get_attr_and_index_steps() {
         let attrs: Value = serde_json::json!({"a": [{"b": "x"}, {"b": "yy"}], "m": {"k": "v"}});
-        let path: Value = serde_json::json!([
+        let steps = |path: Value| steps_of(&path).unwrap();
+        let path = steps(serde_json::json!([
             {"type": "get_attr", "value": "a"},
             {"type": "index", "value": {"value": 1, "type": "number"}},
             {"type": "get_attr", "value": "b"}
-        ]);
+        ]));
         assert_eq!(follow(&attrs, &path), Some(&Value::from("yy")));
-        let path: Value = serde_json::json!([
+        let path = steps(serde_json::json!([
             {"type": "get_attr", "value": "m"},
             {"type": "index", "value": {"value": "k", "type": "string"}}
-        ]);
+        ]));
         assert_eq!(follow(&attrs, &path), Some(&Value::from("v")));
-        let path: Value = serde_json::json!([{"type": "get_attr", "value": "missing"}]);
+        let path = steps(serde_json::json!([{"type": "get_attr", "value": "missing"}]));
         assert_eq!(follow(&attrs, &path), None);
+        assert_eq!(steps_of(&serde_json::json!([{"type": "splat"}])), None);
     }
 }
