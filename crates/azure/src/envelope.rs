@@ -12,7 +12,6 @@
 //! this reader rejects is reported by the generic reader, with its messages.
 
 use std::borrow::Cow;
-use std::cell::OnceCell;
 use std::fmt;
 
 use driftreactor_event::NormalizeError;
@@ -74,48 +73,53 @@ impl Kind {
     }
 }
 
-/// A value read as text (a key outside [`EXPAND`]): a string, unescaped when first
-/// asked for (most strings read are never used), or the type of anything else (a
-/// string whose escapes do not decode counts as "anything else").
+/// A value read as text (a key outside [`EXPAND`]): a string, unescaped as it is read
+/// (borrowed when it has no escapes), or the type of anything else. Every string the
+/// normalizer reads is used, so it is unescaped at once (no cell to fill later: a
+/// smaller struct, and one check per string).
 #[derive(Debug, Clone)]
 pub(crate) enum Scalar<'a> {
-    /// The JSON text of a value read from the event, and its string once asked for.
-    Raw(&'a RawValue, OnceCell<Option<Cow<'a, str>>>),
-    /// A string of an object decoded from a string.
-    Str(String),
-    /// Anything else of an object decoded from a string.
+    /// A string: borrowed from the event, or owned (escapes, or an object decoded
+    /// from a string).
+    Str(Cow<'a, str>),
+    /// A string of the event whose escapes do not decode (a lone surrogate): read as
+    /// no string, described as one.
+    BadStr,
+    /// Anything else.
     Other(Kind),
 }
 
 impl<'a> Scalar<'a> {
     fn from_value(v: &Value) -> Self {
         match v {
-            Value::String(s) => Scalar::Str(s.clone()),
+            Value::String(s) => Scalar::Str(Cow::Owned(s.clone())),
             other => Scalar::Other(Kind::of_value(other)),
+        }
+    }
+
+    /// The value of the JSON text `raw` (one valid value).
+    fn from_raw(raw: &'a RawValue) -> Self {
+        match Kind::of_raw(raw.get()) {
+            Kind::String => unescape(raw).map_or(Scalar::BadStr, Scalar::Str),
+            kind => Scalar::Other(kind),
         }
     }
 
     /// The string, if this is one.
     pub(crate) fn as_str(&self) -> Option<&str> {
         match self {
-            Scalar::Raw(raw, text) => text.get_or_init(|| unescape(raw)).as_deref(),
             Scalar::Str(s) => Some(s),
-            Scalar::Other(_) => None,
+            Scalar::BadStr | Scalar::Other(_) => None,
         }
     }
 
     pub(crate) fn is_null(&self) -> bool {
-        match self {
-            Scalar::Raw(raw, _) => raw.get() == "null",
-            Scalar::Str(_) => false,
-            Scalar::Other(k) => *k == Kind::Null,
-        }
+        matches!(self, Scalar::Other(Kind::Null))
     }
 
     pub(crate) fn describe(&self) -> &'static str {
         match self {
-            Scalar::Raw(raw, _) => Kind::of_raw(raw.get()).describe(),
-            Scalar::Str(_) => Kind::String.describe(),
+            Scalar::Str(_) | Scalar::BadStr => Kind::String.describe(),
             Scalar::Other(k) => k.describe(),
         }
     }
@@ -123,7 +127,7 @@ impl<'a> Scalar<'a> {
 
 impl<'de> Deserialize<'de> for Scalar<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        <&'de RawValue>::deserialize(d).map(|raw| Scalar::Raw(raw, OnceCell::new()))
+        <&'de RawValue>::deserialize(d).map(Scalar::from_raw)
     }
 }
 
@@ -132,7 +136,7 @@ impl<'de> Deserialize<'de> for Scalar<'de> {
 fn unescape(raw: &RawValue) -> Option<Cow<'_, str>> {
     let text = raw.get();
     let inner = text.strip_prefix('"')?.strip_suffix('"')?;
-    if inner.contains('\\') {
+    if memchr::memchr(b'\\', inner.as_bytes()).is_some() {
         serde_json::from_str::<String>(text).ok().map(Cow::Owned)
     } else {
         Some(Cow::Borrowed(inner))
@@ -507,19 +511,32 @@ pub(crate) fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
 /// # Errors
 /// The generic reader's ([`Val::parse`]) error for a payload that is not one JSON
 /// value: [`NormalizeError::Empty`] or [`NormalizeError::Json`] with line and column.
+#[cfg(test)]
 pub(crate) fn read(payload: &[u8]) -> Result<Expanded<'_, Event<'_>>, NormalizeError> {
+    let mut event = Expanded::default();
+    read_into(payload, &mut event)?;
+    Ok(event)
+}
+
+/// [`read`] into `event` (a default value): the struct is large, so it is filled where
+/// the caller keeps it rather than moved out (on an error it is left partly filled).
+///
+/// # Errors
+/// As [`read`].
+pub(crate) fn read_into<'a>(
+    payload: &'a [u8],
+    event: &mut Expanded<'a, Event<'a>>,
+) -> Result<(), NormalizeError> {
     let body = payload.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(payload);
     // UTF-8 checked once for the whole payload (the values skipped are not read as
     // text, so nothing else would check them).
     let read = std::str::from_utf8(body).map(|text| {
         let mut de = serde_json::Deserializer::from_str(text);
-        let mut event = Expanded::default();
-        InPlace(&mut event).deserialize(&mut de)?;
-        de.end()?;
-        Ok::<_, serde_json::Error>(event)
+        InPlace(event).deserialize(&mut de)?;
+        de.end()
     });
     match read {
-        Ok(Ok(event)) => Ok(event),
+        Ok(Ok(())) => Ok(()),
         // Rejected: the generic reader, which rejects the same payloads, says why with
         // its messages (this reader's own words only if it did not reject it).
         other => Err(match Val::parse(payload, EXPAND) {
