@@ -306,14 +306,12 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
     let claims_decoded = data
         .claims
         .as_str()
-        .and_then(envelope::decoded_object)
-        .map(|m| Claims::from_map(&m));
+        .and_then(envelope::decoded_fields::<Claims<'_>>);
     let claims = data.claims.as_obj().or(claims_decoded.as_ref());
     let authorization_decoded = data
         .authorization
         .as_str()
-        .and_then(envelope::decoded_object)
-        .map(|m| Authorization::from_map(&m));
+        .and_then(envelope::decoded_fields::<Authorization<'_>>);
     let authorization = data
         .authorization
         .as_obj()
