@@ -42,7 +42,7 @@ pub fn canonical(raw: &str) -> Option<String> {
     }
     s = before_query(s);
     let mut out = String::with_capacity(s.len() + 1);
-    if s.is_ascii() && s.starts_with('/') && !s.ends_with('/') && !s.contains("//") {
+    if s.starts_with('/') && !s.ends_with('/') && s.is_ascii() && !has_empty_segment(s) {
         // The common case, already in shape: copied and lowercased in place.
         out.push_str(s);
         out.make_ascii_lowercase();
@@ -66,12 +66,8 @@ pub fn canonical(raw: &str) -> Option<String> {
 
 /// `s` up to its first `?` or `#` (the path of a URL), all of it when it has none.
 pub(crate) fn before_query(s: &str) -> &str {
-    // Two single-byte searches (memchr) rather than one char-class scan.
-    let end = [s.find('?'), s.find('#')]
-        .into_iter()
-        .flatten()
-        .min()
-        .unwrap_or(s.len());
+    // One two-byte search (memchr2) rather than one char-class scan.
+    let end = memchr::memchr2(b'?', b'#', s.as_bytes()).unwrap_or(s.len());
     s.get(..end).unwrap_or(s)
 }
 
@@ -85,22 +81,27 @@ fn segments(canonical: &str) -> Vec<&str> {
 fn with_segments<'a, R>(canonical: &'a str, f: impl FnOnce(&[&'a str]) -> R) -> R {
     let mut buf = [""; 32];
     let mut n = 0;
-    // The non-empty parts between `/`s (an ASCII byte: every cut is a char boundary).
+    // The non-empty parts between `/`s, found with one memchr scan (a `/` is an ASCII
+    // byte: every cut is a char boundary).
     let mut start = 0;
-    for (i, b) in canonical.bytes().chain([b'/']).enumerate() {
-        if b != b'/' {
-            continue;
-        }
-        if let Some(seg) = canonical.get(start..i).filter(|s| !s.is_empty()) {
+    let slashes = memchr::memchr_iter(b'/', canonical.as_bytes());
+    for end in slashes.chain([canonical.len()]) {
+        if let Some(seg) = canonical.get(start..end).filter(|s| !s.is_empty()) {
             match buf.get_mut(n) {
                 Some(slot) => *slot = seg,
                 None => return f(&segments(canonical)),
             }
             n += 1;
         }
-        start = i + 1;
+        start = end + 1;
     }
     f(buf.get(..n).unwrap_or_default())
+}
+
+/// True when `s` holds `//` (an empty segment).
+fn has_empty_segment(s: &str) -> bool {
+    let b = s.as_bytes();
+    memchr::memchr_iter(b'/', b).any(|i| b.get(i + 1) == Some(&b'/'))
 }
 
 /// Resource ancestors of a *canonical* ID, nearest first (see the module docs).

@@ -12,7 +12,6 @@
 //! this reader rejects is reported by the generic reader, with its messages.
 
 use std::borrow::Cow;
-use std::cell::OnceCell;
 use std::fmt;
 
 use driftreactor_event::NormalizeError;
@@ -74,48 +73,53 @@ impl Kind {
     }
 }
 
-/// A value read as text (a key outside [`EXPAND`]): a string, unescaped when first
-/// asked for (most strings read are never used), or the type of anything else (a
-/// string whose escapes do not decode counts as "anything else").
+/// A value read as text (a key outside [`EXPAND`]): a string, unescaped as it is read
+/// (borrowed when it has no escapes), or the type of anything else. Every string the
+/// normalizer reads is used, so it is unescaped at once (no cell to fill later: a
+/// smaller struct, and one check per string).
 #[derive(Debug, Clone)]
 pub(crate) enum Scalar<'a> {
-    /// The JSON text of a value read from the event, and its string once asked for.
-    Raw(&'a RawValue, OnceCell<Option<Cow<'a, str>>>),
-    /// A string of an object decoded from a string.
-    Str(String),
-    /// Anything else of an object decoded from a string.
+    /// A string: borrowed from the event, or owned (escapes, or an object decoded
+    /// from a string).
+    Str(Cow<'a, str>),
+    /// A string of the event whose escapes do not decode (a lone surrogate): read as
+    /// no string, described as one.
+    BadStr,
+    /// Anything else.
     Other(Kind),
 }
 
 impl<'a> Scalar<'a> {
     fn from_value(v: &Value) -> Self {
         match v {
-            Value::String(s) => Scalar::Str(s.clone()),
+            Value::String(s) => Scalar::Str(Cow::Owned(s.clone())),
             other => Scalar::Other(Kind::of_value(other)),
+        }
+    }
+
+    /// The value of the JSON text `raw` (one valid value).
+    fn from_raw(raw: &'a RawValue) -> Self {
+        match Kind::of_raw(raw.get()) {
+            Kind::String => unescape(raw).map_or(Scalar::BadStr, Scalar::Str),
+            kind => Scalar::Other(kind),
         }
     }
 
     /// The string, if this is one.
     pub(crate) fn as_str(&self) -> Option<&str> {
         match self {
-            Scalar::Raw(raw, text) => text.get_or_init(|| unescape(raw)).as_deref(),
             Scalar::Str(s) => Some(s),
-            Scalar::Other(_) => None,
+            Scalar::BadStr | Scalar::Other(_) => None,
         }
     }
 
     pub(crate) fn is_null(&self) -> bool {
-        match self {
-            Scalar::Raw(raw, _) => raw.get() == "null",
-            Scalar::Str(_) => false,
-            Scalar::Other(k) => *k == Kind::Null,
-        }
+        matches!(self, Scalar::Other(Kind::Null))
     }
 
     pub(crate) fn describe(&self) -> &'static str {
         match self {
-            Scalar::Raw(raw, _) => Kind::of_raw(raw.get()).describe(),
-            Scalar::Str(_) => Kind::String.describe(),
+            Scalar::Str(_) | Scalar::BadStr => Kind::String.describe(),
             Scalar::Other(k) => k.describe(),
         }
     }
@@ -123,7 +127,7 @@ impl<'a> Scalar<'a> {
 
 impl<'de> Deserialize<'de> for Scalar<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        <&'de RawValue>::deserialize(d).map(|raw| Scalar::Raw(raw, OnceCell::new()))
+        <&'de RawValue>::deserialize(d).map(Scalar::from_raw)
     }
 }
 
@@ -132,7 +136,7 @@ impl<'de> Deserialize<'de> for Scalar<'de> {
 fn unescape(raw: &RawValue) -> Option<Cow<'_, str>> {
     let text = raw.get();
     let inner = text.strip_prefix('"')?.strip_suffix('"')?;
-    if inner.contains('\\') {
+    if memchr::memchr(b'\\', inner.as_bytes()).is_some() {
         serde_json::from_str::<String>(text).ok().map(Cow::Owned)
     } else {
         Some(Cow::Borrowed(inner))
@@ -373,6 +377,9 @@ impl<'a> Claims<'a> {
     }
 
     /// The claims of an object decoded from a string.
+    // NOTE: the reading of a `Value` that [`decoded_fields`] replaces, kept as the
+    // reference its test compares it with.
+    #[cfg(test)]
     pub(crate) fn from_map(m: &Map<String, Value>) -> Self {
         Claims(CLAIM_KEYS.map(|k| m.get(k).map(Scalar::from_value)))
     }
@@ -401,6 +408,9 @@ pub(crate) struct Authorization<'a> {
 
 impl Authorization<'_> {
     /// The authorization of an object decoded from a string.
+    // NOTE: the reading of a `Value` that [`decoded_fields`] replaces, kept as the
+    // reference its test compares it with.
+    #[cfg(test)]
     pub(crate) fn from_map(m: &Map<String, Value>) -> Self {
         Authorization {
             evidence: match m.get("evidence") {
@@ -497,6 +507,220 @@ pub(crate) fn decoded_object(s: &str) -> Option<Map<String, Value>> {
     }
 }
 
+/// The fields of an object decoded from a string, read as [`decoded_object`] and
+/// `from_map` read them, without building the `serde_json::Value`.
+pub(crate) trait Decoded<'de>: Default {
+    /// Reads the value of `key` into `self`, or checks it as a `Value` parse would.
+    fn decoded_field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error>;
+}
+
+/// Every key counts as expanded: [`lazy::Strict`] then checks each value as a
+/// `serde_json::Value` parse does (`deserialize_any` at every depth).
+fn every_key(_: &str) -> bool {
+    true
+}
+
+/// Checks one value as a `serde_json::Value` parse does, keeping nothing.
+const CHECKED: lazy::Strict<fn(&str) -> bool> = lazy::Strict(every_key);
+
+/// The fields `T` of the JSON text `s` when it is one object: what
+/// `decoded_object(s).map(|m| T::from_map(&m))` gives (the same texts accepted:
+/// every value read through `deserialize_any`, as a `Value` parse reads it; the last
+/// of duplicate keys wins), without the `Value` tree.
+pub(crate) fn decoded_fields<'a, T: Decoded<'a>>(s: &'a str) -> Option<T> {
+    let mut de = serde_json::Deserializer::from_str(s);
+    let fields = DecodedObject(std::marker::PhantomData::<T>)
+        .deserialize(&mut de)
+        .ok()??;
+    de.end().ok()?;
+    Some(fields)
+}
+
+/// Reads an object decoded from a string into `T` (`None` for any other value).
+struct DecodedObject<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Decoded<'de>> DeserializeSeed<'de> for DecodedObject<T> {
+    type Value = Option<T>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<T>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, T: Decoded<'de>> Visitor<'de> for DecodedObject<T> {
+    type Value = Option<T>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Option<T>, A::Error> {
+        while s.next_element_seed(CHECKED)?.is_some() {}
+        Ok(None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Option<T>, A::Error> {
+        let mut fields = T::default();
+        while let Some(Key(k)) = m.next_key::<Key<'de>>()? {
+            fields.decoded_field(&k, &mut m)?;
+        }
+        Ok(Some(fields))
+    }
+}
+
+/// Reads one value of an object decoded from a string as [`Scalar::from_value`] reads
+/// its `Value`; an object or an array is checked as a `Value` parse checks it.
+struct DecodedScalar;
+
+impl<'de> DeserializeSeed<'de> for DecodedScalar {
+    type Value = Scalar<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Scalar<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DecodedScalar {
+    type Value = Scalar<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Str(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Str(Cow::Owned(v.to_owned())))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Str(Cow::Owned(v)))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Other(Kind::Boolean))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Other(Kind::Number))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Other(Kind::Number))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Other(Kind::Number))
+    }
+    fn visit_unit<E>(self) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Other(Kind::Null))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Scalar<'de>, A::Error> {
+        CHECKED.visit_seq(s)?;
+        Ok(Scalar::Other(Kind::Array))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Scalar<'de>, A::Error> {
+        CHECKED.visit_map(m)?;
+        Ok(Scalar::Other(Kind::Object))
+    }
+}
+
+/// Reads `evidence` of an authorization decoded from a string as
+/// [`Authorization::from_map`] reads it.
+struct DecodedEvidence;
+
+impl<'de> DeserializeSeed<'de> for DecodedEvidence {
+    type Value = Expanded<'de, Evidence<'de>>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DecodedEvidence {
+    type Value = Expanded<'de, Evidence<'de>>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Self::other(Kind::String))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Self::other(Kind::Boolean))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Self::other(Kind::Number))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Self::other(Kind::Number))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Self::other(Kind::Number))
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Self::other(Kind::Null))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Self::Value, A::Error> {
+        CHECKED.visit_seq(s)?;
+        Ok(Self::other(Kind::Array))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+        let mut evidence = Evidence::default();
+        while let Some(Key(k)) = m.next_key::<Key<'de>>()? {
+            if k == "principalId" {
+                evidence.principal_id = Some(m.next_value_seed(DecodedScalar)?);
+            } else {
+                m.next_value_seed(CHECKED)?;
+            }
+        }
+        Ok(Expanded {
+            shape: Some(Shape::Obj),
+            fields: evidence,
+        })
+    }
+}
+
+impl DecodedEvidence {
+    /// `evidence` of another type than an object.
+    fn other<'a>(kind: Kind) -> Expanded<'a, Evidence<'a>> {
+        Expanded {
+            shape: Some(Shape::Other(kind)),
+            fields: Evidence::default(),
+        }
+    }
+}
+
+impl<'de> Decoded<'de> for Claims<'de> {
+    fn decoded_field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match CLAIM_KEYS
+            .iter()
+            .position(|k| *k == key)
+            .and_then(|i| self.0.get_mut(i))
+        {
+            Some(slot) => *slot = Some(map.next_value_seed(DecodedScalar)?),
+            None => map.next_value_seed(CHECKED)?,
+        }
+        Ok(())
+    }
+}
+
+impl<'de> Decoded<'de> for Authorization<'de> {
+    fn decoded_field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        if key == "evidence" {
+            self.evidence = map.next_value_seed(DecodedEvidence)?;
+        } else {
+            map.next_value_seed(CHECKED)?;
+        }
+        Ok(())
+    }
+}
+
 /// The string a kept value holds, unescaped, if it is one.
 pub(crate) fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
     unescape(raw)
@@ -507,19 +731,32 @@ pub(crate) fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
 /// # Errors
 /// The generic reader's ([`Val::parse`]) error for a payload that is not one JSON
 /// value: [`NormalizeError::Empty`] or [`NormalizeError::Json`] with line and column.
+#[cfg(test)]
 pub(crate) fn read(payload: &[u8]) -> Result<Expanded<'_, Event<'_>>, NormalizeError> {
+    let mut event = Expanded::default();
+    read_into(payload, &mut event)?;
+    Ok(event)
+}
+
+/// [`read`] into `event` (a default value): the struct is large, so it is filled where
+/// the caller keeps it rather than moved out (on an error it is left partly filled).
+///
+/// # Errors
+/// As [`read`].
+pub(crate) fn read_into<'a>(
+    payload: &'a [u8],
+    event: &mut Expanded<'a, Event<'a>>,
+) -> Result<(), NormalizeError> {
     let body = payload.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(payload);
     // UTF-8 checked once for the whole payload (the values skipped are not read as
     // text, so nothing else would check them).
     let read = std::str::from_utf8(body).map(|text| {
         let mut de = serde_json::Deserializer::from_str(text);
-        let mut event = Expanded::default();
-        InPlace(&mut event).deserialize(&mut de)?;
-        de.end()?;
-        Ok::<_, serde_json::Error>(event)
+        InPlace(event).deserialize(&mut de)?;
+        de.end()
     });
     match read {
-        Ok(Ok(event)) => Ok(event),
+        Ok(Ok(())) => Ok(()),
         // Rejected: the generic reader, which rejects the same payloads, says why with
         // its messages (this reader's own words only if it did not reject it).
         other => Err(match Val::parse(payload, EXPAND) {
@@ -587,6 +824,56 @@ mod tests {
                 .map_err(|e| e.to_string());
             let typed = read(payload).map(|_| ()).map_err(|e| e.to_string());
             assert_eq!(typed, generic, "{}", String::from_utf8_lossy(payload));
+        }
+    }
+
+    /// [`decoded_fields`] reads what [`decoded_object`] and `from_map` read, and
+    /// accepts the same texts.
+    #[test]
+    fn decoded_fields_read_what_the_value_path_reads() {
+        let texts = [
+            r#"{"upn":"a","oid":"b","appid":"c","ipaddr":"1.2.3.4"}"#,
+            r#"{"claimKey1":"claimValue1","claimKey2":"claimValue2"}"#,
+            r#" {"upn":"a","upn":7,"azp":null,"oid":true,"unique_name":[1],"appid":{"x":1}} "#,
+            r#"{"upn":"\u00e9\"\\","x":[{"y":{"z":[]}}]}"#,
+            r#"{"upn":"a","x":1e400}"#,
+            r#"{"upn":"a","x":[1e400]}"#,
+            r#"{"upn":"\ud800"}"#,
+            r#"{"x":"\ud800"}"#,
+            r#"{"\ud800":1}"#,
+            r#"{"u\u0070n":"escaped key"}"#,
+            r#"{"upn":"a"} x"#,
+            r#"{"upn":"a",}"#,
+            r#"{"upn":-0.5e-3,"oid":18446744073709551616}"#,
+            r#"{"evidence":{"principalId":"p","role":"r"},"scope":"s"}"#,
+            r#"{"evidence":{"principalId":5}}"#,
+            r#"{"evidence":{"principalId":"p"},"evidence":"s"}"#,
+            r#"{"evidence":"s","evidence":{"principalId":"q"}}"#,
+            r#"{"evidence":[1]}"#,
+            r#"{"evidence":null}"#,
+            r#"{"evidence":{"principalId":"p","x":1e400}}"#,
+            r#"{}"#,
+            r#"[]"#,
+            r#""s""#,
+            "12",
+            "null",
+            "",
+            "not json",
+        ];
+        let deep = |n: usize| format!(r#"{{"upn":"a","x":{}1{}}}"#, "[".repeat(n), "]".repeat(n));
+        let nested: Vec<String> = [120, 126, 127, 128, 200].into_iter().map(deep).collect();
+        for t in texts
+            .iter()
+            .copied()
+            .chain(nested.iter().map(String::as_str))
+        {
+            let claims = decoded_fields::<Claims<'_>>(t).map(|c| format!("{c:?}"));
+            let claims_value = decoded_object(t).map(|m| format!("{:?}", Claims::from_map(&m)));
+            assert_eq!(claims, claims_value, "{t}");
+            let auth = decoded_fields::<Authorization<'_>>(t).map(|a| format!("{a:?}"));
+            let auth_value =
+                decoded_object(t).map(|m| format!("{:?}", Authorization::from_map(&m)));
+            assert_eq!(auth, auth_value, "{t}");
         }
     }
 

@@ -125,24 +125,33 @@ struct CompiledRule {
 }
 
 /// One glob of a `[[policy]]` rule, with the literal text every string it matches
-/// starts with ([`literal_head`]): most resources do not start with it, and their
-/// regex search is skipped.
+/// starts with ([`literal_head`]) and a literal piece every such string contains
+/// ([`literal_piece`]): most resources lack one of them, and their regex search is
+/// skipped.
 #[derive(Debug, Clone)]
 struct RuleGlob {
     matcher: GlobMatcher,
     head: Box<str>,
+    /// `None` when the glob has no such piece, or it is the head itself.
+    piece: Option<Box<str>>,
 }
 
 impl RuleGlob {
     fn new(glob: &Glob) -> Self {
+        let head = literal_head(glob.glob());
         Self {
             matcher: glob.compile_matcher(),
-            head: literal_head(glob.glob()).into(),
+            head: head.into(),
+            piece: literal_piece(glob.glob())
+                .filter(|p| *p != head)
+                .map(Box::from),
         }
     }
 
     fn is_match(&self, value: &str) -> bool {
-        value.starts_with(&*self.head) && self.matcher.is_match(value)
+        value.starts_with(&*self.head)
+            && self.piece.as_deref().is_none_or(|p| value.contains(p))
+            && self.matcher.is_match(value)
     }
 
     fn glob(&self) -> &Glob {
@@ -232,6 +241,22 @@ impl Principals {
         }
         self.set.is_match(principal)
     }
+}
+
+/// The longest literal text between the wildcards (`*`, `?`) of a glob, without the
+/// `/`s at its ends (a `**/` or `/**` may match no `/`: `a/**/b` matches `a/b`):
+/// every string the glob matches contains it (`module.*.aws_iam_*` → `.aws_iam_`).
+/// `None` when the glob has classes, alternatives, escapes or `,` (where literal text
+/// is harder to tell), or no literal text.
+fn literal_piece(pattern: &str) -> Option<&str> {
+    if pattern.contains(['[', ']', '{', '}', '\\', ',']) {
+        return None;
+    }
+    pattern
+        .split(['*', '?'])
+        .map(|p| p.trim_matches('/'))
+        .max_by_key(|p| p.len())
+        .filter(|p| !p.is_empty())
 }
 
 /// The literal text a glob starts with: everything before its first character that
@@ -613,6 +638,10 @@ mod tests {
             "a\\*b",
             "a,b",
             "mod/sub/x*",
+            "module.*.azurerm_roleassignment*",
+            "*_rule?x*",
+            "a?/**/b*c",
+            "**/mid/**",
             "",
         ];
         let values = [
@@ -639,6 +668,20 @@ mod tests {
             "a,b",
             "mod/sub/xy",
             "mod/x",
+            "module.a.azurerm_roleassignment.r",
+            "module.a.b.azurerm_roleassignment",
+            "module.azurerm_roleassignment",
+            "module.a.azurerm_role",
+            "x_rule1x",
+            "_rule?x",
+            "ab/b1c",
+            "a1/x/y/bzc",
+            "a1/bc",
+            "mid",
+            "x/mid/y",
+            "x/mid",
+            "mid/y",
+            "xmidy",
         ];
         for p in patterns {
             let g = Glob::new(p).unwrap();
@@ -652,6 +695,10 @@ mod tests {
         assert_eq!(literal_head("exact"), "exact");
         assert_eq!(literal_head("a/b/**"), "a/b");
         assert_eq!(literal_head("**/ci"), "");
+        assert_eq!(literal_piece("module.*.aws_iam_*"), Some(".aws_iam_"));
+        assert_eq!(literal_piece("a/**/bc"), Some("bc"));
+        assert_eq!(literal_piece("**"), None);
+        assert_eq!(literal_piece("x{a,b}y"), None);
     }
 
     /// Plug-in for the decider tests: `id` is the identity.
