@@ -56,6 +56,32 @@ pub(crate) fn is_version(seg: &str) -> bool {
             && (tail.contains("beta") || tail.contains("alpha") || tail.starts_with('p'))
 }
 
+/// The `/`-separated segments of `path`, as `path.split('/')` gives them, found by a
+/// plain byte loop: names have short segments, for which one `memchr` call per
+/// segment costs more than the bytes it skips.
+pub(crate) fn segments(path: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(path);
+    std::iter::from_fn(move || {
+        let r = rest?;
+        match r.bytes().position(|b| b == b'/') {
+            // `/` is ASCII: both cuts fall on character boundaries.
+            Some(i) => {
+                rest = r.get(i + 1..);
+                r.get(..i)
+            }
+            None => {
+                rest = None;
+                Some(r)
+            }
+        }
+    })
+}
+
+/// The number of `/`-separated segments of `path` (`path.split('/').count()`).
+pub(crate) fn segment_count(path: &str) -> usize {
+    path.bytes().filter(|b| *b == b'/').count() + 1
+}
+
 /// True for a project number (all digits), which cannot be a project id.
 pub(crate) fn is_project_number(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
@@ -130,7 +156,7 @@ pub fn canonical(service: Option<&str>, raw: &str, project_id: Option<&str>) -> 
         return None;
     }
     // Segments borrowed from `raw` (only the rewrites below are other strings).
-    let mut segs: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let mut segs: Vec<&str> = segments(path).filter(|p| !p.is_empty()).collect();
     // Drop leading API noise of URLs: versions, the service's own name, `sql`.
     while let Some(first) = segs.first().filter(|_| is_url) {
         if is_version(first) || *first == svc || *first == "sql" {
@@ -167,17 +193,14 @@ pub fn canonical(service: Option<&str>, raw: &str, project_id: Option<&str>) -> 
 /// True when the relative name `s` is its own canonical path: no empty segment, and
 /// no `projects/{number}` that `project_id` (a usable id) would replace.
 fn in_shape(s: &str, project_id: Option<&str>) -> bool {
-    if s.starts_with('/') || s.ends_with('/') || s.as_bytes().windows(2).any(|w| w == b"//") {
-        return false;
-    }
-    if project_id.is_some_and(is_project_id) {
-        let mut prev = "";
-        for seg in s.split('/') {
-            if prev == "projects" && is_project_number(seg) {
-                return false;
-            }
-            prev = seg;
+    // One walk over the segments: an empty one is a leading, trailing or doubled `/`.
+    let numbers = project_id.is_some_and(is_project_id);
+    let mut prev = "";
+    for seg in segments(s) {
+        if seg.is_empty() || numbers && prev == "projects" && is_project_number(seg) {
+            return false;
         }
+        prev = seg;
     }
     true
 }
@@ -221,7 +244,10 @@ fn service_path<'s>(svc: &str, mut segs: Vec<&'s str>) -> Vec<&'s str> {
 
 /// Splits `gcp:svc:path` into (`svc`, `path`).
 pub(crate) fn split(canonical: &str) -> Option<(&str, &str)> {
-    canonical.strip_prefix("gcp:")?.split_once(':')
+    let rest = canonical.strip_prefix("gcp:")?;
+    // A byte loop: the service is a short word.
+    let i = rest.bytes().position(|b| b == b':')?;
+    Some((rest.get(..i)?, rest.get(i + 1..)?))
 }
 
 /// The ancestors of a canonical name, nearest first: enclosing objects named by
@@ -233,55 +259,44 @@ pub fn ancestors(canonical: &str) -> Vec<String> {
     let Some((svc, path)) = split(canonical) else {
         return Vec::new();
     };
-    // Most names have no ancestor: told from the first segments and the count, no
-    // Vec of segments.
-    if !may_have_ancestors(svc, path) {
+    // Most names have no ancestor: told from the first segments and the count.
+    let Some((n, start)) = ancestor_start(svc, path) else {
         return Vec::new();
-    }
-    let segs: Vec<&str> = path.split('/').collect();
-    let mut out = Vec::new();
+    };
+    // Every ancestor is `gcp:{svc}:` and the first segments of the path, joined by
+    // `/` as they are written: a prefix of `canonical`, cut before a `/`. Cut there,
+    // no segment is copied twice.
+    let base = canonical.len() - path.len();
+    let cut = |slash: usize| canonical.get(..base + slash).map(str::to_owned);
     if svc == "storage" {
-        if segs.len() > 2 && segs[0] == "buckets" {
-            out.push(format!("gcp:storage:buckets/{}", segs[1]));
-        }
-        return out;
+        // `gcp:storage:buckets/{bucket}`: cut before the second `/`.
+        return path
+            .match_indices('/')
+            .nth(1)
+            .and_then(|(i, _)| cut(i))
+            .into_iter()
+            .collect();
     }
-    // Skip the container prefix: {projects|folders|organizations}/x, then
-    // global | {regions|zones|locations}/x.
-    let mut start = 0;
-    if segs.len() >= 2
-        && matches!(
-            segs[0],
-            "projects" | "folders" | "organizations" | "namespaces"
-        )
-    {
-        start = 2;
-        match segs.get(2) {
-            Some(&"global") => start = 3,
-            Some(&("regions" | "zones" | "locations")) if segs.len() >= 4 => start = 4,
-            _ => {}
-        }
-    }
-    let pairs = &segs[start..];
-    if pairs.len() < 4 || !pairs.len().is_multiple_of(2) {
-        return out;
-    }
-    let mut end = segs.len() - 2;
-    while end >= start + 2 {
-        out.push(format!("gcp:{svc}:{}", segs[..end].join("/")));
-        end -= 2;
-    }
-    out
+    // The ancestor of the first `end` segments (`end` = n − 2, n − 4, … ≥ start + 2,
+    // nearest first) ends before the `/` of index `end − 1`, the `k`-th `/` from the
+    // end with `k` = n − end (n − 1 slashes in all): even `k` from 2 on.
+    path.rmatch_indices('/')
+        .enumerate()
+        .map(|(i, (at, _))| (n - (i + 1), at))
+        .take_while(|(end, _)| *end >= start + 2)
+        .filter(|(end, _)| (n - end).is_multiple_of(2))
+        .filter_map(|(_, at)| cut(at))
+        .collect()
 }
 
-/// False when [`ancestors`] of `gcp:{svc}:{path}` is empty for sure (the same tests
-/// on the segments, read one by one).
-fn may_have_ancestors(svc: &str, path: &str) -> bool {
-    let n = path.split('/').count();
-    let mut it = path.split('/');
+/// `None` when [`ancestors`] of `gcp:{svc}:{path}` is empty for sure; else the count
+/// of segments of `path` and the index of the first segment after its containers.
+fn ancestor_start(svc: &str, path: &str) -> Option<(usize, usize)> {
+    let n = segment_count(path);
+    let mut it = segments(path);
     let first = it.next().unwrap_or_default();
     if svc == "storage" {
-        return n > 2 && first == "buckets";
+        return (n > 2 && first == "buckets").then_some((n, 0));
     }
     let mut start = 0;
     if n >= 2
@@ -298,14 +313,14 @@ fn may_have_ancestors(svc: &str, path: &str) -> bool {
         }
     }
     let pairs = n - start;
-    pairs >= 4 && pairs.is_multiple_of(2)
+    (pairs >= 4 && pairs.is_multiple_of(2)).then_some((n, start))
 }
 
 /// The project id of a canonical name (`projects/{id}/…`), when it is an id (not a
 /// number or wildcard).
 pub fn project_of(canonical: &str) -> Option<&str> {
     let (_, path) = split(canonical)?;
-    let mut it = path.split('/');
+    let mut it = segments(path);
     while let Some(seg) = it.next() {
         if seg == "projects" {
             return it.next().filter(|p| is_project_id(p));
@@ -318,7 +333,7 @@ pub fn project_of(canonical: &str) -> Option<&str> {
 pub fn location_of(canonical: &str) -> Option<&str> {
     let (_, path) = split(canonical)?;
     // The segment after the first `zones` / `regions` / `locations` that has one.
-    let mut it = path.split('/');
+    let mut it = segments(path);
     while let Some(seg) = it.next() {
         if matches!(seg, "zones" | "regions" | "locations") {
             return it.next().filter(|l| *l != "global" && *l != "-");
@@ -449,6 +464,44 @@ mod tests {
             .as_deref(),
             Some("gcp:compute:projects/123456/zones/z/instances/i")
         );
+    }
+
+    #[test]
+    fn segments_as_split_gives_them() {
+        for path in [
+            "",
+            "/",
+            "//",
+            "a",
+            "a/",
+            "/a",
+            "a/b",
+            "a//b/",
+            "é/ü/",
+            "projects/p/zones/z",
+        ] {
+            assert_eq!(
+                segments(path).collect::<Vec<_>>(),
+                path.split('/').collect::<Vec<_>>(),
+                "{path}"
+            );
+            assert_eq!(segment_count(path), path.split('/').count(), "{path}");
+        }
+        for name in [
+            "gcp:a:b",
+            "gcp:a:",
+            "gcp::b",
+            "gcp:a",
+            "gcp:a:b:c",
+            "x:a:b",
+            "gcp:é:ü",
+        ] {
+            assert_eq!(
+                split(name),
+                name.strip_prefix("gcp:").and_then(|r| r.split_once(':')),
+                "{name}"
+            );
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! without any id).
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 
 use driftreactor_event::lazy::{Obj, Val};
 use driftreactor_event::{Change, DriftEvent, NotAChange, Outcome, Principal, Provider};
@@ -48,10 +49,38 @@ pub(super) fn normalize(payload: &[u8]) -> Option<DriftEvent> {
     None
 }
 
+thread_local! {
+    /// The decoded `data` of the last push envelope read on this thread: its memory
+    /// reused for the next one (no allocation per event).
+    static DATA: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Decoded data larger than this is not kept between events.
+const KEPT_DATA_BYTES: usize = 1 << 20;
+
 /// A push envelope (as `super::push_envelope::push` at depth 0).
 fn push(top: &Top<'_>) -> Option<DriftEvent> {
     let message = top.message.as_obj()?;
-    let data = crate::push::decode_base64(message.data.as_deref()?)?;
+    let text = message.data.as_deref()?;
+    // The data decoded into this thread's buffer (a fresh one should it be in use).
+    DATA.try_with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buf) => {
+            let ev = crate::push::decode_base64_into(text, &mut buf)
+                .then(|| push_data(message, &buf))
+                .flatten();
+            if buf.capacity() > KEPT_DATA_BYTES {
+                *buf = Vec::new();
+            }
+            ev
+        }
+        Err(_) => push_data(message, &crate::push::decode_base64(text)?),
+    })
+    .ok()
+    .flatten()
+}
+
+/// The rest of [`push`], `data` the decoded message data.
+fn push_data(message: &entry::Message<'_>, data: &[u8]) -> Option<DriftEvent> {
     let timestamp = match message.attributes.kind {
         None | Some(Kind::Null) => None,
         Some(Kind::Object) => message.attributes.fields.timestamp.as_ref(),
@@ -59,7 +88,7 @@ fn push(top: &Top<'_>) -> Option<DriftEvent> {
     };
     let message_id = str_any(&message.message_id);
     // The message data (as `super::pubsub_data::pubsub_data`): only a LogEntry here.
-    let trimmed = data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&data);
+    let trimmed = data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(data);
     let trimmed = trimmed.trim_ascii();
     if trimmed.first() != Some(&b'{') {
         return None;
@@ -192,10 +221,6 @@ fn log_entry(obj: &Top<'_>, message_id: Option<&str>) -> Option<DriftEvent> {
     };
     let payload_type = payload.and_then(|p| str_any(&p.ty));
     let decoded_log = decode_log_name(log_name);
-    let log_id = decoded_log
-        .split_once("/logs/")
-        .map_or(&*decoded_log, |(_, id)| id)
-        .to_owned();
     let is_audit = payload.is_some() && payload_type.is_none_or(|t| t == AUDIT_LOG_TYPE);
     let system_event = decoded_log.ends_with("cloudaudit.googleapis.com/system_event");
     let project_id = label("project_id")
@@ -219,7 +244,10 @@ fn log_entry(obj: &Top<'_>, message_id: Option<&str>) -> Option<DriftEvent> {
                 .unwrap_or_default();
         }
         if ev.operation.is_empty() {
-            ev.operation = log_id;
+            ev.operation = decoded_log
+                .split_once("/logs/")
+                .map_or(&*decoded_log, |(_, id)| id)
+                .to_owned();
         }
         ev.not_a_change = Some(NotAChange::Notification);
         ev.account = project_id.map(str::to_owned);

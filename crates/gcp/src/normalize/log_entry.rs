@@ -581,7 +581,20 @@ pub(super) fn single_location(p: &Obj<'_>) -> Option<String> {
 
 /// True when `s` looks like a resource name or URL rather than a placeholder.
 fn looks_like_name(s: &str) -> bool {
-    s.contains('/') && !has_whitespace(s)
+    if s.is_ascii() {
+        // One pass over the bytes (the ASCII white space of `has_whitespace`).
+        let mut slash = false;
+        for b in s.bytes() {
+            match b {
+                b'/' => slash = true,
+                b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r' => return false,
+                _ => {}
+            }
+        }
+        slash
+    } else {
+        s.contains('/') && !has_whitespace(s)
+    }
 }
 
 /// `s.contains(char::is_whitespace)`, by bytes for ASCII text (the ASCII white space
@@ -608,7 +621,7 @@ pub(super) fn audit_resource(
     // A create that names only its parent: derive the created object where the
     // request tells (service accounts, legacy BigQuery dataset/table inserts).
     if let Some(r) = raw.as_deref() {
-        let segs = r.split('/').count();
+        let segs = rn::segment_count(r);
         if method.ends_with("CreateServiceAccount")
             && segs == 2
             && let Some(("projects", proj)) = r.split_once('/')
@@ -739,6 +752,19 @@ mod tests {
                 decode_log_name(name),
                 name.replace("%2F", "/").replace("%2f", "/"),
                 "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn names_look_like_names_as_before() {
+        for s in [
+            "a/b", "a", "a /b", "a/\u{0B}", "/", "", "é/b", "é b/", "a/\u{85}", "x\ty/",
+        ] {
+            assert_eq!(
+                looks_like_name(s),
+                s.contains('/') && !s.contains(char::is_whitespace),
+                "{s:?}"
             );
         }
     }
