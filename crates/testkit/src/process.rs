@@ -76,13 +76,30 @@ pub fn which(program: &str) -> Option<std::path::PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-/// A free TCP port on 127.0.0.1 (bound, then released; a tiny race is accepted).
+/// A free TCP port on 127.0.0.1 (bound, then released; a tiny race is accepted),
+/// never one this process was given before: a test that stops a server and expects
+/// its port to refuse connections must not find another test's server there (the
+/// kernel may hand a port just released to the next `bind` of port 0).
 ///
 /// # Panics
 /// When no port can be bound on loopback at all.
 pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local addr").port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // Listeners held until a new port is found, so the kernel cannot offer the
+    // same one twice in this loop.
+    let mut held = Vec::new();
+    loop {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let port = listener.local_addr().expect("local addr").port();
+        if !given.contains(&port) || held.len() >= 64 {
+            given.push(port);
+            return port;
+        }
+        held.push(listener);
+    }
 }
 
 /// A server process in its own process group; the group is killed on drop.

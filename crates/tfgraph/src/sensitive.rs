@@ -629,6 +629,41 @@ mod tests {
         Ok(found.values)
     }
 
+    /// A generated JSON value: strings, numbers, `leaf`, objects of distinct keys of
+    /// `keys` (a `Value` keeps only the last of duplicates), lists of fewer than
+    /// `items` values; below depth 3 only scalars.
+    fn generated(
+        next: &mut impl FnMut(usize) -> usize,
+        keys: &[&str],
+        depth: usize,
+        leaf: &str,
+        items: usize,
+    ) -> String {
+        match if depth > 3 { next(3) } else { next(6) } {
+            0 => format!("\"v{depth}-{}\"", next(1000)),
+            1 => format!("{}", next(100)),
+            2 => leaf.to_owned(),
+            3 | 4 => {
+                let mut seen = std::collections::HashSet::new();
+                let mut fields = Vec::new();
+                for _ in 0..next(4) {
+                    let k = keys[next(keys.len())];
+                    if seen.insert(k) {
+                        let v = generated(next, keys, depth + 1, leaf, items);
+                        fields.push(format!("\"{k}\":{v}"));
+                    }
+                }
+                format!("{{{}}}", fields.join(","))
+            }
+            _ => {
+                let list: Vec<String> = (0..next(items))
+                    .map(|_| generated(next, keys, depth + 1, leaf, items))
+                    .collect();
+                format!("[{}]", list.join(","))
+            }
+        }
+    }
+
     /// The streaming walk finds exactly what the `Value` walk finds (a superset only
     /// for duplicate keys, whose every value it walks), and fails where it fails.
     #[test]
@@ -676,37 +711,12 @@ mod tests {
             seed ^= seed << 17;
             usize::try_from(seed % n as u64).unwrap()
         };
-        fn attrs_of(next: &mut impl FnMut(usize) -> usize, keys: &[&str], depth: usize) -> String {
-            match if depth > 3 { next(3) } else { next(6) } {
-                0 => format!("\"value-{}\"", next(1000)),
-                1 => format!("{}", next(100)),
-                2 => "null".into(),
-                3 | 4 => {
-                    let mut seen = std::collections::HashSet::new();
-                    let mut fields = Vec::new();
-                    for _ in 0..next(4) {
-                        let k = keys[next(keys.len())];
-                        if seen.insert(k) {
-                            fields.push(format!("\"{k}\":{}", attrs_of(next, keys, depth + 1)));
-                        }
-                    }
-                    format!("{{{}}}", fields.join(","))
-                }
-                _ => {
-                    let mut items = Vec::new();
-                    for _ in 0..next(3) {
-                        items.push(attrs_of(next, keys, depth + 1));
-                    }
-                    format!("[{}]", items.join(","))
-                }
-            }
-        }
         let mut with_secrets = 0;
         for _ in 0..5_000 {
             let attrs = format!(
                 "{{\"password\":\"top-{}\",\"x\":{}}}",
                 next(10),
-                attrs_of(&mut next, &keys, 0)
+                generated(&mut next, &keys, 0, "null", 3)
             );
             let value = by_value(&attrs);
             assert_eq!(streamed(&attrs, None), value, "{attrs}");
@@ -790,30 +800,6 @@ mod tests {
             seed ^= seed << 17;
             usize::try_from(seed % n as u64).unwrap()
         };
-        fn value(next: &mut impl FnMut(usize) -> usize, keys: &[&str], depth: usize) -> String {
-            match if depth > 3 { next(3) } else { next(6) } {
-                0 => format!("\"v{}-{}\"", depth, next(1000)),
-                1 => format!("{}", next(100)),
-                2 => "true".into(),
-                3 | 4 => {
-                    // No duplicate keys (a `Value` keeps only the last).
-                    let mut seen = std::collections::HashSet::new();
-                    let mut fields = Vec::new();
-                    for _ in 0..next(4) {
-                        let k = keys[next(keys.len())];
-                        if seen.insert(k) {
-                            fields.push(format!("\"{k}\":{}", value(next, keys, depth + 1)));
-                        }
-                    }
-                    format!("{{{}}}", fields.join(","))
-                }
-                _ => {
-                    let items: Vec<String> =
-                        (0..next(4)).map(|_| value(next, keys, depth + 1)).collect();
-                    format!("[{}]", items.join(","))
-                }
-            }
-        }
         fn path(next: &mut impl FnMut(usize) -> usize, keys: &[&str]) -> String {
             let steps: Vec<String> = (0..next(4))
                 .map(|_| match next(5) {
@@ -836,7 +822,7 @@ mod tests {
         }
         let mut found_any = 0;
         for round in 0..4_000 {
-            let attrs = value(&mut next, &keys, 0);
+            let attrs = generated(&mut next, &keys, 0, "true", 4);
             let count = if round % 100 == 0 { 70 } else { 1 + next(3) };
             let paths: Vec<String> = (0..count).map(|_| path(&mut next, &keys)).collect();
             let marked = format!("[{}]", paths.join(","));
