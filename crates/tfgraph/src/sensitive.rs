@@ -287,10 +287,23 @@ struct Walk<'f, 'p> {
     depth: usize,
 }
 
-impl Walk<'_, '_> {
+impl<'p> Walk<'_, 'p> {
     /// Whether anything below can be found.
     fn wanted(&self) -> bool {
         self.all || self.keys || self.mask != 0
+    }
+
+    /// The walk of a value one level down: everything in it found when `marked` (a
+    /// secret-looking key or the end of a path), `mask` the paths that go on into it.
+    fn below(&mut self, marked: bool, mask: u64) -> Walk<'_, 'p> {
+        Walk {
+            found: &mut *self.found,
+            all: self.all || marked,
+            keys: self.keys && !self.all && !marked,
+            paths: self.paths,
+            mask,
+            depth: self.depth + 1,
+        }
     }
 }
 
@@ -368,30 +381,13 @@ impl<'de> Visitor<'de> for Walk<'_, '_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
-        let Walk {
-            found,
-            all,
-            keys,
-            paths,
-            mask,
-            depth,
-        } = self;
+        let mut walk = self;
         let mut index = 0;
         loop {
-            let (next, ends) = if mask == 0 {
-                (0, false)
-            } else {
-                step_into(paths, mask, depth, |s| *s == Step::Index(index))
-            };
-            let child = Walk {
-                found: &mut *found,
-                all: all || ends,
-                keys: keys && !all,
-                paths,
-                mask: next,
-                depth: depth + 1,
-            };
-            if seq.next_element_seed(child)?.is_none() {
+            let (next, ends) = step_into(walk.paths, walk.mask, walk.depth, |s| {
+                *s == Step::Index(index)
+            });
+            if seq.next_element_seed(walk.below(ends, next))?.is_none() {
                 return Ok(());
             }
             index += 1;
@@ -399,29 +395,15 @@ impl<'de> Visitor<'de> for Walk<'_, '_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
-        let Walk {
-            found,
-            all,
-            keys,
-            paths,
-            mask,
-            depth,
-        } = self;
+        let mut walk = self;
         let seed = KeySeed {
-            keys: keys && !all,
-            paths,
-            mask,
-            depth,
+            keys: walk.keys && !walk.all,
+            paths: walk.paths,
+            mask: walk.mask,
+            depth: walk.depth,
         };
-        while let Some((secret, next)) = map.next_key_seed(seed)? {
-            map.next_value_seed(Walk {
-                found: &mut *found,
-                all: all || secret,
-                keys: keys && !all && !secret,
-                paths,
-                mask: next,
-                depth: depth + 1,
-            })?;
+        while let Some((marked, next)) = map.next_key_seed(seed)? {
+            map.next_value_seed(walk.below(marked, next))?;
         }
         Ok(())
     }
@@ -454,16 +436,12 @@ impl<'de> Visitor<'de> for KeySeed<'_> {
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<(bool, u64), E> {
-        let (next, ends) = if self.mask == 0 {
-            (0, false)
-        } else {
-            step_into(
-                self.paths,
-                self.mask,
-                self.depth,
-                |s| matches!(s, Step::Key(k) if k == v),
-            )
-        };
+        let (next, ends) = step_into(
+            self.paths,
+            self.mask,
+            self.depth,
+            |s| matches!(s, Step::Key(k) if k == v),
+        );
         Ok((ends || (self.keys && is_secret_key(v)), next))
     }
 }
