@@ -36,8 +36,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use driftreactor_event::{StateIdentity, StateInstance};
-use petgraph::Direction;
-use petgraph::graph::{DiGraph, NodeIndex};
 
 /// Hash map with a fast (foldhash), per-process randomly seeded hasher.
 pub(crate) type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
@@ -45,6 +43,7 @@ pub(crate) type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::Rand
 pub(crate) type Set<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 mod error;
+mod index;
 mod kept;
 mod parse;
 mod reader;
@@ -53,6 +52,7 @@ pub use error::{Error, Result};
 pub use kept::AttributeSelector;
 pub use sensitive::sensitive_values;
 
+use index::{Addresses, Edges, Index, TextIndex};
 use parse::{Interner, Loader};
 use reader::Reader;
 
@@ -125,87 +125,6 @@ pub fn auto_worker_threads() -> usize {
         .min(MAX_AUTO_WORKER_THREADS)
 }
 
-/// Nodes under one identifier: almost always one, sometimes several (then an index
-/// into [`Index::many`]). Eight bytes, so an index entry is a key and a word: the
-/// indexes hold one entry per identifier of a large estate (hundreds of thousands).
-#[derive(Debug, Clone, Copy)]
-enum Slot {
-    One(NodeId),
-    Many(u32),
-}
-
-/// Identifier → nodes multi-map.
-#[derive(Debug, Default)]
-pub(crate) struct Index {
-    map: Map<Arc<str>, Slot>,
-    /// The node lists of the identifiers with several nodes ([`Slot::Many`]).
-    many: Vec<Vec<NodeId>>,
-}
-
-impl Index {
-    /// The nodes of `key`, in insertion order, each once; empty if none.
-    fn get(&self, key: &str) -> &[NodeId] {
-        match self.map.get(key) {
-            None => &[],
-            Some(Slot::One(id)) => std::slice::from_ref(id),
-            Some(&Slot::Many(i)) => self.many.get(i as usize).map_or(&[], Vec::as_slice),
-        }
-    }
-
-    /// Adds `id` under the key found by `key` (`make` builds the key to store when
-    /// the identifier is new).
-    fn push_with(&mut self, key: &str, id: NodeId, make: impl FnOnce() -> Arc<str>) {
-        let Some(slot) = self.map.get_mut(key) else {
-            self.map.insert(make(), Slot::One(id));
-            return;
-        };
-        match *slot {
-            Slot::One(first) => {
-                if first != id {
-                    *slot = Slot::Many(u32::try_from(self.many.len()).unwrap_or(u32::MAX));
-                    self.many.push(vec![first, id]);
-                }
-            }
-            Slot::Many(i) => {
-                if let Some(nodes) = self.many.get_mut(i as usize)
-                    && !nodes.contains(&id)
-                {
-                    nodes.push(id);
-                }
-            }
-        }
-    }
-
-    /// Adds `id` under `key` (sharing the key's allocation).
-    fn insert(&mut self, key: &Arc<str>, id: NodeId) {
-        self.push_with(key, id, || Arc::clone(key));
-    }
-
-    /// Adds `id` under `key` (copied when new).
-    pub(crate) fn insert_str(&mut self, key: &str, id: NodeId) {
-        self.push_with(key, id, || Arc::from(key));
-    }
-
-    /// Adds the entries of one state's local index (node ids local to it), offsetting
-    /// the ids by `base`; with no node before it (`base` 0), the local index becomes
-    /// this one.
-    fn merge(&mut self, local: Index, base: u32) {
-        if base == 0 && self.map.is_empty() {
-            *self = local;
-            return;
-        }
-        for (key, slot) in &local.map {
-            let ids = match slot {
-                Slot::One(id) => std::slice::from_ref(id),
-                &Slot::Many(i) => local.many.get(i as usize).map_or(&[][..], Vec::as_slice),
-            };
-            for &NodeId(id) in ids {
-                self.insert(key, NodeId(base.saturating_add(id)));
-            }
-        }
-    }
-}
-
 /// Builds a [`Graph`] from state files. See the crate docs.
 ///
 /// Each state is loaded completely or not at all: a failing
@@ -216,9 +135,9 @@ pub struct GraphBuilder {
     nodes: Vec<Node>,
     edges: Vec<(u32, u32)>,
     primary: Index,
-    related: Index,
-    owned: Index,
-    by_workspace: Map<Arc<str>, Map<Arc<str>, NodeId>>,
+    related: TextIndex,
+    owned: TextIndex,
+    by_workspace: Map<Arc<str>, Addresses>,
     states: Vec<StateMeta>,
     /// The sensitive values of the states added so far, when they are collected.
     secrets: Option<sensitive::Found>,
@@ -254,8 +173,8 @@ impl GraphBuilder {
             nodes: Vec::new(),
             edges: Vec::new(),
             primary: Index::default(),
-            related: Index::default(),
-            owned: Index::default(),
+            related: TextIndex::default(),
+            owned: TextIndex::default(),
             by_workspace: Map::default(),
             states: Vec::new(),
             secrets: None,
@@ -464,7 +383,7 @@ impl GraphBuilder {
         let global = |local: u32| NodeId(base.saturating_add(local));
         // Room for every identity at once (not one doubling and rehash at a time).
         let identities = loaded.nodes.iter().map(|n| n.identities.len()).sum();
-        self.primary.map.reserve(identities);
+        self.primary.reserve(identities);
         for (i, node) in loaded.nodes.iter().enumerate() {
             let id = global(u32::try_from(i).unwrap_or(u32::MAX));
             for ident in &node.identities {
@@ -495,15 +414,9 @@ impl GraphBuilder {
                     .map(|&(a, b)| (base.saturating_add(a), base.saturating_add(b))),
             );
         }
-        let by_address = if base == 0 {
-            loaded.by_address
-        } else {
-            loaded
-                .by_address
-                .into_iter()
-                .map(|(address, local)| (address, global(local.0)))
-                .collect::<Map<_, _>>()
-        };
+        // The local table's ids become global ones; its hashes (of the addresses) stay.
+        let mut by_address = loaded.by_address;
+        by_address.offset(base);
         self.by_workspace.insert(Arc::clone(&ws), by_address);
         let mut resource_types: Vec<String> = loaded
             .resource_types
@@ -526,20 +439,9 @@ impl GraphBuilder {
 
     /// Finishes the graph.
     pub fn build(self) -> Graph {
-        let mut deps = DiGraph::<(), (), u32>::with_capacity(self.nodes.len(), self.edges.len());
-        for _ in 0..self.nodes.len() {
-            deps.add_node(());
-        }
-        for (from, to) in self.edges {
-            deps.add_edge(
-                NodeIndex::new(from as usize),
-                NodeIndex::new(to as usize),
-                (),
-            );
-        }
         Graph {
+            deps: Edges::new(self.edges),
             nodes: self.nodes,
-            deps,
             primary: self.primary,
             related: self.related,
             owned: self.owned,
@@ -676,11 +578,11 @@ fn check_version(origin: &str, header: &parse::Header) -> Result<()> {
 pub struct Graph {
     nodes: Vec<Node>,
     /// Edge a → b: a depends on b (a's `dependencies` name b).
-    deps: DiGraph<(), (), u32>,
+    deps: Edges,
     primary: Index,
-    related: Index,
-    owned: Index,
-    by_workspace: Map<Arc<str>, Map<Arc<str>, NodeId>>,
+    related: TextIndex,
+    owned: TextIndex,
+    by_workspace: Map<Arc<str>, Addresses>,
     states: Vec<StateMeta>,
     /// Kept attributes ([`GraphBuilder::keep_attributes`]) by node, sorted by node.
     kept: Vec<(NodeId, Arc<str>)>,
@@ -719,13 +621,7 @@ impl Graph {
     /// without `node` itself, at most [`MAX_DEPENDENTS`]. Empty for an unknown id.
     pub fn dependents(&self, node: NodeId) -> Vec<NodeId> {
         let mut out = Vec::new();
-        if node.0 as usize >= self.deps.node_count()
-            || self
-                .deps
-                .neighbors_directed(NodeIndex::new(node.0 as usize), Direction::Incoming)
-                .next()
-                .is_none()
-        {
+        if self.deps.dependents(node).is_empty() {
             // Unknown, or nothing depends on it (most nodes): no walk.
             return out;
         }
@@ -734,15 +630,14 @@ impl Graph {
         let mut next = Vec::new();
         while !frontier.is_empty() && out.len() < MAX_DEPENDENTS {
             next.clear();
-            for n in &frontier {
-                let start = next.len();
+            for &n in &frontier {
                 next.extend(
                     self.deps
-                        .neighbors_directed(NodeIndex::new(n.0 as usize), Direction::Incoming)
-                        .map(|i| NodeId(u32::try_from(i.index()).unwrap_or(u32::MAX)))
+                        .dependents(n)
+                        .iter()
+                        .map(|&d| NodeId(d))
                         .filter(|d| seen.insert(*d)),
                 );
-                next[start..].sort_unstable();
             }
             next.sort_unstable();
             for d in &next {
@@ -758,31 +653,20 @@ impl Graph {
     /// Nodes that depend on `node` directly (their resolved `dependencies` name it),
     /// in load order, each once. Empty for an unknown id.
     pub fn direct_dependents(&self, node: NodeId) -> Vec<NodeId> {
-        if node.0 as usize >= self.deps.node_count() {
-            return Vec::new();
-        }
-        let mut out: Vec<NodeId> = self
-            .deps
-            .neighbors_directed(NodeIndex::new(node.0 as usize), Direction::Incoming)
-            .map(|i| NodeId(u32::try_from(i.index()).unwrap_or(u32::MAX)))
-            .collect();
-        out.sort_unstable();
-        out.dedup();
-        out
+        self.deps
+            .dependents(node)
+            .iter()
+            .map(|&d| NodeId(d))
+            .collect()
     }
     /// Nodes `node` depends on directly (its resolved `dependencies`), in load order.
     /// Empty for an unknown id.
     pub fn dependencies(&self, node: NodeId) -> Vec<NodeId> {
-        if node.0 as usize >= self.deps.node_count() {
-            return Vec::new();
-        }
-        let mut out: Vec<NodeId> = self
-            .deps
-            .neighbors_directed(NodeIndex::new(node.0 as usize), Direction::Outgoing)
-            .map(|i| NodeId(u32::try_from(i.index()).unwrap_or(u32::MAX)))
-            .collect();
-        out.sort_unstable();
-        out
+        self.deps
+            .dependencies(node)
+            .iter()
+            .map(|&d| NodeId(d))
+            .collect()
     }
     /// The attributes kept for node `id` ([`GraphBuilder::keep_attributes`]) as a
     /// compact JSON object holding only the selected top-level attributes (sensitive
@@ -797,7 +681,7 @@ impl Graph {
     /// Node by workspace and address (Terraform syntax, exactly as
     /// [`Node::address`] spells it).
     pub fn find(&self, workspace: &str, address: &str) -> Option<NodeId> {
-        self.by_workspace.get(workspace)?.get(address).copied()
+        self.by_workspace.get(workspace)?.find(address, &self.nodes)
     }
     /// Facts of every loaded state, in load order.
     pub fn states(&self) -> &[StateMeta] {
@@ -813,6 +697,6 @@ impl Graph {
     }
     /// Number of dependency edges.
     pub fn edge_count(&self) -> usize {
-        self.deps.edge_count()
+        self.deps.len()
     }
 }

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use super::address::{ModuleStep, dependency_config_key, push_index_key, split_modules};
 use super::raw::{RawResource, empty_object};
+use crate::index::{Addresses, TextIndex};
 use crate::sensitive::Found;
-use crate::{Index, Map, Node, NodeId, Set, StateIdentity, StateInstance};
+use crate::{Map, Node, NodeId, Set, StateIdentity, StateInstance};
 
 /// State bytes per resource instance assumed by [`Loader::reserve_for`]: about what a
 /// pretty-printed AWS instance with tags and a `private` blob takes (the generated
@@ -44,13 +45,14 @@ struct Entry {
 /// What one state file contributed; node ids are local (0-based) until committed.
 pub(crate) struct Loaded {
     pub nodes: Vec<Node>,
-    pub by_address: Map<Arc<str>, NodeId>,
+    /// Address → local node (ids only: the address is the node's).
+    pub by_address: Addresses,
     /// Parent identifier → local nodes: the related index of this state, built while
     /// reading (each identifier stored once, not once per instance naming it).
-    pub related: Index,
+    pub related: TextIndex,
     /// Sub-object identifier → local owner nodes ([`StateIdentity::owned`]): the owned
     /// index of this state.
-    pub owned: Index,
+    pub owned: TextIndex,
     /// (dependent, dependency) pairs, local ids, each once.
     pub edges: Vec<(u32, u32)>,
     /// The type of every managed `resources[]` element, also those with no instance
@@ -340,9 +342,9 @@ impl<'b> Loader<'b> {
             header: Header::default(),
             out: Loaded {
                 nodes: Vec::new(),
-                by_address: Map::default(),
-                related: Index::default(),
-                owned: Index::default(),
+                by_address: Addresses::default(),
+                related: TextIndex::default(),
+                owned: TextIndex::default(),
                 edges: Vec::new(),
                 resource_types: Set::default(),
                 kept: Vec::new(),
@@ -372,7 +374,7 @@ impl<'b> Loader<'b> {
     pub(crate) fn reserve_for(&mut self, bytes: u64) {
         let n = usize::try_from(bytes / BYTES_PER_INSTANCE).unwrap_or(0);
         self.out.nodes.reserve(n);
-        self.out.by_address.reserve(n);
+        self.out.by_address.reserve(n, &self.out.nodes);
         if self.keep.is_some() {
             self.out.kept.reserve(n);
         }
@@ -483,31 +485,32 @@ impl<'b> Loader<'b> {
             self.addr.push_str(at(&p.text, inst.index_key));
 
             // A deposed object shares its address with the current one: one node.
-            // (The address is allocated before the look-up, so it is hashed once; a
-            // deposed object's copy is dropped.)
-            let address: Arc<str> = Arc::from(self.addr.as_str());
-            let id = match self.out.by_address.entry(address) {
-                std::collections::hash_map::Entry::Occupied(e) => {
-                    let NodeId(id) = *e.get();
-                    if !entry_nodes.contains(&id) {
-                        entry_nodes.push(id);
-                    }
-                    id
-                }
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    let id = u32::try_from(self.out.nodes.len()).unwrap_or(u32::MAX);
-                    self.out.nodes.push(Node {
-                        workspace: Arc::clone(&self.workspace),
-                        address: Arc::clone(e.key()),
-                        resource_type: Arc::clone(&resource_type),
-                        account: None,
-                        region: None,
-                        identities: Vec::new(),
-                    });
-                    e.insert(NodeId(id));
+            // (The address is hashed once, and allocated only for a new node.)
+            let hash = crate::index::hash(&self.addr);
+            let found = self
+                .out
+                .by_address
+                .find_hashed(hash, &self.addr, &self.out.nodes);
+            let id = if let Some(NodeId(id)) = found {
+                if !entry_nodes.contains(&id) {
                     entry_nodes.push(id);
-                    id
                 }
+                id
+            } else {
+                let id = u32::try_from(self.out.nodes.len()).unwrap_or(u32::MAX);
+                self.out.nodes.push(Node {
+                    workspace: Arc::clone(&self.workspace),
+                    address: Arc::from(self.addr.as_str()),
+                    resource_type: Arc::clone(&resource_type),
+                    account: None,
+                    region: None,
+                    identities: Vec::new(),
+                });
+                self.out
+                    .by_address
+                    .insert_hashed(hash, NodeId(id), &self.out.nodes);
+                entry_nodes.push(id);
+                id
             };
 
             if r.indexed {
