@@ -320,6 +320,16 @@ pub(super) struct Top<'a> {
     pub(super) proto: Expanded<Proto<'a>>,
     pub(super) operation: Expanded<Operation<'a>>,
     pub(super) message: Expanded<Message<'a>>,
+    /// Some of `asset`, `priorAsset`, `window` is present (a Cloud Asset feed
+    /// TemporalAsset, when no key of another shape is).
+    pub(super) asset_key: bool,
+    /// `asset`, kept as text (its fields read by [`read_asset`]).
+    pub(super) asset: Option<Scalar<'a>>,
+    /// `priorAsset`, kept as text.
+    pub(super) prior_asset: Option<Scalar<'a>>,
+    pub(super) prior_asset_state: Option<Scalar<'a>>,
+    pub(super) deleted: Option<Scalar<'a>>,
+    pub(super) window: Expanded<Window<'a>>,
 }
 
 impl<'de> Fields<'de> for Top<'de> {
@@ -344,11 +354,104 @@ impl<'de> Fields<'de> for Top<'de> {
             "receiveTimestamp" => return scalar(&mut self.timestamp[1], map),
             "receivetimestamp" => return scalar(&mut self.timestamp[2], map),
             "severity" => return scalar(&mut self.severity, map),
+            "asset" => {
+                self.asset_key = true;
+                return scalar(&mut self.asset, map);
+            }
+            "priorAsset" => {
+                self.asset_key = true;
+                return scalar(&mut self.prior_asset, map);
+            }
+            "window" => {
+                self.asset_key = true;
+                return self.window.read(map);
+            }
+            "priorAssetState" => return scalar(&mut self.prior_asset_state, map),
+            "deleted" => return scalar(&mut self.deleted, map),
             _ => return skip(key, map),
         };
         self.log_entry_key = true;
         scalar(slot, map)
     }
+}
+
+/// `window` of a TemporalAsset.
+#[derive(Debug, Default)]
+pub(super) struct Window<'a> {
+    pub(super) start_time: Option<Scalar<'a>>,
+}
+
+impl<'de> Fields<'de> for Window<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        if key == "startTime" {
+            scalar(&mut self.start_time, map)
+        } else {
+            skip(key, map)
+        }
+    }
+}
+
+/// The fields of a TemporalAsset's `asset` / `priorAsset` that normalization reads.
+#[derive(Debug, Default)]
+pub(super) struct Asset<'a> {
+    pub(super) name: Option<Scalar<'a>>,
+    pub(super) asset_type: Option<Scalar<'a>>,
+    pub(super) update_time: Option<Scalar<'a>>,
+    /// `iamPolicy` is present (with any value).
+    pub(super) iam_policy_key: bool,
+    /// `resource` is present (with any value).
+    pub(super) resource_key: bool,
+    pub(super) resource: Expanded<AssetResource<'a>>,
+}
+
+impl<'de> Fields<'de> for Asset<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "name" => scalar(&mut self.name, map),
+            "assetType" => scalar(&mut self.asset_type, map),
+            "updateTime" => scalar(&mut self.update_time, map),
+            "resource" => {
+                self.resource_key = true;
+                self.resource.read(map)
+            }
+            "iamPolicy" => {
+                self.iam_policy_key = true;
+                skip(key, map)
+            }
+            _ => skip(key, map),
+        }
+    }
+}
+
+/// `resource` of an asset: its `location` (its `data`, most of the message, is
+/// skipped).
+#[derive(Debug, Default)]
+pub(super) struct AssetResource<'a> {
+    pub(super) location: Option<Scalar<'a>>,
+}
+
+impl<'de> Fields<'de> for AssetResource<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        if key == "location" {
+            scalar(&mut self.location, map)
+        } else {
+            skip(key, map)
+        }
+    }
+}
+
+/// The fields of the kept asset `raw` (`asset` / `priorAsset` of a TemporalAsset), as
+/// the generic reader reads that object when asked for it (`Obj::obj`, with
+/// [`EXPAND`](super::EXPAND)): `None` when that is not an object, or cannot be read.
+pub(super) fn read_asset<'a>(raw: &Scalar<'a>) -> Option<Asset<'a>> {
+    let text: &'a str = raw.0.get();
+    if !text.starts_with('{') {
+        return None;
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let mut asset = Expanded::default();
+    InPlace(&mut asset).deserialize(&mut de).ok()?;
+    (asset.kind == Some(Kind::Object)).then_some(asset.fields)
 }
 
 /// `resource` of a LogEntry.

@@ -1,6 +1,6 @@
-//! The hot path: an audit `LogEntry`, or a Pub/Sub push envelope around one, read by
-//! the typed reader ([`super::entry`]) and normalized as [`super::log_entry`] and
-//! [`super::push_envelope`] do. `None` hands the payload to the generic path, which
+//! The hot path: an audit `LogEntry` or a Cloud Asset feed TemporalAsset, bare or in a
+//! Pub/Sub push envelope, read by the typed reader ([`super::entry`]) and normalized as
+//! [`super::log_entry`], [`super::asset`] and [`super::push_envelope`] do. `None` hands the payload to the generic path, which
 //! then says the same as for any payload: whenever the typed reader rejects it, its
 //! shape is another, or a value is of a type whose reading is not mirrored here (a
 //! field the generic path reports as malformed, a numeric `severity`, an entry
@@ -10,7 +10,10 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 
 use driftreactor_event::lazy::{Obj, Val};
-use driftreactor_event::{Change, DriftEvent, NotAChange, Outcome, Principal, Provider};
+use driftreactor_event::{
+    Change, DriftEvent, NotAChange, Outcome, Principal, Provider, ResourceRef,
+};
+use serde_json::value::RawValue;
 
 use super::entry::{self, Expanded, Kind, LABELS, PROTO_REST, Scalar, Top};
 use super::log_entry::{
@@ -18,7 +21,7 @@ use super::log_entry::{
     operation_name, single_location, via_from_user_agent,
 };
 use super::{EXPAND, parse_time};
-use crate::resource_name as rn;
+use crate::resource_name::{self as rn, canonical};
 
 /// A scalar's string, trimmed, if non-empty (as `super::str_of`).
 fn str_of<'s>(v: Option<&'s Scalar<'_>>) -> Option<&'s str> {
@@ -45,6 +48,9 @@ pub(super) fn normalize(payload: &[u8]) -> Option<DriftEvent> {
     }
     if top.log_entry_key {
         return log_entry(top, None);
+    }
+    if top.asset_key {
+        return asset(top, None);
     }
     None
 }
@@ -96,10 +102,16 @@ fn push_data(message: &entry::Message<'_>, data: &[u8]) -> Option<DriftEvent> {
     let mut inner = Expanded::default();
     entry::read(trimmed, &mut inner)?;
     let inner = inner.as_obj()?;
-    if inner.specversion || inner.message.as_obj().is_some() || !inner.log_entry_key {
+    if inner.specversion || inner.message.as_obj().is_some() {
         return None;
     }
-    let mut ev = log_entry(inner, message_id)?;
+    let mut ev = if inner.log_entry_key {
+        log_entry(inner, message_id)?
+    } else if inner.asset_key {
+        asset(inner, message_id)?
+    } else {
+        return None;
+    };
     if ev.occurred_at.is_none() {
         ev.occurred_at = parse_time(timestamp.and_then(Scalar::as_str));
     }
@@ -356,4 +368,122 @@ fn log_entry(obj: &Top<'_>, message_id: Option<&str>) -> Option<DriftEvent> {
         .or_else(|| single_location(&rest))
         .filter(|l| l != "global");
     Some(ev)
+}
+
+/// A TemporalAsset (as `super::asset::asset`), `message_id` its envelope's; `None` (the
+/// generic path, which words the error) when it names no asset.
+fn asset(obj: &Top<'_>, message_id: Option<&str>) -> Option<DriftEvent> {
+    // The two assets read here (their fields only; the resource `data`, most of the
+    // message, skipped), and kept as the text they are in the payload.
+    let current = obj.asset.as_ref().and_then(entry::read_asset);
+    let prior = obj.prior_asset.as_ref().and_then(entry::read_asset);
+    let (current, prior) = (current.as_ref(), prior.as_ref());
+    let name = current
+        .and_then(|a| str_of(a.name.as_ref()))
+        .or_else(|| prior.and_then(|a| str_of(a.name.as_ref())))?;
+    let window_start = obj
+        .window
+        .as_obj()
+        .and_then(|w| str_of(w.start_time.as_ref()));
+    let update_time = current.and_then(|a| str_of(a.update_time.as_ref()));
+    let id = message_id.map_or_else(
+        || {
+            format!(
+                "{name}@{}",
+                window_start.or(update_time).unwrap_or_default()
+            )
+        },
+        str::to_owned,
+    );
+    let mut ev = DriftEvent::new(Provider::Gcp, id);
+    let asset_type = current
+        .and_then(|a| str_of(a.asset_type.as_ref()))
+        .or_else(|| prior.and_then(|a| str_of(a.asset_type.as_ref())))
+        .unwrap_or_default();
+    let deleted = obj.deleted.as_ref().is_some_and(|d| d.0.get() == "true");
+    let change = if deleted {
+        Change::Delete
+    } else {
+        match str_of(obj.prior_asset_state.as_ref()) {
+            Some("DOES_NOT_EXIST" | "DELETED") => Change::Create,
+            _ => Change::Update,
+        }
+    };
+    ev.change = Some(change);
+    let iam_only = current.is_some_and(|a| a.iam_policy_key && !a.resource_key);
+    let verb = match change {
+        Change::Create => "create",
+        Change::Delete => "delete",
+        _ if iam_only => "setIamPolicy",
+        _ => "update",
+    };
+    ev.operation = if asset_type.is_empty() {
+        verb.to_owned()
+    } else {
+        format!("{asset_type}/{verb}")
+    };
+    ev.service = asset_type
+        .split_once('/')
+        .map(|(svc, _)| svc)
+        .or_else(|| name.strip_prefix("//").and_then(|r| r.split('/').next()))
+        .unwrap_or_default()
+        .to_owned();
+    ev.occurred_at = parse_time(window_start.or(update_time));
+    if let Some(id) = canonical(None, name, None) {
+        ev.account = rn::project_of(&id).map(str::to_owned);
+        ev.resources.push(ResourceRef {
+            parents: rn::ancestors(&id),
+            display: name.to_owned(),
+            id,
+        });
+    }
+    ev.region = [current, prior]
+        .into_iter()
+        .flatten()
+        .find_map(|a| {
+            a.resource
+                .as_obj()
+                .and_then(|r| str_of(r.location.as_ref()).map(str::to_owned))
+        })
+        .filter(|l| l != "global");
+    if current.is_some() || prior.is_some() {
+        ev.request = kept_assets(obj);
+    }
+    Some(ev)
+}
+
+/// The event's request of a TemporalAsset (as `super::asset::asset` writes it): its
+/// `asset`, `priorAsset` and `priorAssetState` as the generic reader keeps them (an
+/// object as the payload's text; a string re-serialized), in one object.
+fn kept_assets(obj: &Top<'_>) -> Option<Box<RawValue>> {
+    #[derive(serde::Serialize)]
+    struct Kept<'a> {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        asset: Option<&'a RawValue>,
+        #[serde(rename = "priorAsset", skip_serializing_if = "Option::is_none")]
+        prior_asset: Option<&'a RawValue>,
+        #[serde(rename = "priorAssetState", skip_serializing_if = "Option::is_none")]
+        prior_asset_state: Option<&'a RawValue>,
+    }
+    /// The kept text of `v`: borrowed from the payload unless it is a string (which
+    /// `Val::to_raw` writes anew, as `owned`).
+    fn kept<'s, 'a: 's>(
+        v: Option<&Scalar<'a>>,
+        owned: &'s mut Option<Box<RawValue>>,
+    ) -> Option<&'s RawValue> {
+        match v?.to_val() {
+            Val::Raw(raw) => Some(raw),
+            other => {
+                *owned = other.to_raw();
+                owned.as_deref()
+            }
+        }
+    }
+    let (mut a, mut p, mut s) = (None, None, None);
+    serde_json::value::to_raw_value(&Kept {
+        asset: kept(obj.asset.as_ref(), &mut a),
+        prior_asset: kept(obj.prior_asset.as_ref(), &mut p),
+        prior_asset_state: kept(obj.prior_asset_state.as_ref(), &mut s),
+    })
+    .ok()
 }
