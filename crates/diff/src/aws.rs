@@ -569,6 +569,11 @@ const TAG_KEY_LISTS: &[&str] = &["tagKeys", "TagKeys", "keys"];
 /// The first value under one of `keys` in `v`, at most three levels down.
 fn find<'a>(v: &'a Value, keys: &[&str], depth: u8) -> Option<&'a Value> {
     let Value::Object(o) = v else { return None };
+    find_in(o, keys, depth)
+}
+
+/// [`find`] on an object's members (the request itself, not copied into a `Value`).
+fn find_in<'a>(o: &'a Map<String, Value>, keys: &[&str], depth: u8) -> Option<&'a Value> {
     for k in keys {
         if let Some(found) = o.get(*k) {
             return Some(found);
@@ -631,13 +636,13 @@ fn key_list(v: &Value, out: &mut Vec<String>) {
 
 fn tags(op: &str, req: &Map<String, Value>, target: Option<Target<'_>>) -> Found {
     let removal = op.starts_with("Delete") || op.starts_with("Remove") || op.starts_with("Untag");
-    let whole = Value::Object(req.clone());
+    // NOTE: searched in place; the request used to be deep-copied into a `Value` first.
     let mut set: Vec<(String, Option<Value>)> = Vec::new();
-    if let Some(t) = find(&whole, TAG_KEYS, 3) {
+    if let Some(t) = find_in(req, TAG_KEYS, 3) {
         tag_pairs(t, &mut set);
     }
     let mut gone: Vec<String> = Vec::new();
-    if let Some(k) = find(&whole, TAG_KEY_LISTS, 2) {
+    if let Some(k) = find_in(req, TAG_KEY_LISTS, 2) {
         key_list(k, &mut gone);
     }
     let replace_all = op == "PutBucketTagging" || op == "DeleteBucketTagging";
