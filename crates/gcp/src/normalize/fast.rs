@@ -10,9 +10,7 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 
 use driftreactor_event::lazy::{Obj, Val};
-use driftreactor_event::{
-    Change, DriftEvent, NotAChange, Outcome, Principal, Provider, ResourceRef,
-};
+use driftreactor_event::{Change, DriftEvent, NotAChange, Outcome, Principal, Provider};
 use serde_json::value::RawValue;
 
 use super::entry::{self, Expanded, Kind, LABELS, PROTO_REST, Scalar, Top};
@@ -21,7 +19,7 @@ use super::log_entry::{
     operation_name, single_location, via_from_user_agent,
 };
 use super::{EXPAND, parse_time};
-use crate::resource_name::{self as rn, canonical};
+use crate::resource_name as rn;
 
 /// A scalar's string, trimmed, if non-empty (as `super::str_of`).
 fn str_of<'s>(v: Option<&'s Scalar<'_>>) -> Option<&'s str> {
@@ -385,67 +383,27 @@ fn asset(obj: &Top<'_>, message_id: Option<&str>) -> Option<DriftEvent> {
         .window
         .as_obj()
         .and_then(|w| str_of(w.start_time.as_ref()));
-    let update_time = current.and_then(|a| str_of(a.update_time.as_ref()));
-    let id = message_id.map_or_else(
-        || {
-            format!(
-                "{name}@{}",
-                window_start.or(update_time).unwrap_or_default()
-            )
-        },
-        str::to_owned,
-    );
-    let mut ev = DriftEvent::new(Provider::Gcp, id);
     let asset_type = current
         .and_then(|a| str_of(a.asset_type.as_ref()))
         .or_else(|| prior.and_then(|a| str_of(a.asset_type.as_ref())))
         .unwrap_or_default();
-    let deleted = obj.deleted.as_ref().is_some_and(|d| d.0.get() == "true");
-    let change = if deleted {
-        Change::Delete
-    } else {
-        match str_of(obj.prior_asset_state.as_ref()) {
-            Some("DOES_NOT_EXIST" | "DELETED") => Change::Create,
-            _ => Change::Update,
-        }
-    };
-    ev.change = Some(change);
-    let iam_only = current.is_some_and(|a| a.iam_policy_key && !a.resource_key);
-    let verb = match change {
-        Change::Create => "create",
-        Change::Delete => "delete",
-        _ if iam_only => "setIamPolicy",
-        _ => "update",
-    };
-    ev.operation = if asset_type.is_empty() {
-        verb.to_owned()
-    } else {
-        format!("{asset_type}/{verb}")
-    };
-    ev.service = asset_type
-        .split_once('/')
-        .map(|(svc, _)| svc)
-        .or_else(|| name.strip_prefix("//").and_then(|r| r.split('/').next()))
-        .unwrap_or_default()
-        .to_owned();
-    ev.occurred_at = parse_time(window_start.or(update_time));
-    if let Some(id) = canonical(None, name, None) {
-        ev.account = rn::project_of(&id).map(str::to_owned);
-        ev.resources.push(ResourceRef {
-            parents: rn::ancestors(&id),
-            display: name.to_owned(),
-            id,
-        });
-    }
-    ev.region = [current, prior]
-        .into_iter()
-        .flatten()
-        .find_map(|a| {
-            a.resource
-                .as_obj()
-                .and_then(|r| str_of(r.location.as_ref()).map(str::to_owned))
-        })
-        .filter(|l| l != "global");
+    let mut ev = super::asset::event(
+        message_id,
+        &super::asset::Facts {
+            name,
+            asset_type,
+            deleted: obj.deleted.as_ref().is_some_and(|d| d.0.get() == "true"),
+            prior_asset_state: str_of(obj.prior_asset_state.as_ref()),
+            iam_only: current.is_some_and(|a| a.iam_policy_key && !a.resource_key),
+            window_start,
+            update_time: current.and_then(|a| str_of(a.update_time.as_ref())),
+            location: [current, prior].into_iter().flatten().find_map(|a| {
+                a.resource
+                    .as_obj()
+                    .and_then(|r| str_of(r.location.as_ref()).map(str::to_owned))
+            }),
+        },
+    );
     if current.is_some() || prior.is_some() {
         ev.request = kept_assets(obj);
     }
@@ -456,15 +414,7 @@ fn asset(obj: &Top<'_>, message_id: Option<&str>) -> Option<DriftEvent> {
 /// `asset`, `priorAsset` and `priorAssetState` as the generic reader keeps them (an
 /// object as the payload's text; a string re-serialized), in one object.
 fn kept_assets(obj: &Top<'_>) -> Option<Box<RawValue>> {
-    #[derive(serde::Serialize)]
-    struct Kept<'a> {
-        #[serde(skip_serializing_if = "Option::is_none")]
-        asset: Option<&'a RawValue>,
-        #[serde(rename = "priorAsset", skip_serializing_if = "Option::is_none")]
-        prior_asset: Option<&'a RawValue>,
-        #[serde(rename = "priorAssetState", skip_serializing_if = "Option::is_none")]
-        prior_asset_state: Option<&'a RawValue>,
-    }
+    use super::asset::Kept;
     /// The kept text of `v`: borrowed from the payload unless it is a string (which
     /// `Val::to_raw` writes anew, as `owned`).
     fn kept<'s, 'a: 's>(
