@@ -636,7 +636,7 @@ fn key_list(v: &Value, out: &mut Vec<String>) {
 
 fn tags(op: &str, req: &Map<String, Value>, target: Option<Target<'_>>) -> Found {
     let removal = op.starts_with("Delete") || op.starts_with("Remove") || op.starts_with("Untag");
-    // NOTE: searched in place; the request used to be deep-copied into a `Value` first.
+    // The request is searched in place, not copied into a `Value`.
     let mut set: Vec<(String, Option<Value>)> = Vec::new();
     if let Some(t) = find_in(req, TAG_KEYS, 3) {
         tag_pairs(t, &mut set);
