@@ -15,12 +15,14 @@
 //! its own bytes ([`common::envelopes`]: each event parsed with the envelope struct of
 //! its shape, a `RawValue` for the payload):
 //! 1. AWS: the bare parse of the EventBridge envelopes; a plain derived parse of just
-//!    the record fields the normalizer reads (the floor of any typed reader);
-//!    normalize + route + decide against the largest AWS state of the corpus (no id in
-//!    common: 0 drift) and against a generated state managing what the events change;
+//!    the record fields the normalizer reads (the floor of any typed reader,
+//!    [`common::floor`]); normalize + route + decide against the largest AWS state of
+//!    the corpus (no id in common: 0 drift) and against a generated state managing
+//!    what the events change;
 //! 2. Azure (Event Grid and CloudEvents) and GCP (audit `LogEntry`, the same entries
 //!    in Pub/Sub push envelopes, asset feed): corpus events replicated with fresh ids
-//!    and a fresh resource name per replica, their bare parse, and normalize + route +
+//!    and a fresh resource name per replica, their bare parse, their floor (as for
+//!    AWS; a push envelope's data decoded and its entry read), and normalize + route +
 //!    decide against a generated state managing what they change;
 //! 3. load time and peak memory of a generated state of 100,000 resource instances,
 //!    measured in a child process so the peak is the load's alone.
@@ -37,7 +39,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use base64::Engine as _;
-use common::envelopes::{EventBridge, Shape, TypedRecord};
+use common::envelopes::Shape;
 use common::{Tally, Timed, time_events};
 use driftreactor_decide::{Policy, PolicyConfig, Verdict};
 use driftreactor_event::{DriftEvent, NormalizeError, Outcome};
@@ -172,24 +174,32 @@ fn main() {
             &bare,
             None,
         );
-        if name == "aws" {
-            // The floor: a plain derived parse of just the record fields normalization
-            // reads (no normalization at all).
-            let floor = time_events(events, |e| {
-                match serde_json::from_slice::<EventBridge<'_, TypedRecord<'_>>>(&e.bytes) {
-                    Ok(env) => {
-                        black_box(env.detail.event_name.len() + env.detail.resources.len());
-                        Tally::Parsed
-                    }
-                    Err(_) => Tally::Error,
+        // The floor: a plain derived parse of just the fields normalization reads (no
+        // normalization at all).
+        let mut scratch = Vec::new();
+        let floor = time_events(events, |e| {
+            match common::floor::read(e.shape, &e.bytes, &mut scratch) {
+                Ok(n) => {
+                    black_box(n);
+                    Tally::Parsed
                 }
-            });
-            row(
-                "aws: derived parse of the fields normalize reads",
-                &floor,
-                &bare,
-                None,
-            );
+                Err(_) => Tally::Error,
+            }
+        });
+        row(
+            &format!("{name}: derived parse of the fields normalize reads"),
+            &floor,
+            &bare,
+            None,
+        );
+        if let Some((shape, e)) = events.iter().find_map(|e| {
+            common::floor::read(e.shape, &e.bytes, &mut scratch)
+                .err()
+                .map(|err| (e.shape, err))
+        }) {
+            println!("{:<64} first error: {shape:?}: {e}", "");
+        }
+        if name == "aws" {
             let t = time_events(events, |e| evaluate(&corpus_state, normalize, e));
             row(
                 "aws: normalize + route + decide, corpus state (0 drift)",

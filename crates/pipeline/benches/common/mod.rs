@@ -1,7 +1,8 @@
 //! What every bench file of this crate shares: the bare typed envelopes
-//! ([`envelopes`]) and the one timing harness every row uses ([`time_events`]).
+//! ([`envelopes`]), the floor reads ([`floor`]) and the one timing harness every row uses ([`time_events`]).
 
 pub mod envelopes;
+pub mod floor;
 
 use std::time::Instant;
 
