@@ -4,7 +4,7 @@
 use driftreactor_event::{AttributeChange, ChangesUnknown, DriftEvent};
 use serde_json::{Map, Value, json};
 
-use crate::{Target, change, path, policy};
+use crate::{Attributes, Target, change, path, policy};
 
 type Found = Result<Vec<AttributeChange>, ChangesUnknown>;
 
@@ -168,7 +168,7 @@ pub(crate) fn changes(
                     .iter()
                     .filter_map(|i| i.get("groupId").cloned())
                     .collect();
-                ids.sort_by_key(ToString::to_string);
+                ids.sort_by_cached_key(ToString::to_string);
                 set.push(("vpc_security_group_ids".into(), Value::Array(ids)));
             }
             scalars(target, set)
@@ -236,14 +236,14 @@ pub(crate) fn has_rule(op: &str) -> bool {
     ) || is_tag_op(op)
 }
 
-fn attrs<'a>(target: Option<Target<'a>>) -> Result<&'a Map<String, Value>, ChangesUnknown> {
+fn attrs<'a>(target: Option<Target<'a>>) -> Result<&'a Attributes<'a>, ChangesUnknown> {
     target
         .and_then(|t| t.attributes)
         .ok_or(ChangesUnknown::NoStateAttributes)
 }
 
 /// The state value at a simple path (`a`, `a[0].b`): `None` when a step is missing.
-fn state_at<'a>(attrs: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
+fn state_at<'a>(attrs: &'a Attributes<'a>, path: &str) -> Option<&'a Value> {
     let mut cur: Option<&Value> = None;
     for part in path.split('.') {
         let (name, index) = match part.split_once('[') {

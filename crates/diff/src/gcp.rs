@@ -6,7 +6,7 @@ use driftreactor_event::{AttributeChange, ChangesUnknown, DriftEvent};
 use serde_json::{Map, Value};
 
 use crate::walk::{self, Style};
-use crate::{Target, change, path};
+use crate::{Attributes, Target, change, path};
 
 type Found = Result<Vec<AttributeChange>, ChangesUnknown>;
 
@@ -75,7 +75,7 @@ pub(crate) fn has_rule(op: &str) -> bool {
         )
 }
 
-fn attrs<'a>(target: Option<Target<'a>>) -> Result<&'a Map<String, Value>, ChangesUnknown> {
+fn attrs<'a>(target: Option<Target<'a>>) -> Result<&'a Attributes<'a>, ChangesUnknown> {
     target
         .and_then(|t| t.attributes)
         .ok_or(ChangesUnknown::NoStateAttributes)
@@ -181,7 +181,7 @@ fn replace_map(
 }
 
 fn map_attr<'a>(
-    attrs: &'a Map<String, Value>,
+    attrs: &'a Attributes<'_>,
     attr: &str,
     empty: &'a Map<String, Value>,
 ) -> Result<&'a Map<String, Value>, ChangesUnknown> {
@@ -271,9 +271,9 @@ fn patch(req: &Map<String, Value>, target: Option<Target<'_>>) -> Found {
             let after = match (before, after) {
                 (Value::Array(_), Value::Array(a)) => {
                     let mut a = a.clone();
-                    a.sort_by_key(ToString::to_string);
+                    a.sort_by_cached_key(ToString::to_string);
                     let mut b = before.as_array().cloned().unwrap_or_default();
-                    b.sort_by_key(ToString::to_string);
+                    b.sort_by_cached_key(ToString::to_string);
                     if a == b {
                         continue;
                     }

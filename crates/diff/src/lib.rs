@@ -29,7 +29,10 @@
 use driftreactor_event::{
     AttributeChange, ChangesFrom, ChangesUnknown, Diff, DriftEvent, Provider,
 };
-use serde_json::{Map, Value};
+use std::cell::OnceCell;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
 
 mod aws;
 mod gcp;
@@ -49,7 +52,90 @@ pub struct Target<'a> {
     /// The kept attributes (an object holding only [`kept_attributes`] of the type,
     /// sensitive values as [`driftreactor_event::REDACTED`]); `None` when the graph
     /// kept none.
-    pub attributes: Option<&'a Map<String, Value>>,
+    pub attributes: Option<&'a Attributes<'a>>,
+}
+
+/// The kept attributes of one instance, read lazily: the keys of the JSON object the
+/// graph kept (`driftreactor_tfgraph::Graph::kept_attributes`, a state instance's
+/// `attributes` reduced to [`kept_attributes`]) and the text of each value, a value
+/// parsed into a [`Value`] the first time a rule asks for it. A rule reads one or two
+/// of a type's kept attributes: the others (a bucket's policy document when its tags
+/// changed) are never parsed.
+#[derive(Debug)]
+pub struct Attributes<'a> {
+    /// Key, value text, the value once parsed; a repeated key's last entry wins (as
+    /// in a [`serde_json::Map`]).
+    entries: Vec<Entry<'a>>,
+}
+
+/// One kept attribute of [`Attributes`]: its key, its value's text, the value once
+/// parsed (`None` inside: JSON a [`Value`] cannot hold).
+type Entry<'a> = (
+    std::borrow::Cow<'a, str>,
+    &'a RawValue,
+    OnceCell<Option<Value>>,
+);
+
+impl<'a> Attributes<'a> {
+    /// Reads the top level of `text`, a JSON object: its keys and the text of each
+    /// value (validated, not parsed).
+    ///
+    /// # Errors
+    /// serde_json's error when `text` is not one JSON object.
+    pub fn parse(text: &'a str) -> Result<Self, serde_json::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Attributes<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object of state attributes")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Attributes<'de>, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(key) = map.next_key::<Key<'de>>()? {
+                    entries.push((key.0, map.next_value::<&'de RawValue>()?, OnceCell::new()));
+                }
+                Ok(Attributes { entries })
+            }
+        }
+        /// An object key, borrowed when it has no escapes.
+        struct Key<'a>(std::borrow::Cow<'a, str>);
+        impl<'de> serde::Deserialize<'de> for Key<'de> {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct K;
+                impl<'de> serde::de::Visitor<'de> for K {
+                    type Value = Key<'de>;
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str("a string")
+                    }
+                    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                        Ok(Key(std::borrow::Cow::Borrowed(v)))
+                    }
+                    fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                        Ok(Key(std::borrow::Cow::Owned(v.to_owned())))
+                    }
+                }
+                d.deserialize_str(K)
+            }
+        }
+        use serde::Deserializer as _;
+        let mut de = serde_json::Deserializer::from_str(text);
+        let attributes = (&mut de).deserialize_map(Visit)?;
+        de.end()?;
+        Ok(attributes)
+    }
+
+    /// The value of the top-level attribute `name`, parsed on first use; `None` when
+    /// the object has no such key, or when its value is JSON a [`Value`] cannot hold
+    /// (a number out of `f64`'s range: the other attributes still read).
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        let (_, raw, parsed) = self.entries.iter().rev().find(|(k, _, _)| k == name)?;
+        parsed
+            .get_or_init(|| serde_json::from_str(raw.get()).ok())
+            .as_ref()
+    }
 }
 
 /// The top-level state attributes [`from_event`] may compare for `resource_type`: what
@@ -199,4 +285,71 @@ pub(crate) fn change(path: String, before: Value, after: Value) -> Option<Attrib
     let sensitive = walk::holds_marker(&before);
     let c = AttributeChange::new(path, before, after);
     Some(if sensitive { c.redacted() } else { c })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Map;
+
+    /// Every top-level value reads as a whole-object parse reads it, the last of a
+    /// repeated key wins, escaped keys are found by their decoded name, and a value
+    /// is parsed once.
+    #[test]
+    fn lazy_attributes_read_as_a_parsed_map_does() {
+        let texts = [
+            r#"{"tags": {"Name": "a", "env": "prod"}, "policy": "{\"Version\": \"2012-10-17\"}", "ingress": [{"from_port": 443, "cidr_blocks": ["10.0.0.0/16"]}], "n": 1.5e3, "big": 18446744073709551615, "neg": -3, "f": false, "z": null}"#,
+            r#"{"tags": {"a": 1}, "tags": {"b": 2}}"#,
+            r#"{"t\u0061gs": {"x": "y"}, "a\"b": [1, 2, {"c": "\u00e9"}]}"#,
+            "{}",
+            " { \"ws\" : [ ] } ",
+        ];
+        for text in texts {
+            let map: Map<String, Value> = serde_json::from_str(text).unwrap();
+            let lazy = Attributes::parse(text).unwrap();
+            for (k, v) in &map {
+                assert_eq!(lazy.get(k), Some(v), "{text}: {k}");
+                // The second read is the same value, not parsed again.
+                assert!(std::ptr::eq(lazy.get(k).unwrap(), lazy.get(k).unwrap()));
+            }
+            assert_eq!(lazy.get("missing"), None, "{text}");
+            assert_eq!(
+                lazy.entries.iter().filter(|e| e.2.get().is_some()).count(),
+                map.len().min(lazy.entries.len()),
+                "{text}: only the values asked for are parsed"
+            );
+        }
+        let lazy = Attributes::parse(r#"{"a": [1], "b": {"c": 2}}"#).unwrap();
+        assert!(lazy.get("a").is_some());
+        assert!(lazy.entries[1].2.get().is_none(), "b was never asked for");
+        // A number no `Value` holds: that attribute is missing, the others read (a
+        // whole-object parse refuses all of them).
+        let text = r#"{"a": 1e400, "b": "x"}"#;
+        assert!(serde_json::from_str::<Map<String, Value>>(text).is_err());
+        let lazy = Attributes::parse(text).unwrap();
+        assert_eq!(lazy.get("a"), None);
+        assert_eq!(lazy.get("b"), Some(&Value::from("x")));
+    }
+
+    /// What is not one JSON object is refused, as the whole-object parse refuses it.
+    #[test]
+    fn lazy_attributes_refuse_what_is_not_an_object() {
+        for text in [
+            "",
+            "[]",
+            "1",
+            "\"x\"",
+            "{",
+            r#"{"a": }"#,
+            r#"{"a": 1} {}"#,
+            r#"{"a": 1,}"#,
+            "null",
+        ] {
+            assert!(Attributes::parse(text).is_err(), "{text:?}");
+            assert!(
+                serde_json::from_str::<Map<String, Value>>(text).is_err(),
+                "{text:?}"
+            );
+        }
+    }
 }

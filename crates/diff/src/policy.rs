@@ -55,7 +55,7 @@ fn string_set(v: &Value) -> Value {
     match v {
         Value::Array(a) => {
             let mut items: Vec<Value> = a.iter().map(canonical_scalar).collect();
-            items.sort_by_key(ToString::to_string);
+            items.sort_by_cached_key(ToString::to_string);
             items.dedup();
             Value::Array(items)
         }
@@ -97,7 +97,7 @@ fn principal(v: &Value) -> Value {
                 let set = if k == "AWS" {
                     let Value::Array(items) = set else { continue };
                     let mut items: Vec<Value> = items.iter().map(aws_principal).collect();
-                    items.sort_by_key(ToString::to_string);
+                    items.sort_by_cached_key(ToString::to_string);
                     items.dedup();
                     Value::Array(items)
                 } else {
@@ -163,7 +163,7 @@ pub fn canonical(v: &Value) -> Option<Value> {
                 Value::Array(a) => a.iter().map(statement).collect(),
                 other => vec![statement(other)],
             };
-            statements.sort_by_key(ToString::to_string);
+            statements.sort_by_cached_key(ToString::to_string);
             Value::Array(statements)
         } else {
             v.clone()
@@ -176,6 +176,10 @@ pub fn canonical(v: &Value) -> Option<Value> {
 /// True when `a` and `b` are policy documents (objects or JSON strings) that mean the
 /// same ([`canonical`]); false when either is not one and they differ as values.
 pub fn equivalent(a: &Value, b: &Value) -> bool {
+    // Equal values have equal canonical forms (or are both not documents).
+    if a == b {
+        return true;
+    }
     match (canonical(a), canonical(b)) {
         (Some(x), Some(y)) => x == y,
         _ => a == b,

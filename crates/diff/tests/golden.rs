@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use driftreactor_diff::{Target, from_event, from_plan_drift, kept_attributes};
+use driftreactor_diff::{Attributes, Target, from_event, from_plan_drift, kept_attributes};
 use driftreactor_event::{ChangesUnknown, DriftEvent};
 use driftreactor_testkit::{corpus, golden::Golden};
 use serde_json::{Map, Value, json};
@@ -234,6 +234,8 @@ fn golden_event_diffs() {
             ),
         };
         assert_eq!(ty, case.resource_type, "{}: the state's type", case.name);
+        let text = Value::Object(attrs).to_string();
+        let attrs = Attributes::parse(&text).unwrap();
         let diff = from_event(
             &ev,
             Some(Target {
@@ -263,6 +265,8 @@ fn reordered_policy_is_not_a_change() {
             State::File(..) => unreachable!(),
         })
         .unwrap();
+    let text = Value::Object(attrs).to_string();
+    let attrs = Attributes::parse(&text).unwrap();
     let diff = from_event(
         &ev,
         Some(Target {
@@ -362,6 +366,11 @@ fn no_panic_on_any_corpus_event_or_attribute_shape() {
         "google_compute_firewall",
         "aws_lb",
     ];
+    let texts: Vec<String> = shapes.iter().map(Value::to_string).collect();
+    let shapes: Vec<Attributes<'_>> = texts
+        .iter()
+        .map(|t| Attributes::parse(t).unwrap())
+        .collect();
     let mut events = 0;
     for provider in ["aws", "gcp"] {
         for file in corpus::json_files(&corpus::dir(provider)) {
@@ -375,8 +384,7 @@ fn no_panic_on_any_corpus_event_or_attribute_shape() {
                 events += 1;
                 let _ = from_event(&ev, None);
                 for ty in types {
-                    for shape in &shapes {
-                        let attrs = shape.as_object().unwrap();
+                    for attrs in &shapes {
                         let _ = from_event(
                             &ev,
                             Some(Target {

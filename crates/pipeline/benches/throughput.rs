@@ -483,9 +483,10 @@ fn managed_state(provider: &str, events: &[Event<'_>], normalize: Normalize) -> 
         if !seen.insert(r.id.clone()) {
             continue;
         }
-        let Some((ty, attrs)) = instance_of(&r.id) else {
+        let Some((ty, mut attrs)) = instance_of(&r.id) else {
             continue;
         };
+        add_compared_attributes(&ty, &mut attrs);
         let n = resources.len();
         let registry = match provider {
             "azure" => "hashicorp/azurerm",
@@ -597,6 +598,89 @@ fn instance_of(id: &str) -> Option<(String, serde_json::Value)> {
         format!("google_{prefix}_{snake}"),
         json!({"id": path, "project": project}),
     ))
+}
+
+/// Adds to `attrs` the attributes a real state holds for an instance of `ty` that the
+/// attribute diff compares ([`driftreactor_diff::kept_attributes`]; values of the
+/// kind the AWS and Google providers write), so a managed row's diffs compare the
+/// request with state values as they would on a real estate instead of ending in "no
+/// state attributes". Types the diff compares nothing of are left as they are.
+fn add_compared_attributes(ty: &str, attrs: &mut serde_json::Value) {
+    let Some(obj) = attrs.as_object_mut() else {
+        return;
+    };
+    let tags = json!({"Name": "app", "env": "prod", "team": "platform", "cost-center": "cc-1234"});
+    let labels = json!({"env": "prod", "team": "platform", "managed-by": "terraform"});
+    let rule = |from: u16, to: u16, cidr: &str, description: &str| {
+        json!({
+            "cidr_blocks": [cidr], "description": description, "from_port": from,
+            "ipv6_cidr_blocks": [], "prefix_list_ids": [], "protocol": "tcp",
+            "security_groups": [], "self": false, "to_port": to,
+        })
+    };
+    let policy = json!({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Sid": "DenyInsecureTransport", "Effect": "Deny", "Principal": "*",
+            "Action": "s3:*", "Resource": ["arn:aws:s3:::app-bucket", "arn:aws:s3:::app-bucket/*"],
+            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+        }],
+    })
+    .to_string();
+    let trust = json!({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"},
+            "Action": "sts:AssumeRole",
+        }],
+    })
+    .to_string();
+    let added = match ty {
+        "aws_security_group" => json!({
+            "ingress": [rule(443, 443, "10.0.0.0/16", "https"), rule(22, 22, "10.1.0.0/24", "ssh from bastion")],
+            "egress": [{
+                "cidr_blocks": ["0.0.0.0/0"], "description": "", "from_port": 0,
+                "ipv6_cidr_blocks": [], "prefix_list_ids": [], "protocol": "-1",
+                "security_groups": [], "self": false, "to_port": 0,
+            }],
+            "tags": tags,
+        }),
+        "aws_s3_bucket" => json!({"policy": policy, "acl": "private", "tags": tags}),
+        "aws_iam_role" => json!({"assume_role_policy": trust, "tags": tags}),
+        "aws_iam_policy" => json!({"policy": policy, "tags": tags}),
+        "aws_instance" => json!({
+            "instance_type": "t3.micro", "disable_api_termination": false,
+            "source_dest_check": true, "ebs_optimized": false,
+            "instance_initiated_shutdown_behavior": "stop",
+            "vpc_security_group_ids": ["sg-0123456789abcdef0"], "tags": tags,
+        }),
+        "aws_db_instance" => json!({
+            "instance_class": "db.t3.micro", "publicly_accessible": false,
+            "allocated_storage": 20, "multi_az": false, "backup_retention_period": 7,
+            "deletion_protection": true, "tags": tags,
+        }),
+        "aws_lambda_function" => json!({
+            "timeout": 30, "memory_size": 256, "runtime": "python3.12",
+            "handler": "app.handler",
+            "role": "arn:aws:iam::111122223333:role/app-lambda", "tags": tags,
+        }),
+        "google_compute_instance" => json!({
+            "labels": labels, "metadata": {"enable-oslogin": "TRUE"},
+            "metadata_startup_script": "", "machine_type": "e2-medium",
+        }),
+        t if t.starts_with("google_compute_") => json!({
+            "labels": labels, "source_ranges": ["10.0.0.0/8"], "destination_ranges": [],
+            "description": "managed by terraform", "disabled": false, "priority": 1000,
+        }),
+        t if t.starts_with("aws_") => json!({"tags": tags}),
+        t if t.starts_with("google_") => json!({"labels": labels}),
+        _ => return,
+    };
+    if let serde_json::Value::Object(added) = added {
+        for (k, v) in added {
+            obj.entry(k).or_insert(v);
+        }
+    }
 }
 
 /// The policy of the size real estates use: the AWS rules every AWS row has always

@@ -151,9 +151,10 @@ pub fn diff_of(graph: &Graph, event: &DriftEvent, routed: &Routed) -> Option<Dif
         // No rule reads this operation: skip parsing the request and the attributes.
         return Some(Diff::unknown(ChangesUnknown::NotInEvent));
     }
-    let kept: Option<serde_json::Map<String, serde_json::Value>> = graph
+    // Only the attributes the operation's rule reads are parsed (on first use).
+    let kept = graph
         .kept_attributes(m.node)
-        .and_then(|text| serde_json::from_str(text).ok());
+        .and_then(|text| driftreactor_diff::Attributes::parse(text).ok());
     Some(driftreactor_diff::from_event(
         event,
         Some(driftreactor_diff::Target {
