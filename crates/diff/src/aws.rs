@@ -298,13 +298,26 @@ fn scalars(target: Option<Target<'_>>, set: Vec<(String, Value)>) -> Found {
 fn policy_change(target: Option<Target<'_>>, attr: &str, after: &Value) -> Found {
     let attrs = attrs(target)?;
     let before = attrs.get(attr).ok_or(ChangesUnknown::NoStateAttributes)?;
-    if policy::equivalent(before, after) {
+    if before == after {
         return Ok(Vec::new());
     }
-    let shown = |v: &Value| policy::parse(v).unwrap_or_else(|| v.clone());
-    Ok(change(attr.to_owned(), shown(before), shown(after))
-        .into_iter()
-        .collect())
+    // Each document read once, for the comparison and for the change shown
+    // (`policy::equivalent`, without its second parse).
+    let (b, a) = (policy::parse(before), policy::parse(after));
+    let same = match (&b, &a) {
+        (Some(x), Some(y)) => policy::canonical_of(x) == policy::canonical_of(y),
+        _ => false,
+    };
+    if same {
+        return Ok(Vec::new());
+    }
+    Ok(change(
+        attr.to_owned(),
+        b.unwrap_or_else(|| before.clone()),
+        a.unwrap_or_else(|| after.clone()),
+    )
+    .into_iter()
+    .collect())
 }
 
 // --- security group rules -------------------------------------------------------

@@ -153,11 +153,17 @@ fn statement(s: &Value) -> Value {
 /// `:root` ARNs; an empty `Sid` dropped. Two documents mean the same when their
 /// canonical forms are equal. `None` when `v` is not a policy document.
 pub fn canonical(v: &Value) -> Option<Value> {
-    let Value::Object(doc) = parse(v)? else {
+    canonical_of(&parse(v)?)
+}
+
+/// [`canonical`] of a document already read by [`parse`] (an object): `None` for any
+/// other value.
+pub fn canonical_of(doc: &Value) -> Option<Value> {
+    let Value::Object(doc) = doc else {
         return None;
     };
     let mut m = Map::new();
-    for (k, v) in &doc {
+    for (k, v) in doc {
         let v = if k == "Statement" {
             let mut statements: Vec<Value> = match v {
                 Value::Array(a) => a.iter().map(statement).collect(),
