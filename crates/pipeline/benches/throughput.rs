@@ -18,7 +18,8 @@
 //!    the record fields the normalizer reads (the floor of any typed reader,
 //!    [`common::floor`]); normalize + route + decide against the largest AWS state of
 //!    the corpus (no id in common: 0 drift) and against a generated state managing
-//!    what the events change;
+//!    what the events change (with the attributes the diff compares, so the diff
+//!    compares the request with them as on a real estate);
 //! 2. Azure (Event Grid and CloudEvents) and GCP (audit `LogEntry`, the same entries
 //!    in Pub/Sub push envelopes, asset feed): corpus events replicated with fresh ids
 //!    and a fresh resource name per replica, their bare parse, their floor (as for
@@ -465,7 +466,8 @@ fn measure_state_load_child(path: &Path) {
 /// change of `events` names (deduplicated), with the bench policy of `provider`;
 /// returns it and the instance count. Only the normalizer's resource ids are used
 /// (so the same code builds the state for older versions in a before/after
-/// comparison); [`instance_of`] says which instance manages each. Addresses sit in
+/// comparison); [`instance_of`] says which instance manages each, with the compared
+/// attributes a real state holds ([`add_compared_attributes`]). Addresses sit in
 /// modules so the policy's address patterns are exercised too.
 fn managed_state(provider: &str, events: &[Event<'_>], normalize: Normalize) -> (Pipeline, usize) {
     let mut seen: HashSet<String> = HashSet::new();
