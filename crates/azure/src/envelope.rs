@@ -299,9 +299,10 @@ fn skip<'de, A: MapAccess<'de>>(key: &str, map: &mut A) -> Result<(), A::Error> 
     lazy::skip_value(key, map, is_expanded)
 }
 
-/// True for a key of [`EXPAND`].
+/// True for a key of [`EXPAND`] (one `match`, which the compiler turns into a test of
+/// the length first; the test `the_key_matches_agree_with_the_lists` compares).
 fn is_expanded(key: &str) -> bool {
-    EXPAND.contains(&key)
+    matches!(key, "data" | "claims" | "authorization" | "evidence")
 }
 
 /// Reads one value into an [`Expanded`], its scalars as `R` reads them.
@@ -465,15 +466,31 @@ pub(crate) const CLAIM_KEYS: [&str; 8] = [
     "ipaddr",
 ];
 
+/// The index of `key` in [`CLAIM_KEYS`] (one `match`; the test
+/// `the_key_matches_agree_with_the_lists` compares).
+fn claim_index(key: &str) -> Option<usize> {
+    Some(match key {
+        "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/upn" => 0,
+        "upn" => 1,
+        "unique_name" => 2,
+        "appid" => 3,
+        "azp" => 4,
+        "http://schemas.microsoft.com/identity/claims/objectidentifier" => 5,
+        "oid" => 6,
+        "ipaddr" => 7,
+        _ => return None,
+    })
+}
+
 /// The caller's token claims of [`CLAIM_KEYS`].
 #[derive(Debug, Default)]
 pub(crate) struct Claims<'a>([Option<Scalar<'a>>; CLAIM_KEYS.len()]);
 
 impl<'a> Claims<'a> {
-    /// The value of `key`, one of [`CLAIM_KEYS`] (`None` for any other key).
-    pub(crate) fn get(&self, key: &str) -> Option<&Scalar<'a>> {
-        let i = CLAIM_KEYS.iter().position(|k| *k == key)?;
-        self.0.get(i)?.as_ref()
+    /// The values of the claims `CLAIM_KEYS[at]`, in that order (none for a range
+    /// outside [`CLAIM_KEYS`]).
+    pub(crate) fn at(&self, at: std::ops::Range<usize>) -> &[Option<Scalar<'a>>] {
+        self.0.get(at).unwrap_or_default()
     }
 
     /// The claims of an object decoded from a string.
@@ -491,7 +508,7 @@ impl<'de> Fields<'de> for Claims<'de> {
         key: &str,
         map: &mut A,
     ) -> Result<(), A::Error> {
-        match CLAIM_KEYS.iter().position(|k| *k == key) {
+        match claim_index(key) {
             Some(i) => {
                 let v = R::next(map)?;
                 if let Some(slot) = self.0.get_mut(i) {
@@ -818,11 +835,7 @@ impl DecodedEvidence {
 
 impl<'de> Decoded<'de> for Claims<'de> {
     fn decoded_field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        match CLAIM_KEYS
-            .iter()
-            .position(|k| *k == key)
-            .and_then(|i| self.0.get_mut(i))
-        {
+        match claim_index(key).and_then(|i| self.0.get_mut(i)) {
             Some(slot) => *slot = Some(map.next_value_seed(DecodedScalar)?),
             None => map.next_value_seed(CHECKED)?,
         }
@@ -1084,6 +1097,29 @@ mod tests {
             Http::from_raw(&http).and_then(|h| h.client_ip),
             Some(Scalar::BadStr)
         ));
+    }
+
+    #[test]
+    fn the_key_matches_agree_with_the_lists() {
+        for (i, k) in CLAIM_KEYS.iter().enumerate() {
+            assert_eq!(claim_index(k), Some(i), "{k}");
+        }
+        for k in EXPAND {
+            assert!(is_expanded(k), "{k}");
+        }
+        for k in [
+            "",
+            "Upn",
+            "upn ",
+            "oid2",
+            "Data",
+            "claim",
+            "ipAddr",
+            "evidences",
+        ] {
+            assert_eq!(claim_index(k), None, "{k}");
+            assert!(!is_expanded(k), "{k}");
+        }
     }
 
     #[test]

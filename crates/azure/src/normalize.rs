@@ -1,5 +1,7 @@
 //! Event Grid schema and CloudEvents 1.0 events → [`DriftEvent`].
 
+use std::ops::Range;
+
 use chrono::{DateTime, Utc};
 use driftreactor_event::lazy::Val;
 use driftreactor_event::{
@@ -33,6 +35,13 @@ const OID_CLAIMS: &[&str] = &[
     "http://schemas.microsoft.com/identity/claims/objectidentifier",
     "oid",
 ];
+/// Where [`UPN_CLAIMS`], [`APPID_CLAIMS`], [`OID_CLAIMS`] and `ipaddr` are in
+/// [`envelope::CLAIM_KEYS`] (one after the other: the test
+/// `the_reader_keeps_the_claims_read_here` checks it).
+const UPN_AT: Range<usize> = 0..UPN_CLAIMS.len();
+const APPID_AT: Range<usize> = UPN_AT.end..UPN_AT.end + APPID_CLAIMS.len();
+const OID_AT: Range<usize> = APPID_AT.end..APPID_AT.end + OID_CLAIMS.len();
+const IPADDR_AT: Range<usize> = OID_AT.end..OID_AT.end + 1;
 
 /// The two envelope schemas Event Grid delivers.
 #[derive(Clone, Copy)]
@@ -346,7 +355,7 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
     ev.source_ip = http
         .as_ref()
         .and_then(|h| str_field(h.client_ip.as_ref()))
-        .or_else(|| str_field(claims.and_then(|c| c.get("ipaddr"))))
+        .or_else(|| first_str(claims, IPADDR_AT))
         .filter(|s| !s.is_empty())
         .map(str::to_owned);
     ev.request = request;
@@ -415,11 +424,12 @@ fn unreadable_caller(
         .iter()
         .chain(APPID_CLAIMS)
         .chain(OID_CLAIMS)
-        .find(|k| {
-            obj.get(k)
+        .zip(obj.at(UPN_AT.start..OID_AT.end))
+        .find(|(_, v)| {
+            v.as_ref()
                 .is_some_and(|c| c.as_str().is_none() && !c.is_null())
         })
-        .map(|k| format!("data.claims.{k} is not a string"))
+        .map(|(k, _)| format!("data.claims.{k} is not a string"))
 }
 
 /// What the member `v` (an object or a string encoding one) is when present, not
@@ -448,35 +458,45 @@ fn principal<'c>(
     claims: Option<&'c Claims<'_>>,
     authorization: Option<&'c Authorization<'_>>,
 ) -> (Principal, Option<&'c str>) {
-    let first = |keys: &[&str]| {
-        keys.iter()
-            .find_map(|k| str_field(claims.and_then(|c| c.get(k))))
+    let first = |at: Range<usize>| {
+        first_str(claims, at)
             .map(str::trim)
             .filter(|s| !s.is_empty())
     };
-    let upn = first(UPN_CLAIMS);
-    let app = first(APPID_CLAIMS);
-    let oid = first(OID_CLAIMS).or_else(|| {
+    let upn = first(UPN_AT);
+    let app = first(APPID_AT);
+    let oid = first(OID_AT).or_else(|| {
         authorization
             .and_then(|a| a.evidence.as_obj())
             .and_then(|e| str_field(e.principal_id.as_ref()))
             .filter(|s| !s.is_empty())
     });
-    let mut all: Vec<&str> = Vec::with_capacity(3);
+    // The distinct ones in that order, on the stack.
+    let mut all = [""; 3];
+    let mut n = 0;
     for s in [upn, app, oid].into_iter().flatten() {
-        if !all.contains(&s) {
-            all.push(s);
+        if !all.get(..n).unwrap_or_default().contains(&s)
+            && let Some(slot) = all.get_mut(n)
+        {
+            *slot = s;
+            n += 1;
         }
     }
-    let mut it = all.into_iter();
-    let id = it.next().map(str::to_owned).unwrap_or_default();
+    let all = all.get(..n).unwrap_or_default();
+    let id = all.first().map(|s| (*s).to_owned()).unwrap_or_default();
+    let also = all.get(1..).unwrap_or_default();
     (
         Principal {
             id,
-            also: it.map(str::to_owned).collect(),
+            also: also.iter().map(|s| (*s).to_owned()).collect(),
         },
         app,
     )
+}
+
+/// The first string among the claims `CLAIM_KEYS[at]` (`None` without claims).
+fn first_str<'c>(claims: Option<&'c Claims<'_>>, at: Range<usize>) -> Option<&'c str> {
+    claims?.at(at).iter().find_map(|v| str_field(v.as_ref()))
 }
 
 /// True for ARM operations that only read: `…/read`, and the `…/action`s Microsoft
