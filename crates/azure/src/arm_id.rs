@@ -35,7 +35,7 @@ use std::sync::LazyLock;
 /// Canonical form of an ARM resource ID (see the module docs), or `None` when `raw`
 /// is not an ARM resource ID.
 pub fn canonical(raw: &str) -> Option<String> {
-    let mut s = raw.trim();
+    let mut s = crate::trim(raw);
     if let Some(rest) = s
         .strip_prefix("https://")
         .or_else(|| s.strip_prefix("http://"))
@@ -46,7 +46,10 @@ pub fn canonical(raw: &str) -> Option<String> {
     if s.starts_with('/') && !s.ends_with('/') && s.is_ascii() && !has_empty_segment(s) {
         // The common case, already in shape: its first segment checked, then copied
         // and lowercased in place.
-        let first = s.get(1..).and_then(|r| r.split('/').next())?;
+        let rest = s.get(1..)?;
+        let first = rest
+            .get(..memchr::memchr(b'/', rest.as_bytes()).unwrap_or(rest.len()))
+            .unwrap_or(rest);
         if !(first.eq_ignore_ascii_case("subscriptions") || first.eq_ignore_ascii_case("providers"))
         {
             return None;
@@ -145,7 +148,7 @@ fn has_no_ancestors(id: &str) -> bool {
         Some(at) => id
             .as_bytes()
             .get(at + PROVIDERS.len()..)
-            .is_some_and(|rest| rest.iter().filter(|&&c| c == b'/').count() <= 2),
+            .is_some_and(|rest| memchr::memchr_iter(b'/', rest).nth(2).is_none()),
     }
 }
 

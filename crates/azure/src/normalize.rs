@@ -110,7 +110,7 @@ impl<'a> Event<'a> {
 /// Parses an RFC 3339 time; `None` when absent or malformed (the time is evidence,
 /// not identity, so a bad one does not reject the event).
 pub(crate) fn parse_time(s: Option<&str>) -> Option<DateTime<Utc>> {
-    let s = s?.trim();
+    let s = crate::trim(s?);
     utc_time(s).or_else(|| rfc3339(s))
 }
 
@@ -257,7 +257,7 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
         .unwrap_or_default();
 
     ev.account = str_field(data.subscription_id.as_ref())
-        .map(|s| s.trim().to_lowercase())
+        .map(|s| crate::to_lowercase(crate::trim(s)))
         .filter(|s| !s.is_empty())
         .or_else(|| {
             resource
@@ -286,7 +286,7 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
         // As `arm_id::canonical` compares it (query dropped, case ignored), no copy.
         let tags_api = raw_uri.is_some_and(|r| {
             let path = arm_id::before_query(r);
-            ends_with_ignore_case(path.trim().trim_end_matches('/'), TAGS_SUFFIX)
+            ends_with_ignore_case(crate::trim(path).trim_end_matches('/'), TAGS_SUFFIX)
         });
         ev.change = Some(match arm.family {
             // An ARM PUT is create-or-update and the event does not say which.
@@ -383,7 +383,7 @@ fn notification(
         ev.account = arm_id::subscription(&id).map(str::to_owned);
         ev.resources.push(ResourceRef {
             parents: arm_id::ancestors(&id),
-            display: raw.trim().to_owned(),
+            display: crate::trim(raw).to_owned(),
             id,
         });
     }
@@ -396,10 +396,13 @@ fn notification(
 fn failed_status(data: &Data<'_>) -> Option<String> {
     let status = data.status.as_ref()?;
     match status.as_str() {
-        Some(s) => ["Failed", "Canceled"]
-            .iter()
-            .any(|f| s.trim().eq_ignore_ascii_case(f))
-            .then(|| s.trim().to_owned()),
+        Some(s) => {
+            let s = crate::trim(s);
+            ["Failed", "Canceled"]
+                .iter()
+                .any(|f| s.eq_ignore_ascii_case(f))
+                .then(|| s.to_owned())
+        }
         None if status.is_null() => None,
         None => Some(format!("data.status is {}", status.describe())),
     }
@@ -460,7 +463,7 @@ fn principal<'c>(
 ) -> (Principal, Option<&'c str>) {
     let first = |at: Range<usize>| {
         first_str(claims, at)
-            .map(str::trim)
+            .map(crate::trim)
             .filter(|s| !s.is_empty())
     };
     let upn = first(UPN_AT);
@@ -505,7 +508,7 @@ fn first_str<'c>(claims: Option<&'c Claims<'_>>, at: Range<usize>) -> Option<&'c
 /// Policy evaluation records). Actions documented as changes (`regenerateKey`,
 /// `start`, `restart`, `deallocate`, `powerOff`) and actions in no table are not.
 pub(crate) fn operation_is_read_only(operation: &str) -> bool {
-    let op = operation.trim();
+    let op = crate::trim(operation);
     if ends_with_ignore_case(op, "/read") {
         return true;
     }
@@ -516,7 +519,7 @@ pub(crate) fn operation_is_read_only(operation: &str) -> bool {
 /// effect is unknown. (An action event naming a `…/write` or `…/delete` operation is
 /// that write or delete.)
 fn action_unknown(operation: &str) -> bool {
-    let op = operation.trim();
+    let op = crate::trim(operation);
     ends_with_ignore_case(op, "/action") && actions::classify_action(op).is_none()
 }
 
@@ -538,7 +541,7 @@ const TAGS_SUFFIX: &str = "/providers/microsoft.resources/tags/default";
 /// changes the tags argument of the resource at `scope`, so the scope is the resource.
 fn changed_resource(raw: &str) -> Option<ResourceRef> {
     let id = arm_id::canonical(raw)?;
-    let raw = raw.trim();
+    let raw = crate::trim(raw);
     if let Some(scope) = id.strip_suffix(TAGS_SUFFIX).filter(|s| !s.is_empty()) {
         let scope = scope.to_owned();
         // The display keeps the event's spelling of the scope: the same segments, so
