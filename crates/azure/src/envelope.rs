@@ -644,6 +644,186 @@ pub(crate) fn decoded_object(s: &str) -> Option<Map<String, Value>> {
     }
 }
 
+/// The first key that a `serde_json::Value` parse reads as a raw value rather than as
+/// a key (serde_json's `raw_value` feature): [`decoded_request`] leaves such an object
+/// to the `Value` parse.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// A request held in a string (older events stringify `httpRequest`): its fields and
+/// its text as serde_json writes the object again (compact, keys sorted, the last of
+/// duplicate keys kept), exactly what `decoded_object(s)` then [`Http::from_map`] and
+/// `serde_json::value::to_raw_value` give, without the `Value` tree for the string
+/// members (the others are `Value`s as before). `None` when `s` is no JSON object.
+pub(crate) fn decoded_request(s: &str) -> Option<(Http<'_>, Option<Box<RawValue>>)> {
+    let mut de = serde_json::Deserializer::from_str(s);
+    let entries = match DecodedEntries.deserialize(&mut de) {
+        Ok(Some(entries)) => entries,
+        Ok(None) => {
+            // Not an object (after a valid value: `None` either way), or an object
+            // whose first key is the raw-value token: read as a `Value`.
+            let m = decoded_object(s)?;
+            return Some((Http::from_map(&m), serde_json::value::to_raw_value(&m).ok()));
+        }
+        Err(_) => return None,
+    };
+    de.end().ok()?;
+    let mut entries = entries;
+    // As a `Map` (a B-tree) holds them: sorted by key, the last of equal keys kept.
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut kept: Vec<(Cow<'_, str>, Entry<'_>)> = Vec::with_capacity(entries.len());
+    for (k, v) in entries {
+        match kept.last_mut() {
+            Some(last) if last.0 == k => last.1 = v,
+            _ => kept.push((k, v)),
+        }
+    }
+    let http = Http {
+        client_ip: kept
+            .iter()
+            .find(|(k, _)| k == "clientIpAddress")
+            .map(|(_, v)| match v {
+                Entry::Str(s) => Scalar::Str(s.clone()),
+                Entry::Other(v) => Scalar::from_value(v),
+            }),
+    };
+    let text = serde_json::value::to_raw_value(&Entries(&kept)).ok();
+    Some((http, text))
+}
+
+/// One member of an object decoded from a string: a string, or any other value as a
+/// `serde_json::Value` parse reads it.
+enum Entry<'a> {
+    Str(Cow<'a, str>),
+    Other(Value),
+}
+
+impl serde::Serialize for Entry<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Entry::Str(v) => s.serialize_str(v),
+            Entry::Other(v) => v.serialize(s),
+        }
+    }
+}
+
+/// The members of an object, written as serde_json writes a `Map` of them.
+struct Entries<'s, 'a>(&'s [(Cow<'a, str>, Entry<'a>)]);
+
+impl serde::Serialize for Entries<'_, '_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in self.0 {
+            map.serialize_entry(k.as_ref(), v)?;
+        }
+        map.end()
+    }
+}
+
+/// Reads the members of an object in order (`None` for any other value, and for an
+/// object whose first key is [`RAW_VALUE_TOKEN`], its members skipped).
+struct DecodedEntries;
+
+impl<'de> DeserializeSeed<'de> for DecodedEntries {
+    type Value = Option<Vec<(Cow<'de, str>, Entry<'de>)>>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DecodedEntries {
+    type Value = Option<Vec<(Cow<'de, str>, Entry<'de>)>>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Self::Value, A::Error> {
+        while s.next_element_seed(CHECKED)?.is_some() {}
+        Ok(None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(Key(k)) = m.next_key::<Key<'de>>()? {
+            if entries.is_empty() && k == RAW_VALUE_TOKEN {
+                // Left to the `Value` parse: the rest skipped (any valid text), so this
+                // parse ends where that one does.
+                m.next_value::<IgnoredAny>()?;
+                while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                return Ok(None);
+            }
+            let v = m.next_value_seed(EntrySeed)?;
+            entries.push((k, v));
+        }
+        Ok(Some(entries))
+    }
+}
+
+/// Reads one member's value as an [`Entry`].
+struct EntrySeed;
+
+impl<'de> DeserializeSeed<'de> for EntrySeed {
+    type Value = Entry<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Entry<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EntrySeed {
+    type Value = Entry<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Entry<'de>, E> {
+        Ok(Entry::Str(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Entry<'de>, E> {
+        Ok(Entry::Str(Cow::Owned(v.to_owned())))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Entry<'de>, E> {
+        Ok(Entry::Str(Cow::Owned(v)))
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Entry<'de>, E> {
+        Ok(Entry::Other(Value::Bool(v)))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Entry<'de>, E> {
+        Ok(Entry::Other(Value::Number(v.into())))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Entry<'de>, E> {
+        Ok(Entry::Other(Value::Number(v.into())))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Entry<'de>, E> {
+        Ok(Entry::Other(
+            serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
+        ))
+    }
+    fn visit_unit<E>(self) -> Result<Entry<'de>, E> {
+        Ok(Entry::Other(Value::Null))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Entry<'de>, A::Error> {
+        Value::deserialize(serde::de::value::SeqAccessDeserializer::new(s)).map(Entry::Other)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Entry<'de>, A::Error> {
+        Value::deserialize(serde::de::value::MapAccessDeserializer::new(m)).map(Entry::Other)
+    }
+}
+
 /// The fields of an object decoded from a string, read as [`decoded_object`] and
 /// `from_map` read them, without building the `serde_json::Value`.
 pub(crate) trait Decoded<'de>: Default {
@@ -1097,6 +1277,84 @@ mod tests {
             Http::from_raw(&http).and_then(|h| h.client_ip),
             Some(Scalar::BadStr)
         ));
+    }
+
+    /// [`decoded_request`] gives what the `Value` path gives: the same request read and
+    /// the same text written, for the corpus's stringified requests and edge cases.
+    #[test]
+    fn decoded_requests_agree_with_the_value_path() {
+        let mut texts: Vec<String> = [
+            r#"{"clientRequestId":"idValue","clientIpAddress":"ipAddressValue","method":"methodValue","url":"urlValue"}"#,
+            r#" {"url":"u","clientIpAddress":"1.2.3.4","url":"v","method":"PUT"} "#,
+            r#"{"clientIpAddress":7,"b":[1,2.5,-0,1e2,{"z":1,"a":[true,null]}],"a":{"y":"\u00e9\"\/","x":-3}}"#,
+            r#"{"clientIpAddress":"\u00e9\u2028\ud83d\ude00\/\t","":"","\u0000":"\u001f"}"#,
+            r#"{"clientIpAddress":null,"clientIpAddress":{"a":1}}"#,
+            r#"{"clientIpAddress":"a","x":1e400}"#,
+            r#"{"clientIpAddress":"\ud800"}"#,
+            r#"{"\ud800":"a"}"#,
+            r#"{"a":18446744073709551615,"b":-9223372036854775808,"c":18446744073709551616,"d":0.1e-400}"#,
+            r#"{"$serde_json::private::RawValue":"{\"clientIpAddress\":\"r\"}"}"#,
+            r#"{"$serde_json::private::RawValue":"[1]"}"#,
+            r#"{"$serde_json::private::RawValue":5}"#,
+            r#"{"a":1,"$serde_json::private::RawValue":"{}"}"#,
+            r#"{"clientIpAddress":"a"} x"#,
+            r#"{"clientIpAddress":"a",}"#,
+            r#"{}"#,
+            r#"[]"#,
+            r#"[{"clientIpAddress":"a"}]"#,
+            r#""s""#,
+            "12",
+            "null",
+            "",
+            "not json",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let deep = |n: usize| {
+            format!(
+                r#"{{"clientIpAddress":"a","x":{}1{}}}"#,
+                "[".repeat(n),
+                "]".repeat(n)
+            )
+        };
+        texts.extend([120, 126, 127, 128, 200].into_iter().map(deep));
+        let corpus = driftreactor_testkit::corpus::dir("azure");
+        for file in driftreactor_testkit::corpus::nonempty_files(&corpus) {
+            let bytes = std::fs::read(file).unwrap();
+            let Ok(v) = serde_json::from_slice::<Value>(&bytes) else {
+                continue;
+            };
+            let events = match v {
+                Value::Array(a) => a,
+                other => vec![other],
+            };
+            for e in events {
+                if let Some(Value::String(s)) = e.pointer("/data/httpRequest") {
+                    // The request, and each of its bytes changed.
+                    for i in 0..s.len() {
+                        let mut m = s.clone().into_bytes();
+                        m[i] = m[i].wrapping_add(1);
+                        texts.extend(String::from_utf8(m).ok());
+                    }
+                    texts.push(s.clone());
+                }
+            }
+        }
+        assert!(texts.len() > 100, "the corpus has stringified requests");
+        for t in &texts {
+            let fast =
+                decoded_request(t).map(|(h, r)| (format!("{h:?}"), r.map(|r| r.to_string())));
+            let value = decoded_object(t).map(|m| {
+                (
+                    format!("{:?}", Http::from_map(&m)),
+                    serde_json::value::to_raw_value(&m)
+                        .ok()
+                        .map(|r| r.to_string()),
+                )
+            });
+            assert_eq!(fast, value, "{t}");
+        }
     }
 
     #[test]

@@ -338,16 +338,17 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
         .unwrap_or(Via::Unknown);
     // The request as the event wrote it (the JSON text, not re-serialized) when it is
     // an object; re-serialized when it is a string encoding one.
+    let decoded = data
+        .http_request
+        .filter(|raw| !raw.get().starts_with('{'))
+        .and_then(envelope::raw_str);
     let (http, request) = match data.http_request {
         Some(raw) if raw.get().starts_with('{') => match Http::from_raw(raw) {
             Some(h) => (Some(h), Some(raw.to_owned())),
             None => (None, None),
         },
-        Some(raw) => match envelope::raw_str(raw).and_then(|s| envelope::decoded_object(&s)) {
-            Some(m) => (
-                Some(Http::from_map(&m)),
-                serde_json::value::to_raw_value(&m).ok(),
-            ),
+        Some(_) => match decoded.as_deref().and_then(envelope::decoded_request) {
+            Some((h, text)) => (Some(h), text),
             None => (None, None),
         },
         None => (None, None),
