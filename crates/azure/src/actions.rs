@@ -233,7 +233,7 @@ pub fn classify_action(operation: &str) -> Option<Effect> {
                 .map(|(name, effect, _)| (name.to_ascii_lowercase(), *effect))
                 .collect()
         });
-    let op = operation.trim();
+    let op = crate::trim(operation);
     // Every entry is an `…/action`; anything else (a write, a delete) is in no table.
     let suffix = op.len().checked_sub("/action".len())?;
     if !op

@@ -30,10 +30,12 @@
 //! counting those). A role assignment or lock scoped directly to a resource group
 //! therefore has no parents.
 
+use std::sync::LazyLock;
+
 /// Canonical form of an ARM resource ID (see the module docs), or `None` when `raw`
 /// is not an ARM resource ID.
 pub fn canonical(raw: &str) -> Option<String> {
-    let mut s = raw.trim();
+    let mut s = crate::trim(raw);
     if let Some(rest) = s
         .strip_prefix("https://")
         .or_else(|| s.strip_prefix("http://"))
@@ -41,12 +43,24 @@ pub fn canonical(raw: &str) -> Option<String> {
         s = rest.find('/').map_or("", |i| &rest[i..]);
     }
     s = before_query(s);
-    let mut out = String::with_capacity(s.len() + 1);
     if s.starts_with('/') && !s.ends_with('/') && s.is_ascii() && !has_empty_segment(s) {
-        // The common case, already in shape: copied and lowercased in place.
+        // The common case, already in shape: its first segment checked, then copied
+        // and lowercased in place.
+        let rest = s.get(1..)?;
+        let first = rest
+            .get(..memchr::memchr(b'/', rest.as_bytes()).unwrap_or(rest.len()))
+            .unwrap_or(rest);
+        if !(first.eq_ignore_ascii_case("subscriptions") || first.eq_ignore_ascii_case("providers"))
+        {
+            return None;
+        }
+        let mut out = String::with_capacity(s.len());
         out.push_str(s);
         out.make_ascii_lowercase();
-    } else {
+        return Some(out);
+    }
+    let mut out = String::with_capacity(s.len() + 1);
+    {
         for seg in s.split('/').filter(|seg| !seg.is_empty()) {
             out.push('/');
             if seg.is_ascii() {
@@ -101,11 +115,53 @@ fn with_segments<'a, R>(canonical: &'a str, f: impl FnOnce(&[&'a str]) -> R) -> 
 /// True when `s` holds `//` (an empty segment).
 fn has_empty_segment(s: &str) -> bool {
     let b = s.as_bytes();
-    memchr::memchr_iter(b'/', b).any(|i| b.get(i + 1) == Some(&b'/'))
+    // Every pair of neighbours looked at, without an early exit (IDs are short, and
+    // the loop then has no branch per byte).
+    b.iter()
+        .zip(b.iter().skip(1))
+        .fold(false, |found, (&x, &y)| found | ((x == b'/') & (y == b'/')))
+}
+
+/// The byte offset of the first `/providers/` in `s`, if any (its searcher built
+/// once).
+fn find_providers(s: &str) -> Option<usize> {
+    static FINDER: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new(PROVIDERS));
+    FINDER.find(s.as_bytes())
+}
+
+/// `/providers/`: the one segment a resource under a provider namespace has.
+const PROVIDERS: &[u8] = b"/providers/";
+
+/// True when [`ancestors`] of `id` is empty for sure, told without splitting it: `id`
+/// starts with `/` and has no `providers` segment followed by another, or at most three
+/// segments after the first such one (a namespace and one type/name pair: the
+/// resource itself, or a container). `false` says nothing.
+fn has_no_ancestors(id: &str) -> bool {
+    if !id.starts_with('/') {
+        return false;
+    }
+    // Every segment follows a `/`; the first `providers` segment with anything after it
+    // is the first `/providers/`. After it, `n` slashes hold at most `n + 1` segments.
+    match find_providers(id) {
+        None => true,
+        Some(at) => id
+            .as_bytes()
+            .get(at + PROVIDERS.len()..)
+            .is_some_and(|rest| memchr::memchr_iter(b'/', rest).nth(2).is_none()),
+    }
 }
 
 /// Resource ancestors of a *canonical* ID, nearest first (see the module docs).
 pub fn ancestors(canonical: &str) -> Vec<String> {
+    if has_no_ancestors(canonical) {
+        return Vec::new();
+    }
+    ancestors_of_segments(canonical)
+}
+
+/// [`ancestors`], from the segments of `canonical`.
+fn ancestors_of_segments(canonical: &str) -> Vec<String> {
     with_segments(canonical, |segs| {
         let mut out = Vec::new();
         // Each ancestor is a prefix of the segments that ends on the name of a
@@ -140,6 +196,13 @@ pub fn ancestors(canonical: &str) -> Vec<String> {
 
 /// The subscription id (lowercase) of a canonical ID, when it has one.
 pub fn subscription(canonical: &str) -> Option<&str> {
+    // The common spelling, `/subscriptions/{id}[/…]`, read without splitting.
+    if let Some(rest) = canonical.strip_prefix("/subscriptions/")
+        && !rest.starts_with('/')
+    {
+        let end = memchr::memchr(b'/', rest.as_bytes()).unwrap_or(rest.len());
+        return rest.get(..end).filter(|s| !s.is_empty());
+    }
     let mut it = canonical.split('/').filter(|s| !s.is_empty());
     (it.next()? == "subscriptions")
         .then(|| it.next())
@@ -189,7 +252,9 @@ pub fn last_namespace(canonical: &str) -> Option<&str> {
 /// anything below one: a deployment record, not infrastructure.
 pub fn is_deployment(canonical: &str) -> bool {
     // The one segment that must be there, looked for first (most IDs have none).
-    if !canonical.contains("microsoft.resources") {
+    static FINDER: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new(b"microsoft.resources"));
+    if FINDER.find(canonical.as_bytes()).is_none() {
         return false;
     }
     with_segments(canonical, |segs| {
@@ -261,6 +326,56 @@ mod tests {
         );
         let rg_scoped = canonical("/subscriptions/S/resourceGroups/RG/providers/Microsoft.Authorization/roleAssignments/g").unwrap();
         assert!(ancestors(&rg_scoped).is_empty());
+    }
+
+    /// The shortcuts ([`has_no_ancestors`], the `/subscriptions/` prefix) give what the
+    /// segment walks give.
+    #[test]
+    fn the_shortcuts_agree_with_the_segment_walks() {
+        let ids = [
+            "/subscriptions/s/resourcegroups/rg/providers/microsoft.network/networksecuritygroups/x/securityrules/y",
+            "/subscriptions/s/resourcegroups/rg/providers/microsoft.network/networksecuritygroups/x",
+            "/subscriptions/s/resourcegroups/rg/providers/microsoft.network/networksecuritygroups",
+            "/subscriptions/s/resourcegroups/rg/providers/microsoft.sql/servers/srv/databases/db/providers/microsoft.authorization/roleassignments/g",
+            "/subscriptions/s/resourcegroups/rg/providers/microsoft.authorization/roleassignments/g",
+            "/subscriptions/s/resourcegroups/rg/providers/microsoft.web/sites/a/providers/microsoft.authorization/locks/l",
+            "/subscriptions/s/resourcegroups/rg/providers/providers/providers/providers/x",
+            "/subscriptions/s/resourcegroups/rg/providers/ns/providers/t/n/m",
+            "/subscriptions/s/providers/ns/t/n/providers",
+            "/subscriptions/s/providers/ns/t//n/c/d",
+            "/subscriptions/s/providers//ns/t/n",
+            "/subscriptions/s/providers/ns/t/n/",
+            "/providers/microsoft.management/managementgroups/mg",
+            "/providers/microsoft.management/managementgroups/mg/providers/microsoft.authorization/policydefinitions/p",
+            "/providers/ns/t/n/c/d",
+            "providers/ns/t/n/c/d",
+            "subscriptions/s/providers/ns/t/n/c/d",
+            "//subscriptions/s/providers/ns/t/n/c/d",
+            "/subscriptions/s",
+            "/subscriptions/",
+            "/subscriptions//x",
+            "/subscriptions",
+            "/subscriptionsx/y",
+            "/x/subscriptions/y",
+            "/subscriptions/s/providers",
+            "/",
+            "",
+        ];
+        for id in ids {
+            assert_eq!(ancestors(id), ancestors_of_segments(id), "{id}");
+            let mut it = id.split('/').filter(|s| !s.is_empty());
+            let walked = (it.next() == Some("subscriptions"))
+                .then(|| it.next())
+                .flatten();
+            assert_eq!(subscription(id), walked, "{id}");
+            assert_eq!(
+                is_deployment(id),
+                segments(id)
+                    .windows(3)
+                    .any(|w| w == ["providers", "microsoft.resources", "deployments"]),
+                "{id}"
+            );
+        }
     }
 
     #[test]

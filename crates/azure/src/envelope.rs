@@ -10,13 +10,21 @@
 //! read with `deserialize_any` (numbers range-checked), all others are checked as that
 //! reader checks a value it keeps as text; the last of duplicate keys wins. A payload
 //! this reader rejects is reported by the generic reader, with its messages.
+//!
+//! Those values are first read in one pass ([`Fast`]: a string unescaped as it is
+//! scanned); an event that reading rejects (a lone surrogate escape or a number out of
+//! range in a value kept as text, which the generic reader accepts) is read again the
+//! generic reader's way ([`Exact`]: the value's text, then its string).
 
 use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 
 use driftreactor_event::NormalizeError;
 use driftreactor_event::lazy::{self, Expand, Key, Val};
-use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{
+    Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
+};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -131,6 +139,85 @@ impl<'de> Deserialize<'de> for Scalar<'de> {
     }
 }
 
+/// How a reader reads the value of a key kept as text (a [`Scalar`]).
+pub(crate) trait ReadScalar {
+    /// Reads the current value of `map`.
+    fn next<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Scalar<'de>, A::Error>;
+}
+
+/// The reading of the generic reader: the value's JSON text (checked as that reader
+/// checks a value it keeps as text), then the string it holds, if any (a string whose
+/// escapes do not decode is [`Scalar::BadStr`]; numbers are not range-checked).
+pub(crate) enum Exact {}
+
+impl ReadScalar for Exact {
+    fn next<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Scalar<'de>, A::Error> {
+        map.next_value::<Scalar<'de>>()
+    }
+}
+
+/// The one-pass reading: strings unescaped as they are scanned (no second look for a
+/// backslash), other values read through `deserialize_any`. It reads what [`Exact`]
+/// reads of every value both accept, but it rejects more (a string holding a lone
+/// surrogate escape, a number out of range), so [`read_into`] reads an event it
+/// rejects again with [`Exact`].
+pub(crate) enum Fast {}
+
+impl ReadScalar for Fast {
+    fn next<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Scalar<'de>, A::Error> {
+        map.next_value_seed(FastScalar)
+    }
+}
+
+/// Reads one value for [`Fast`].
+struct FastScalar;
+
+impl<'de> DeserializeSeed<'de> for FastScalar {
+    type Value = Scalar<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Scalar<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FastScalar {
+    type Value = Scalar<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Str(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Str(Cow::Owned(v.to_owned())))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Str(Cow::Owned(v)))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Other(Kind::Boolean))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Other(Kind::Number))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Other(Kind::Number))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Other(Kind::Number))
+    }
+    fn visit_unit<E>(self) -> Result<Scalar<'de>, E> {
+        Ok(Scalar::Other(Kind::Null))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Scalar<'de>, A::Error> {
+        while s.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Scalar::Other(Kind::Array))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Scalar<'de>, A::Error> {
+        while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Scalar::Other(Kind::Object))
+    }
+}
+
 /// A string kept as text, unescaped: borrowed when it has no backslash (as the generic
 /// reader does it).
 fn unescape(raw: &RawValue) -> Option<Cow<'_, str>> {
@@ -191,15 +278,20 @@ impl<'a, T> Expanded<'a, T> {
 
 impl<'de, T: Fields<'de>> Expanded<'de, T> {
     /// Reads the value of the current key into `self` (the last of duplicate keys wins).
-    fn read<A: MapAccess<'de>>(&mut self, map: &mut A) -> Result<(), A::Error> {
-        map.next_value_seed(InPlace(self))
+    fn read<R: ReadScalar, A: MapAccess<'de>>(&mut self, map: &mut A) -> Result<(), A::Error> {
+        map.next_value_seed(InPlace::<T, R>(self, PhantomData))
     }
 }
 
 /// The fields of one typed object: each key is handed to [`Fields::field`], which reads
 /// its value or [`skip`]s it.
 pub(crate) trait Fields<'de>: Default {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error>;
+    /// Reads the value of `key` (its scalars as `R` reads them) or skips it.
+    fn field<R: ReadScalar, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<(), A::Error>;
 }
 
 /// Skips the value of `key` as the generic reader checks it.
@@ -207,22 +299,23 @@ fn skip<'de, A: MapAccess<'de>>(key: &str, map: &mut A) -> Result<(), A::Error> 
     lazy::skip_value(key, map, is_expanded)
 }
 
-/// True for a key of [`EXPAND`].
+/// True for a key of [`EXPAND`] (one `match`, which the compiler turns into a test of
+/// the length first; the test `the_key_matches_agree_with_the_lists` compares).
 fn is_expanded(key: &str) -> bool {
-    EXPAND.contains(&key)
+    matches!(key, "data" | "claims" | "authorization" | "evidence")
 }
 
-/// Reads one value into an [`Expanded`].
-struct InPlace<'s, 'de, T>(&'s mut Expanded<'de, T>);
+/// Reads one value into an [`Expanded`], its scalars as `R` reads them.
+struct InPlace<'s, 'de, T, R>(&'s mut Expanded<'de, T>, PhantomData<R>);
 
-impl<'de, T: Fields<'de>> DeserializeSeed<'de> for InPlace<'_, 'de, T> {
+impl<'de, T: Fields<'de>, R: ReadScalar> DeserializeSeed<'de> for InPlace<'_, 'de, T, R> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de, T: Fields<'de>> Visitor<'de> for InPlace<'_, 'de, T> {
+impl<'de, T: Fields<'de>, R: ReadScalar> Visitor<'de> for InPlace<'_, 'de, T, R> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
@@ -270,7 +363,7 @@ impl<'de, T: Fields<'de>> Visitor<'de> for InPlace<'_, 'de, T> {
             self.0.fields = T::default();
         }
         while let Some(Key(k)) = m.next_key::<Key<'de>>()? {
-            self.0.fields.field(&k, &mut m)?;
+            self.0.fields.field::<R, _>(&k, &mut m)?;
         }
         self.0.shape = Some(Shape::Obj);
         Ok(())
@@ -296,9 +389,13 @@ pub(crate) struct Event<'a> {
 }
 
 impl<'de> Fields<'de> for Event<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+    fn field<R: ReadScalar, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<(), A::Error> {
         let slot = match key {
-            "data" => return self.data.read(map),
+            "data" => return self.data.read::<R, _>(map),
             "specversion" => {
                 self.specversion = true;
                 return skip(key, map);
@@ -313,7 +410,7 @@ impl<'de> Fields<'de> for Event<'de> {
             "subject" => &mut self.subject,
             _ => return skip(key, map),
         };
-        *slot = Some(map.next_value()?);
+        *slot = Some(R::next(map)?);
         Ok(())
     }
 }
@@ -333,10 +430,14 @@ pub(crate) struct Data<'a> {
 }
 
 impl<'de> Fields<'de> for Data<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+    fn field<R: ReadScalar, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<(), A::Error> {
         let slot = match key {
-            "claims" => return self.claims.read(map),
-            "authorization" => return self.authorization.read(map),
+            "claims" => return self.claims.read::<R, _>(map),
+            "authorization" => return self.authorization.read::<R, _>(map),
             "httpRequest" => {
                 self.http_request = Some(map.next_value()?);
                 return Ok(());
@@ -348,7 +449,7 @@ impl<'de> Fields<'de> for Data<'de> {
             "status" => &mut self.status,
             _ => return skip(key, map),
         };
-        *slot = Some(map.next_value()?);
+        *slot = Some(R::next(map)?);
         Ok(())
     }
 }
@@ -365,15 +466,31 @@ pub(crate) const CLAIM_KEYS: [&str; 8] = [
     "ipaddr",
 ];
 
+/// The index of `key` in [`CLAIM_KEYS`] (one `match`; the test
+/// `the_key_matches_agree_with_the_lists` compares).
+fn claim_index(key: &str) -> Option<usize> {
+    Some(match key {
+        "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/upn" => 0,
+        "upn" => 1,
+        "unique_name" => 2,
+        "appid" => 3,
+        "azp" => 4,
+        "http://schemas.microsoft.com/identity/claims/objectidentifier" => 5,
+        "oid" => 6,
+        "ipaddr" => 7,
+        _ => return None,
+    })
+}
+
 /// The caller's token claims of [`CLAIM_KEYS`].
 #[derive(Debug, Default)]
 pub(crate) struct Claims<'a>([Option<Scalar<'a>>; CLAIM_KEYS.len()]);
 
 impl<'a> Claims<'a> {
-    /// The value of `key`, one of [`CLAIM_KEYS`] (`None` for any other key).
-    pub(crate) fn get(&self, key: &str) -> Option<&Scalar<'a>> {
-        let i = CLAIM_KEYS.iter().position(|k| *k == key)?;
-        self.0.get(i)?.as_ref()
+    /// The values of the claims `CLAIM_KEYS[at]`, in that order (none for a range
+    /// outside [`CLAIM_KEYS`]).
+    pub(crate) fn at(&self, at: std::ops::Range<usize>) -> &[Option<Scalar<'a>>] {
+        self.0.get(at).unwrap_or_default()
     }
 
     /// The claims of an object decoded from a string.
@@ -386,10 +503,14 @@ impl<'a> Claims<'a> {
 }
 
 impl<'de> Fields<'de> for Claims<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        match CLAIM_KEYS.iter().position(|k| *k == key) {
+    fn field<R: ReadScalar, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<(), A::Error> {
+        match claim_index(key) {
             Some(i) => {
-                let v = map.next_value()?;
+                let v = R::next(map)?;
                 if let Some(slot) = self.0.get_mut(i) {
                     *slot = Some(v);
                 }
@@ -430,9 +551,13 @@ impl Authorization<'_> {
 }
 
 impl<'de> Fields<'de> for Authorization<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+    fn field<R: ReadScalar, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<(), A::Error> {
         if key == "evidence" {
-            self.evidence.read(map)
+            self.evidence.read::<R, _>(map)
         } else {
             skip(key, map)
         }
@@ -446,9 +571,13 @@ pub(crate) struct Evidence<'a> {
 }
 
 impl<'de> Fields<'de> for Evidence<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+    fn field<R: ReadScalar, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<(), A::Error> {
         if key == "principalId" {
-            self.principal_id = Some(map.next_value()?);
+            self.principal_id = Some(R::next(map)?);
             Ok(())
         } else {
             skip(key, map)
@@ -463,9 +592,13 @@ pub(crate) struct Http<'a> {
 }
 
 impl<'de> Fields<'de> for Http<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+    fn field<R: ReadScalar, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<(), A::Error> {
         if key == "clientIpAddress" {
-            self.client_ip = Some(map.next_value()?);
+            self.client_ip = Some(R::next(map)?);
             Ok(())
         } else {
             skip(key, map)
@@ -481,9 +614,13 @@ impl<'a> Http<'a> {
         if !raw.get().starts_with('{') {
             return None;
         }
-        let mut de = serde_json::Deserializer::from_str(raw.get());
         let mut http = Expanded::default();
-        InPlace(&mut http).deserialize(&mut de).ok()?;
+        read_str::<_, Fast>(raw.get(), &mut http)
+            .or_else(|_| {
+                http = Expanded::default();
+                read_str::<_, Exact>(raw.get(), &mut http)
+            })
+            .ok()?;
         match http.shape {
             Some(Shape::Obj) => Some(http.fields),
             _ => None,
@@ -504,6 +641,186 @@ pub(crate) fn decoded_object(s: &str) -> Option<Map<String, Value>> {
     match serde_json::from_str::<Value>(s) {
         Ok(Value::Object(m)) => Some(m),
         _ => None,
+    }
+}
+
+/// The first key that a `serde_json::Value` parse reads as a raw value rather than as
+/// a key (serde_json's `raw_value` feature): [`decoded_request`] leaves such an object
+/// to the `Value` parse.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// A request held in a string (older events stringify `httpRequest`): its fields and
+/// its text as serde_json writes the object again (compact, keys sorted, the last of
+/// duplicate keys kept), exactly what `decoded_object(s)` then [`Http::from_map`] and
+/// `serde_json::value::to_raw_value` give, without the `Value` tree for the string
+/// members (the others are `Value`s as before). `None` when `s` is no JSON object.
+pub(crate) fn decoded_request(s: &str) -> Option<(Http<'_>, Option<Box<RawValue>>)> {
+    let mut de = serde_json::Deserializer::from_str(s);
+    let entries = match DecodedEntries.deserialize(&mut de) {
+        Ok(Some(entries)) => entries,
+        Ok(None) => {
+            // Not an object (after a valid value: `None` either way), or an object
+            // whose first key is the raw-value token: read as a `Value`.
+            let m = decoded_object(s)?;
+            return Some((Http::from_map(&m), serde_json::value::to_raw_value(&m).ok()));
+        }
+        Err(_) => return None,
+    };
+    de.end().ok()?;
+    let mut entries = entries;
+    // As a `Map` (a B-tree) holds them: sorted by key, the last of equal keys kept.
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut kept: Vec<(Cow<'_, str>, Entry<'_>)> = Vec::with_capacity(entries.len());
+    for (k, v) in entries {
+        match kept.last_mut() {
+            Some(last) if last.0 == k => last.1 = v,
+            _ => kept.push((k, v)),
+        }
+    }
+    let http = Http {
+        client_ip: kept
+            .iter()
+            .find(|(k, _)| k == "clientIpAddress")
+            .map(|(_, v)| match v {
+                Entry::Str(s) => Scalar::Str(s.clone()),
+                Entry::Other(v) => Scalar::from_value(v),
+            }),
+    };
+    let text = serde_json::value::to_raw_value(&Entries(&kept)).ok();
+    Some((http, text))
+}
+
+/// One member of an object decoded from a string: a string, or any other value as a
+/// `serde_json::Value` parse reads it.
+enum Entry<'a> {
+    Str(Cow<'a, str>),
+    Other(Value),
+}
+
+impl serde::Serialize for Entry<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Entry::Str(v) => s.serialize_str(v),
+            Entry::Other(v) => v.serialize(s),
+        }
+    }
+}
+
+/// The members of an object, written as serde_json writes a `Map` of them.
+struct Entries<'s, 'a>(&'s [(Cow<'a, str>, Entry<'a>)]);
+
+impl serde::Serialize for Entries<'_, '_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in self.0 {
+            map.serialize_entry(k.as_ref(), v)?;
+        }
+        map.end()
+    }
+}
+
+/// Reads the members of an object in order (`None` for any other value, and for an
+/// object whose first key is [`RAW_VALUE_TOKEN`], its members skipped).
+struct DecodedEntries;
+
+impl<'de> DeserializeSeed<'de> for DecodedEntries {
+    type Value = Option<Vec<(Cow<'de, str>, Entry<'de>)>>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DecodedEntries {
+    type Value = Option<Vec<(Cow<'de, str>, Entry<'de>)>>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Self::Value, A::Error> {
+        while s.next_element_seed(CHECKED)?.is_some() {}
+        Ok(None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(Key(k)) = m.next_key::<Key<'de>>()? {
+            if entries.is_empty() && k == RAW_VALUE_TOKEN {
+                // Left to the `Value` parse: the rest skipped (any valid text), so this
+                // parse ends where that one does.
+                m.next_value::<IgnoredAny>()?;
+                while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                return Ok(None);
+            }
+            let v = m.next_value_seed(EntrySeed)?;
+            entries.push((k, v));
+        }
+        Ok(Some(entries))
+    }
+}
+
+/// Reads one member's value as an [`Entry`].
+struct EntrySeed;
+
+impl<'de> DeserializeSeed<'de> for EntrySeed {
+    type Value = Entry<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Entry<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EntrySeed {
+    type Value = Entry<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Entry<'de>, E> {
+        Ok(Entry::Str(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Entry<'de>, E> {
+        Ok(Entry::Str(Cow::Owned(v.to_owned())))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Entry<'de>, E> {
+        Ok(Entry::Str(Cow::Owned(v)))
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Entry<'de>, E> {
+        Ok(Entry::Other(Value::Bool(v)))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Entry<'de>, E> {
+        Ok(Entry::Other(Value::Number(v.into())))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Entry<'de>, E> {
+        Ok(Entry::Other(Value::Number(v.into())))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Entry<'de>, E> {
+        Ok(Entry::Other(
+            serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
+        ))
+    }
+    fn visit_unit<E>(self) -> Result<Entry<'de>, E> {
+        Ok(Entry::Other(Value::Null))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Entry<'de>, A::Error> {
+        Value::deserialize(serde::de::value::SeqAccessDeserializer::new(s)).map(Entry::Other)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Entry<'de>, A::Error> {
+        Value::deserialize(serde::de::value::MapAccessDeserializer::new(m)).map(Entry::Other)
     }
 }
 
@@ -698,11 +1015,7 @@ impl DecodedEvidence {
 
 impl<'de> Decoded<'de> for Claims<'de> {
     fn decoded_field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        match CLAIM_KEYS
-            .iter()
-            .position(|k| *k == key)
-            .and_then(|i| self.0.get_mut(i))
-        {
+        match claim_index(key).and_then(|i| self.0.get_mut(i)) {
             Some(slot) => *slot = Some(map.next_value_seed(DecodedScalar)?),
             None => map.next_value_seed(CHECKED)?,
         }
@@ -751,9 +1064,11 @@ pub(crate) fn read_into<'a>(
     // UTF-8 checked once for the whole payload (the values skipped are not read as
     // text, so nothing else would check them).
     let read = std::str::from_utf8(body).map(|text| {
-        let mut de = serde_json::Deserializer::from_str(text);
-        InPlace(event).deserialize(&mut de)?;
-        de.end()
+        read_str::<_, Fast>(text, event).or_else(|_| {
+            // Rejected by the one-pass reading: read as the generic reader does.
+            *event = Expanded::default();
+            read_str::<_, Exact>(text, event)
+        })
     });
     match read {
         Ok(Ok(())) => Ok(()),
@@ -767,6 +1082,17 @@ pub(crate) fn read_into<'a>(
             },
         }),
     }
+}
+
+/// Reads the JSON text `text` (one value, then only whitespace) into `into`, its
+/// scalars as `R` reads them.
+fn read_str<'a, T: Fields<'a>, R: ReadScalar>(
+    text: &'a str,
+    into: &mut Expanded<'a, T>,
+) -> Result<(), serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    InPlace::<T, R>(into, PhantomData).deserialize(&mut de)?;
+    de.end()
 }
 
 #[cfg(test)]
@@ -874,6 +1200,183 @@ mod tests {
             let auth_value =
                 decoded_object(t).map(|m| format!("{:?}", Authorization::from_map(&m)));
             assert_eq!(auth, auth_value, "{t}");
+        }
+    }
+
+    /// Reads `text` both ways: `Err` when the exact reading rejects it, else what it
+    /// read; the one-pass reading must reject it too or read the same.
+    fn fast_agrees_with_exact<'a, T: Fields<'a> + fmt::Debug>(text: &'a str) -> Option<String> {
+        let mut exact = Expanded::<T>::default();
+        let exact = read_str::<_, Exact>(text, &mut exact)
+            .ok()
+            .map(|()| format!("{exact:?}"));
+        let mut fast = Expanded::<T>::default();
+        if read_str::<_, Fast>(text, &mut fast).is_ok() {
+            assert_eq!(Some(format!("{fast:?}")), exact, "{text}");
+        }
+        exact
+    }
+
+    /// The one-pass reading of scalars ([`Fast`]) reads what the exact one reads of
+    /// every event it accepts (the corpus, each event byte-flipped, edge cases), and
+    /// the events it rejects are read the exact way.
+    #[test]
+    fn the_one_pass_reading_agrees_with_the_exact_one() {
+        let mut events: Vec<String> = Vec::new();
+        let corpus = driftreactor_testkit::corpus::dir("azure");
+        for file in driftreactor_testkit::corpus::nonempty_files(&corpus) {
+            let bytes = std::fs::read(file).unwrap();
+            let (items, _) = driftreactor_testkit::corpus::split(&bytes);
+            for item in items.into_iter().flatten() {
+                let Ok(text) = String::from_utf8(item) else {
+                    continue;
+                };
+                for i in 0..text.len() {
+                    let mut m = text.clone().into_bytes();
+                    m[i] = m[i].wrapping_add(1);
+                    events.extend(String::from_utf8(m).ok());
+                }
+                events.push(text);
+            }
+        }
+        assert!(events.len() > 1000, "the corpus has Azure events");
+        let edge = [
+            r#"{"id":"\ud800","eventType":"\u0061b","data":{"resourceUri":"\ud83d\ude00"}}"#,
+            r#"{"id":"a\"b\\c\n","subject":"\/x","data":{"claims":{"upn":"\ud800"}}}"#,
+            r#"{"id":1e400,"topic":-0,"source":18446744073709551616,"time":1.5}"#,
+            r#"{"id":"x","data":{"status":[1e400,{"a":"\ud800"}],"claims":{"upn":{"\ud800":1}}}}"#,
+            r#"{"id":null,"eventType":true,"eventTime":false,"subject":{},"topic":[]}"#,
+            r#"{"id":"x","data":{"authorization":{"evidence":{"principalId":"\udc00"}}}}"#,
+            r#"{"id":"x","data":{"httpRequest":{"clientIpAddress":"\ud800"}}}"#,
+            r#"{"id":"x","id":"y","data":{"claims":{"oid":"1","oid":2}}}"#,
+            r#"{"id":"x","data":{"claims":"{\"upn\":\"a\"}","operationName":"a\u002fb"}}"#,
+        ];
+        events.extend(edge.iter().map(|s| s.to_string()));
+        let mut accepted = 0;
+        for text in &events {
+            accepted += usize::from(fast_agrees_with_exact::<Event<'_>>(text).is_some());
+            let _ = fast_agrees_with_exact::<Http<'_>>(text);
+            let _ = fast_agrees_with_exact::<Claims<'_>>(text);
+        }
+        assert!(accepted > 100, "most events are read");
+        for text in [
+            r#"{"clientIpAddress":"1.2.3.4","url":"\ud800"}"#,
+            r#"{"clientIpAddress":"\ud800","method":1e400}"#,
+            r#"{"clientIpAddress":1e400,"data":[1]}"#,
+            r#"{"clientIpAddress":"a\u0062","data":{"claims":[1e400]}}"#,
+        ] {
+            let _ = fast_agrees_with_exact::<Http<'_>>(text);
+        }
+        // Rejected the one-pass way, read the exact way.
+        let lone = read(br#"{"id":"\ud800","n":1,"data":{"status":1e400}}"#).unwrap();
+        let ev = lone.as_obj().unwrap();
+        assert!(matches!(ev.id, Some(Scalar::BadStr)));
+        let http =
+            RawValue::from_string(r#"{"clientIpAddress":"\ud800","x":1e400}"#.into()).unwrap();
+        assert!(matches!(
+            Http::from_raw(&http).and_then(|h| h.client_ip),
+            Some(Scalar::BadStr)
+        ));
+    }
+
+    /// [`decoded_request`] gives what the `Value` path gives: the same request read and
+    /// the same text written, for the corpus's stringified requests and edge cases.
+    #[test]
+    fn decoded_requests_agree_with_the_value_path() {
+        let mut texts: Vec<String> = [
+            r#"{"clientRequestId":"idValue","clientIpAddress":"ipAddressValue","method":"methodValue","url":"urlValue"}"#,
+            r#" {"url":"u","clientIpAddress":"1.2.3.4","url":"v","method":"PUT"} "#,
+            r#"{"clientIpAddress":7,"b":[1,2.5,-0,1e2,{"z":1,"a":[true,null]}],"a":{"y":"\u00e9\"\/","x":-3}}"#,
+            r#"{"clientIpAddress":"\u00e9\u2028\ud83d\ude00\/\t","":"","\u0000":"\u001f"}"#,
+            r#"{"clientIpAddress":null,"clientIpAddress":{"a":1}}"#,
+            r#"{"clientIpAddress":"a","x":1e400}"#,
+            r#"{"clientIpAddress":"\ud800"}"#,
+            r#"{"\ud800":"a"}"#,
+            r#"{"a":18446744073709551615,"b":-9223372036854775808,"c":18446744073709551616,"d":0.1e-400}"#,
+            r#"{"$serde_json::private::RawValue":"{\"clientIpAddress\":\"r\"}"}"#,
+            r#"{"$serde_json::private::RawValue":"[1]"}"#,
+            r#"{"$serde_json::private::RawValue":5}"#,
+            r#"{"a":1,"$serde_json::private::RawValue":"{}"}"#,
+            r#"{"clientIpAddress":"a"} x"#,
+            r#"{"clientIpAddress":"a",}"#,
+            r#"{}"#,
+            r#"[]"#,
+            r#"[{"clientIpAddress":"a"}]"#,
+            r#""s""#,
+            "12",
+            "null",
+            "",
+            "not json",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let deep = |n: usize| {
+            format!(
+                r#"{{"clientIpAddress":"a","x":{}1{}}}"#,
+                "[".repeat(n),
+                "]".repeat(n)
+            )
+        };
+        texts.extend([120, 126, 127, 128, 200].into_iter().map(deep));
+        let corpus = driftreactor_testkit::corpus::dir("azure");
+        for file in driftreactor_testkit::corpus::nonempty_files(&corpus) {
+            let bytes = std::fs::read(file).unwrap();
+            let Ok(v) = serde_json::from_slice::<Value>(&bytes) else {
+                continue;
+            };
+            let events = match v {
+                Value::Array(a) => a,
+                other => vec![other],
+            };
+            for e in events {
+                if let Some(Value::String(s)) = e.pointer("/data/httpRequest") {
+                    // The request, and each of its bytes changed.
+                    for i in 0..s.len() {
+                        let mut m = s.clone().into_bytes();
+                        m[i] = m[i].wrapping_add(1);
+                        texts.extend(String::from_utf8(m).ok());
+                    }
+                    texts.push(s.clone());
+                }
+            }
+        }
+        assert!(texts.len() > 100, "the corpus has stringified requests");
+        for t in &texts {
+            let fast =
+                decoded_request(t).map(|(h, r)| (format!("{h:?}"), r.map(|r| r.to_string())));
+            let value = decoded_object(t).map(|m| {
+                (
+                    format!("{:?}", Http::from_map(&m)),
+                    serde_json::value::to_raw_value(&m)
+                        .ok()
+                        .map(|r| r.to_string()),
+                )
+            });
+            assert_eq!(fast, value, "{t}");
+        }
+    }
+
+    #[test]
+    fn the_key_matches_agree_with_the_lists() {
+        for (i, k) in CLAIM_KEYS.iter().enumerate() {
+            assert_eq!(claim_index(k), Some(i), "{k}");
+        }
+        for k in EXPAND {
+            assert!(is_expanded(k), "{k}");
+        }
+        for k in [
+            "",
+            "Upn",
+            "upn ",
+            "oid2",
+            "Data",
+            "claim",
+            "ipAddr",
+            "evidences",
+        ] {
+            assert_eq!(claim_index(k), None, "{k}");
+            assert!(!is_expanded(k), "{k}");
         }
     }
 

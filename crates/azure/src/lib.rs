@@ -52,6 +52,25 @@ use driftreactor_event::{DriftEvent, NormalizeError};
 
 pub use identity::AzureIdentity;
 
+/// `s.trim()`, without decoding characters at either end when both end bytes are
+/// printable ASCII (nothing to trim: the usual case).
+pub(crate) fn trim(s: &str) -> &str {
+    match (s.as_bytes().first(), s.as_bytes().last()) {
+        (Some(a), Some(z)) if a.is_ascii_graphic() && z.is_ascii_graphic() => s,
+        _ => s.trim(),
+    }
+}
+
+/// `s.to_lowercase()`, ASCII lowercased byte by byte when `s` is ASCII (the same
+/// result).
+pub(crate) fn to_lowercase(s: &str) -> String {
+    if s.is_ascii() {
+        s.to_ascii_lowercase()
+    } else {
+        s.to_lowercase()
+    }
+}
+
 /// Normalizes one Event Grid schema event or one CloudEvents 1.0 event (Azure Resource
 /// Manager event types, subscription validation, other notifications) into a
 /// [`DriftEvent`]. Pure, no I/O, never panics. See the crate docs for the field
@@ -80,4 +99,37 @@ pub fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
 /// never panics.
 pub fn subscription_validation_code(event: &[u8]) -> Option<String> {
     normalize::validation_code(event)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The shortcuts give what `str::trim` and `str::to_lowercase` give.
+    #[test]
+    fn trim_and_lowercase_agree_with_std() {
+        for s in [
+            "",
+            " ",
+            "a",
+            " a",
+            "a ",
+            "\ta\n",
+            "\u{a0}a",
+            "a\u{2003}",
+            "\u{85}",
+            "É",
+            "aÉ b",
+            "ÀB\u{a0}",
+            "İ",
+            "ẞ",
+            "Σ",
+            "ΑΣ",
+            "x\u{0}",
+            "\u{1f}x",
+            "~a~",
+            "/S/rG",
+        ] {
+            assert_eq!(super::trim(s), s.trim(), "{s:?}");
+            assert_eq!(super::to_lowercase(s), s.to_lowercase(), "{s:?}");
+        }
+    }
 }

@@ -1,5 +1,7 @@
 //! Event Grid schema and CloudEvents 1.0 events → [`DriftEvent`].
 
+use std::ops::Range;
+
 use chrono::{DateTime, Utc};
 use driftreactor_event::lazy::Val;
 use driftreactor_event::{
@@ -33,6 +35,13 @@ const OID_CLAIMS: &[&str] = &[
     "http://schemas.microsoft.com/identity/claims/objectidentifier",
     "oid",
 ];
+/// Where [`UPN_CLAIMS`], [`APPID_CLAIMS`], [`OID_CLAIMS`] and `ipaddr` are in
+/// [`envelope::CLAIM_KEYS`] (one after the other: the test
+/// `the_reader_keeps_the_claims_read_here` checks it).
+const UPN_AT: Range<usize> = 0..UPN_CLAIMS.len();
+const APPID_AT: Range<usize> = UPN_AT.end..UPN_AT.end + APPID_CLAIMS.len();
+const OID_AT: Range<usize> = APPID_AT.end..APPID_AT.end + OID_CLAIMS.len();
+const IPADDR_AT: Range<usize> = OID_AT.end..OID_AT.end + 1;
 
 /// The two envelope schemas Event Grid delivers.
 #[derive(Clone, Copy)]
@@ -101,7 +110,7 @@ impl<'a> Event<'a> {
 /// Parses an RFC 3339 time; `None` when absent or malformed (the time is evidence,
 /// not identity, so a bad one does not reject the event).
 pub(crate) fn parse_time(s: Option<&str>) -> Option<DateTime<Utc>> {
-    let s = s?.trim();
+    let s = crate::trim(s?);
     utc_time(s).or_else(|| rfc3339(s))
 }
 
@@ -248,7 +257,7 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
         .unwrap_or_default();
 
     ev.account = str_field(data.subscription_id.as_ref())
-        .map(|s| s.trim().to_lowercase())
+        .map(|s| crate::to_lowercase(crate::trim(s)))
         .filter(|s| !s.is_empty())
         .or_else(|| {
             resource
@@ -277,7 +286,7 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
         // As `arm_id::canonical` compares it (query dropped, case ignored), no copy.
         let tags_api = raw_uri.is_some_and(|r| {
             let path = arm_id::before_query(r);
-            ends_with_ignore_case(path.trim().trim_end_matches('/'), TAGS_SUFFIX)
+            ends_with_ignore_case(crate::trim(path).trim_end_matches('/'), TAGS_SUFFIX)
         });
         ev.change = Some(match arm.family {
             // An ARM PUT is create-or-update and the event does not say which.
@@ -329,16 +338,17 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
         .unwrap_or(Via::Unknown);
     // The request as the event wrote it (the JSON text, not re-serialized) when it is
     // an object; re-serialized when it is a string encoding one.
+    let decoded = data
+        .http_request
+        .filter(|raw| !raw.get().starts_with('{'))
+        .and_then(envelope::raw_str);
     let (http, request) = match data.http_request {
         Some(raw) if raw.get().starts_with('{') => match Http::from_raw(raw) {
             Some(h) => (Some(h), Some(raw.to_owned())),
             None => (None, None),
         },
-        Some(raw) => match envelope::raw_str(raw).and_then(|s| envelope::decoded_object(&s)) {
-            Some(m) => (
-                Some(Http::from_map(&m)),
-                serde_json::value::to_raw_value(&m).ok(),
-            ),
+        Some(_) => match decoded.as_deref().and_then(envelope::decoded_request) {
+            Some((h, text)) => (Some(h), text),
             None => (None, None),
         },
         None => (None, None),
@@ -346,7 +356,7 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
     ev.source_ip = http
         .as_ref()
         .and_then(|h| str_field(h.client_ip.as_ref()))
-        .or_else(|| str_field(claims.and_then(|c| c.get("ipaddr"))))
+        .or_else(|| first_str(claims, IPADDR_AT))
         .filter(|s| !s.is_empty())
         .map(str::to_owned);
     ev.request = request;
@@ -374,7 +384,7 @@ fn notification(
         ev.account = arm_id::subscription(&id).map(str::to_owned);
         ev.resources.push(ResourceRef {
             parents: arm_id::ancestors(&id),
-            display: raw.trim().to_owned(),
+            display: crate::trim(raw).to_owned(),
             id,
         });
     }
@@ -387,10 +397,13 @@ fn notification(
 fn failed_status(data: &Data<'_>) -> Option<String> {
     let status = data.status.as_ref()?;
     match status.as_str() {
-        Some(s) => ["Failed", "Canceled"]
-            .iter()
-            .any(|f| s.trim().eq_ignore_ascii_case(f))
-            .then(|| s.trim().to_owned()),
+        Some(s) => {
+            let s = crate::trim(s);
+            ["Failed", "Canceled"]
+                .iter()
+                .any(|f| s.eq_ignore_ascii_case(f))
+                .then(|| s.to_owned())
+        }
         None if status.is_null() => None,
         None => Some(format!("data.status is {}", status.describe())),
     }
@@ -415,11 +428,12 @@ fn unreadable_caller(
         .iter()
         .chain(APPID_CLAIMS)
         .chain(OID_CLAIMS)
-        .find(|k| {
-            obj.get(k)
+        .zip(obj.at(UPN_AT.start..OID_AT.end))
+        .find(|(_, v)| {
+            v.as_ref()
                 .is_some_and(|c| c.as_str().is_none() && !c.is_null())
         })
-        .map(|k| format!("data.claims.{k} is not a string"))
+        .map(|(k, _)| format!("data.claims.{k} is not a string"))
 }
 
 /// What the member `v` (an object or a string encoding one) is when present, not
@@ -448,35 +462,45 @@ fn principal<'c>(
     claims: Option<&'c Claims<'_>>,
     authorization: Option<&'c Authorization<'_>>,
 ) -> (Principal, Option<&'c str>) {
-    let first = |keys: &[&str]| {
-        keys.iter()
-            .find_map(|k| str_field(claims.and_then(|c| c.get(k))))
-            .map(str::trim)
+    let first = |at: Range<usize>| {
+        first_str(claims, at)
+            .map(crate::trim)
             .filter(|s| !s.is_empty())
     };
-    let upn = first(UPN_CLAIMS);
-    let app = first(APPID_CLAIMS);
-    let oid = first(OID_CLAIMS).or_else(|| {
+    let upn = first(UPN_AT);
+    let app = first(APPID_AT);
+    let oid = first(OID_AT).or_else(|| {
         authorization
             .and_then(|a| a.evidence.as_obj())
             .and_then(|e| str_field(e.principal_id.as_ref()))
             .filter(|s| !s.is_empty())
     });
-    let mut all: Vec<&str> = Vec::with_capacity(3);
+    // The distinct ones in that order, on the stack.
+    let mut all = [""; 3];
+    let mut n = 0;
     for s in [upn, app, oid].into_iter().flatten() {
-        if !all.contains(&s) {
-            all.push(s);
+        if !all.get(..n).unwrap_or_default().contains(&s)
+            && let Some(slot) = all.get_mut(n)
+        {
+            *slot = s;
+            n += 1;
         }
     }
-    let mut it = all.into_iter();
-    let id = it.next().map(str::to_owned).unwrap_or_default();
+    let all = all.get(..n).unwrap_or_default();
+    let id = all.first().map(|s| (*s).to_owned()).unwrap_or_default();
+    let also = all.get(1..).unwrap_or_default();
     (
         Principal {
             id,
-            also: it.map(str::to_owned).collect(),
+            also: also.iter().map(|s| (*s).to_owned()).collect(),
         },
         app,
     )
+}
+
+/// The first string among the claims `CLAIM_KEYS[at]` (`None` without claims).
+fn first_str<'c>(claims: Option<&'c Claims<'_>>, at: Range<usize>) -> Option<&'c str> {
+    claims?.at(at).iter().find_map(|v| str_field(v.as_ref()))
 }
 
 /// True for ARM operations that only read: `…/read`, and the `…/action`s Microsoft
@@ -485,7 +509,7 @@ fn principal<'c>(
 /// Policy evaluation records). Actions documented as changes (`regenerateKey`,
 /// `start`, `restart`, `deallocate`, `powerOff`) and actions in no table are not.
 pub(crate) fn operation_is_read_only(operation: &str) -> bool {
-    let op = operation.trim();
+    let op = crate::trim(operation);
     if ends_with_ignore_case(op, "/read") {
         return true;
     }
@@ -496,7 +520,7 @@ pub(crate) fn operation_is_read_only(operation: &str) -> bool {
 /// effect is unknown. (An action event naming a `…/write` or `…/delete` operation is
 /// that write or delete.)
 fn action_unknown(operation: &str) -> bool {
-    let op = operation.trim();
+    let op = crate::trim(operation);
     ends_with_ignore_case(op, "/action") && actions::classify_action(op).is_none()
 }
 
@@ -518,7 +542,7 @@ const TAGS_SUFFIX: &str = "/providers/microsoft.resources/tags/default";
 /// changes the tags argument of the resource at `scope`, so the scope is the resource.
 fn changed_resource(raw: &str) -> Option<ResourceRef> {
     let id = arm_id::canonical(raw)?;
-    let raw = raw.trim();
+    let raw = crate::trim(raw);
     if let Some(scope) = id.strip_suffix(TAGS_SUFFIX).filter(|s| !s.is_empty()) {
         let scope = scope.to_owned();
         // The display keeps the event's spelling of the scope: the same segments, so
