@@ -165,21 +165,24 @@ pub(crate) enum Fast {}
 
 impl ReadScalar for Fast {
     fn next<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Scalar<'de>, A::Error> {
-        map.next_value_seed(FastScalar)
+        map.next_value_seed(ScalarSeed::<false>)
     }
 }
 
-/// Reads one value for [`Fast`].
-struct FastScalar;
+/// Reads one scalar value: for [`Fast`] (`CHECK` false: an object or an array is
+/// skipped) and for an object decoded from a string as [`Scalar::from_value`] reads its
+/// `Value` (`CHECK` true: an object or an array is checked as a `Value` parse checks
+/// it).
+struct ScalarSeed<const CHECK: bool>;
 
-impl<'de> DeserializeSeed<'de> for FastScalar {
+impl<'de, const C: bool> DeserializeSeed<'de> for ScalarSeed<C> {
     type Value = Scalar<'de>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Scalar<'de>, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for FastScalar {
+impl<'de, const C: bool> Visitor<'de> for ScalarSeed<C> {
     type Value = Scalar<'de>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
@@ -209,11 +212,19 @@ impl<'de> Visitor<'de> for FastScalar {
         Ok(Scalar::Other(Kind::Null))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Scalar<'de>, A::Error> {
-        while s.next_element::<IgnoredAny>()?.is_some() {}
+        if C {
+            CHECKED.visit_seq(s)?;
+        } else {
+            while s.next_element::<IgnoredAny>()?.is_some() {}
+        }
         Ok(Scalar::Other(Kind::Array))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Scalar<'de>, A::Error> {
-        while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        if C {
+            CHECKED.visit_map(m)?;
+        } else {
+            while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        }
         Ok(Scalar::Other(Kind::Object))
     }
 }
@@ -899,56 +910,6 @@ impl<'de, T: Decoded<'de>> Visitor<'de> for DecodedObject<T> {
     }
 }
 
-/// Reads one value of an object decoded from a string as [`Scalar::from_value`] reads
-/// its `Value`; an object or an array is checked as a `Value` parse checks it.
-struct DecodedScalar;
-
-impl<'de> DeserializeSeed<'de> for DecodedScalar {
-    type Value = Scalar<'de>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Scalar<'de>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for DecodedScalar {
-    type Value = Scalar<'de>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Scalar<'de>, E> {
-        Ok(Scalar::Str(Cow::Borrowed(v)))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Scalar<'de>, E> {
-        Ok(Scalar::Str(Cow::Owned(v.to_owned())))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Scalar<'de>, E> {
-        Ok(Scalar::Str(Cow::Owned(v)))
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Scalar<'de>, E> {
-        Ok(Scalar::Other(Kind::Boolean))
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Scalar<'de>, E> {
-        Ok(Scalar::Other(Kind::Number))
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Scalar<'de>, E> {
-        Ok(Scalar::Other(Kind::Number))
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Scalar<'de>, E> {
-        Ok(Scalar::Other(Kind::Number))
-    }
-    fn visit_unit<E>(self) -> Result<Scalar<'de>, E> {
-        Ok(Scalar::Other(Kind::Null))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Scalar<'de>, A::Error> {
-        CHECKED.visit_seq(s)?;
-        Ok(Scalar::Other(Kind::Array))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Scalar<'de>, A::Error> {
-        CHECKED.visit_map(m)?;
-        Ok(Scalar::Other(Kind::Object))
-    }
-}
-
 /// Reads `evidence` of an authorization decoded from a string as
 /// [`Authorization::from_map`] reads it.
 struct DecodedEvidence;
@@ -991,7 +952,7 @@ impl<'de> Visitor<'de> for DecodedEvidence {
         let mut evidence = Evidence::default();
         while let Some(Key(k)) = m.next_key::<Key<'de>>()? {
             if k == "principalId" {
-                evidence.principal_id = Some(m.next_value_seed(DecodedScalar)?);
+                evidence.principal_id = Some(m.next_value_seed(ScalarSeed::<true>)?);
             } else {
                 m.next_value_seed(CHECKED)?;
             }
@@ -1016,7 +977,7 @@ impl DecodedEvidence {
 impl<'de> Decoded<'de> for Claims<'de> {
     fn decoded_field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         match claim_index(key).and_then(|i| self.0.get_mut(i)) {
-            Some(slot) => *slot = Some(map.next_value_seed(DecodedScalar)?),
+            Some(slot) => *slot = Some(map.next_value_seed(ScalarSeed::<true>)?),
             None => map.next_value_seed(CHECKED)?,
         }
         Ok(())

@@ -94,30 +94,10 @@ impl<'a> Attributes<'a> {
                 mut map: A,
             ) -> Result<Attributes<'de>, A::Error> {
                 let mut entries = Vec::new();
-                while let Some(key) = map.next_key::<Key<'de>>()? {
+                while let Some(key) = map.next_key::<driftreactor_event::lazy::Key<'de>>()? {
                     entries.push((key.0, map.next_value::<&'de RawValue>()?, OnceCell::new()));
                 }
                 Ok(Attributes { entries })
-            }
-        }
-        /// An object key, borrowed when it has no escapes.
-        struct Key<'a>(std::borrow::Cow<'a, str>);
-        impl<'de> serde::Deserialize<'de> for Key<'de> {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                struct K;
-                impl<'de> serde::de::Visitor<'de> for K {
-                    type Value = Key<'de>;
-                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                        f.write_str("a string")
-                    }
-                    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
-                        Ok(Key(std::borrow::Cow::Borrowed(v)))
-                    }
-                    fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
-                        Ok(Key(std::borrow::Cow::Owned(v.to_owned())))
-                    }
-                }
-                d.deserialize_str(K)
             }
         }
         use serde::Deserializer as _;
