@@ -31,7 +31,7 @@ pub(crate) fn normalize(payload: &[u8]) -> Result<DriftEvent, NormalizeError> {
         return Err(e);
     }
     // Validate UTF-8 once, then parse from `str` so strings are not re-validated.
-    let text = match std::str::from_utf8(payload) {
+    let text = match driftreactor_event::json::utf8(payload) {
         Ok(t) => t,
         Err(e) => {
             return Err(NormalizeError::UnknownFormat(format!(

@@ -1024,7 +1024,7 @@ pub(crate) fn read_into<'a>(
     let body = payload.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(payload);
     // UTF-8 checked once for the whole payload (the values skipped are not read as
     // text, so nothing else would check them).
-    let read = std::str::from_utf8(body).map(|text| {
+    let read = driftreactor_event::json::utf8(body).map(|text| {
         read_str::<_, Fast>(text, event).or_else(|_| {
             // Rejected by the one-pass reading: read as the generic reader does.
             *event = Expanded::default();

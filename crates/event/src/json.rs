@@ -20,6 +20,21 @@ pub fn parse(payload: &[u8]) -> Result<Value, NormalizeError> {
     serde_json::from_slice(payload).map_err(|e| NormalizeError::json(&e))
 }
 
+/// `bytes` as text when they are valid UTF-8 (RFC 3629), checked with SIMD where the
+/// CPU has it (`simdutf8`, AVX2 / SSE4.2 chosen at run time): the normalizers check a
+/// whole payload once and then parse it from `str`, so no string is checked again.
+///
+/// # Errors
+/// The standard library's [`std::str::Utf8Error`] (with the offset of the first
+/// invalid byte) when `bytes` are not UTF-8.
+pub fn utf8(bytes: &[u8]) -> Result<&str, std::str::Utf8Error> {
+    match simdutf8::basic::from_utf8(bytes) {
+        Ok(text) => Ok(text),
+        // The fast check says only "invalid": the standard one says where.
+        Err(_) => std::str::from_utf8(bytes),
+    }
+}
+
 /// The JSON type of `v` with its article, for error messages ("is a number, expected
 /// a string"): `null`, `a boolean`, `a number`, `a string`, `an array`, `an object`.
 pub fn describe(v: &Value) -> &'static str {
@@ -109,8 +124,37 @@ pub fn strings(text: &str, f: &mut dyn FnMut(&str)) {
 mod tests {
     use serde_json::json;
 
-    use super::{describe, parse, strings};
+    use super::{describe, parse, strings, utf8};
     use crate::NormalizeError;
+
+    #[test]
+    fn utf8_accepts_and_refuses_what_the_standard_check_does() {
+        let long = "é€😀 plain ASCII ".repeat(40);
+        let mut cases: Vec<Vec<u8>> = vec![
+            b"".to_vec(),
+            b"{\"a\":1}".to_vec(),
+            long.as_bytes().to_vec(),
+            b"\xff".to_vec(),
+            b"\xc3".to_vec(),
+            b"\xed\xa0\x80".to_vec(),     // an encoded surrogate
+            b"\xf4\x90\x80\x80".to_vec(), // above U+10FFFF
+        ];
+        // Every one-byte change and cut of a long mixed text, beyond the SIMD blocks.
+        let base = long.as_bytes();
+        for i in (0..base.len()).step_by(7) {
+            for b in [0x80u8, 0xc0, 0xe0, 0xf0, 0xff, b'a'] {
+                let mut v = base.to_vec();
+                v[i] = b;
+                cases.push(v);
+            }
+            cases.push(base[..i].to_vec());
+        }
+        for c in &cases {
+            let ours = utf8(c);
+            let std = std::str::from_utf8(c);
+            assert_eq!(ours, std, "{c:?}");
+        }
+    }
 
     #[test]
     fn parse_skips_a_byte_order_mark() {

@@ -709,7 +709,7 @@ impl<'de> Fields<'de> for Attributes<'de> {
 /// or not one JSON value; a value that is not an object is an object-less
 /// [`Expanded`]).
 pub(super) fn read<'a>(text: &'a [u8], top: &mut Expanded<Top<'a>>) -> Option<()> {
-    let text = std::str::from_utf8(text).ok()?;
+    let text = driftreactor_event::json::utf8(text).ok()?;
     let mut de = serde_json::Deserializer::from_str(text);
     InPlace(top).deserialize(&mut de).ok()?;
     de.end().ok()
