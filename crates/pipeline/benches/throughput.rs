@@ -193,7 +193,7 @@ fn main() {
             }
         });
         row(
-            &format!("{name}: derived parse of the fields normalize reads"),
+            &format!("{name}: floor, derived parse of the fields normalize reads"),
             &floor,
             &bare,
             None,
